@@ -1,0 +1,334 @@
+// Package record holds the plain data of one trace: what the eBPF programs
+// counted, what the ENA counters said, and the metadata needed to line them up.
+// It is the only thing the analyzer and the report renderers read, so it has no
+// kernel dependency and is tested with plain values.
+//
+// Every timestamp named ...Ns is CLOCK_MONOTONIC nanoseconds, the clock of
+// bpf_ktime_get_ns(). Wall-clock time appears only in Meta.Clock, the pairs
+// used to render times for people.
+package record
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// Direction is the tc hook a packet was seen on.
+type Direction uint8
+
+const (
+	Ingress Direction = 0
+	Egress  Direction = 1
+)
+
+// NumDirections sizes per-direction arrays.
+const NumDirections = 2
+
+func (d Direction) String() string {
+	switch d {
+	case Ingress:
+		return "ingress"
+	case Egress:
+		return "egress"
+	}
+	return fmt.Sprintf("direction(%d)", uint8(d))
+}
+
+// Service is a link-local service that shares the 1024 packets/s allowance
+// of an interface (AWS-LIMITS.md).
+type Service uint8
+
+const (
+	ServiceNone Service = 0
+	ServiceIMDS Service = 1
+	ServiceDNS  Service = 2
+	ServiceNTP  Service = 3
+)
+
+// Services lists the link-local services in the order of Bucket.LinkLocal.
+var Services = []Service{ServiceIMDS, ServiceDNS, ServiceNTP}
+
+// NumServices is the length of Bucket.LinkLocal.
+const NumServices = 3
+
+func (s Service) String() string {
+	switch s {
+	case ServiceNone:
+		return "none"
+	case ServiceIMDS:
+		return "imds"
+	case ServiceDNS:
+		return "dns"
+	case ServiceNTP:
+		return "ntp"
+	}
+	return fmt.Sprintf("service(%d)", uint8(s))
+}
+
+// Index returns the position of s in Bucket.LinkLocal, or -1 for ServiceNone.
+func (s Service) Index() int {
+	if s == ServiceNone || s > ServiceNTP {
+		return -1
+	}
+	return int(s) - 1
+}
+
+// Class is the protocol class of the per-direction totals. Every packet lands
+// in exactly one class, so the totals never miss a packet.
+type Class uint8
+
+const (
+	ClassTCP   Class = 0
+	ClassUDP   Class = 1
+	ClassICMP  Class = 2 // ICMP and ICMPv6
+	ClassOther Class = 3 // ARP, unknown protocols, truncated or malformed frames
+)
+
+// NumClasses sizes per-class arrays.
+const NumClasses = 4
+
+func (c Class) String() string {
+	switch c {
+	case ClassTCP:
+		return "tcp"
+	case ClassUDP:
+		return "udp"
+	case ClassICMP:
+		return "icmp"
+	case ClassOther:
+		return "other"
+	}
+	return fmt.Sprintf("class(%d)", uint8(c))
+}
+
+// SizeClassLimits are the upper bounds of the packet-size classes. A packet's
+// size is its layer-3 length (IP header and payload, the quantity an MTU
+// limits), so 1500 is a full frame on the internet path and 9001 a jumbo frame
+// inside a VPC. Sizes above the last bound land in the last class: on the wire
+// that only happens with an MTU above 9001, since GSO/GRO super-packets are
+// counted by segment size and tallied apart in SizeSlice.SuperPackets.
+var SizeClassLimits = []int{64, 128, 256, 512, 1024, 1500, 9001}
+
+// NumSizeClasses is len(SizeClassLimits)+1 (the last class is "larger").
+const NumSizeClasses = 8
+
+// SizeClassNames label the classes for reports.
+var SizeClassNames = []string{"<=64", "65-128", "129-256", "257-512", "513-1024", "1025-1500", "1501-9001", ">9001"}
+
+// SizeClassOf returns the class of a packet of layer-3 size n, with the same
+// rule as the eBPF program.
+func SizeClassOf(n int) int {
+	for i, lim := range SizeClassLimits {
+		if n <= lim {
+			return i
+		}
+	}
+	return len(SizeClassLimits)
+}
+
+// Bucket is one fine time bucket of one interface and direction.
+type Bucket struct {
+	StartNs   int64 // monotonic start of the bucket
+	Packets   uint64
+	Bytes     uint64
+	SYNs      uint64 // TCP SYN without ACK: new connection attempts
+	LinkLocal [NumServices]uint64
+}
+
+// Series is the bucket time series of one interface and direction. Buckets
+// are sparse (empty ones are left out) and sorted by StartNs.
+type Series struct {
+	Interface string
+	Direction Direction
+	WidthNs   int64
+	Buckets   []Bucket
+}
+
+// FlowKey names a flow as its packets carry it (not normalised: the two
+// directions of one TCP connection are two flows).
+type FlowKey struct {
+	Proto uint8 // IP protocol number; 0 for non-IP
+	Src   netip.AddrPort
+	Dst   netip.AddrPort
+}
+
+func (k FlowKey) String() string {
+	return fmt.Sprintf("%s %s -> %s", ProtoName(k.Proto), k.Src, k.Dst)
+}
+
+// ProtoName names the common IP protocols.
+func ProtoName(p uint8) string {
+	switch p {
+	case 6:
+		return "tcp"
+	case 17:
+		return "udp"
+	case 1:
+		return "icmp"
+	case 58:
+		return "icmpv6"
+	case 0:
+		return "other"
+	}
+	return fmt.Sprintf("ip%d", p)
+}
+
+// FlowStats are the cumulative counters of one flow at one instant.
+type FlowStats struct {
+	Packets     uint64
+	Bytes       uint64
+	SYNs        uint64
+	TCPFlags    uint8  // OR of every TCP flag byte seen
+	Directions  uint8  // bit 0 ingress, bit 1 egress
+	Service     Service
+	FirstSeenNs int64
+	LastSeenNs  int64
+	MinSize     uint32 // smallest packet, layer-3 size
+	MaxSize     uint32 // largest packet, layer-3 size
+}
+
+// FlowSnapshot is a flow's cumulative counters read at TimeNs. Snapshots of
+// one flow taken at successive drains give its throughput per drain interval.
+type FlowSnapshot struct {
+	TimeNs    int64
+	Interface string
+	Key       FlowKey
+	FlowStats
+}
+
+// WindowEvent says a flow moved at least Meta.HeavyBytes in one fine window.
+type WindowEvent struct {
+	Interface string
+	Direction Direction
+	Key       FlowKey
+	StartNs   int64 // window start
+	WidthNs   int64
+	Packets   uint64
+	Bytes     uint64
+}
+
+// SizeSlice is the wire packet-size histogram of one coarse slice.
+type SizeSlice struct {
+	Interface    string
+	Direction    Direction
+	StartNs      int64
+	WidthNs      int64
+	Counts       [NumSizeClasses]uint64
+	SuperPackets uint64 // GSO/GRO skbs that stood for more than one wire packet
+}
+
+// Totals are the exact per-direction counts since attach, by protocol class.
+type Totals struct {
+	Interface string
+	Direction Direction
+	Packets   [NumClasses]uint64
+	Bytes     [NumClasses]uint64
+	SYNs      uint64
+}
+
+// SumPackets is the packets of every class.
+func (t Totals) SumPackets() uint64 {
+	var s uint64
+	for _, v := range t.Packets {
+		s += v
+	}
+	return s
+}
+
+// SumBytes is the bytes of every class.
+func (t Totals) SumBytes() uint64 {
+	var s uint64
+	for _, v := range t.Bytes {
+		s += v
+	}
+	return s
+}
+
+// Loss counts what the datapath or the collector could not record. None of
+// it is silent: every report shows it.
+type Loss struct {
+	Interface         string
+	FlowMapFull       uint64 // packets whose new flow found the flow map full
+	RingbufFull       uint64 // window events dropped: ring buffer full
+	BucketOverwritten uint64 // packets in buckets reused before userspace read them
+	SliceOverwritten  uint64 // packets in size slices reused before userspace read them
+	FlowsEvicted      uint64 // idle flows removed by the collector after their last snapshot
+}
+
+// CounterSample is one read of an interface's NIC counters. The read happened
+// inside [BeforeNs, AfterNs]; a counter jump between two samples happened in
+// (previous AfterNs, this BeforeNs].
+type CounterSample struct {
+	Interface string
+	BeforeNs  int64
+	AfterNs   int64
+	Values    map[string]uint64 // by ethtool name; a missing name is absent, not zero
+	Err       string            // a failed read; Values is then empty
+}
+
+// ClockPair maps the monotonic clock to wall-clock time at one instant.
+type ClockPair struct {
+	MonoNs int64
+	Wall   time.Time
+}
+
+// InterfaceInfo describes a traced interface.
+type InterfaceInfo struct {
+	Name          string
+	Index         int
+	Driver        string // from ETHTOOL_GDRVINFO; "ena" on EC2
+	DriverVersion string
+	ENA           bool // allowance counters available
+	MTU           int
+}
+
+// Meta is what a reader needs to interpret the rest.
+type Meta struct {
+	Version       string // enaprobe version that recorded
+	Kernel        string
+	Hostname      string
+	InstanceType  string
+	AttachMode    string // tcx or tc
+	Interfaces    []InterfaceInfo
+	BucketNs      int64
+	WindowNs      int64
+	SliceNs       int64
+	HeavyBytes    uint64 // window event threshold, bytes per fine window
+	SampleNs      int64  // counter sample interval
+	FlowLimitBps  float64
+	VPCResolver   netip.Addr // the VPC DNS resolver (base+2), when known
+	Start, End    ClockPair
+	CounterSource string // "ethtool", "file:PATH", "lab", "replay", or "none"
+}
+
+// Recording is everything one trace saw.
+type Recording struct {
+	Meta     Meta
+	Series   []Series
+	Flows    []FlowSnapshot
+	Windows  []WindowEvent
+	Sizes    []SizeSlice
+	Totals   []Totals
+	Loss     []Loss
+	Counters []CounterSample
+}
+
+// Wall converts a monotonic instant to wall-clock time using the start and
+// end clock pairs (linear between them, so a clock step during the trace is
+// spread instead of jumping).
+func (m Meta) Wall(monoNs int64) time.Time {
+	s, e := m.Start, m.End
+	if e.MonoNs <= s.MonoNs || e.Wall.IsZero() {
+		return s.Wall.Add(time.Duration(monoNs - s.MonoNs))
+	}
+	span := float64(e.MonoNs - s.MonoNs)
+	wallSpan := float64(e.Wall.Sub(s.Wall))
+	off := float64(monoNs-s.MonoNs) * wallSpan / span
+	return s.Wall.Add(time.Duration(off))
+}
+
+// Offset is the time since the start of the trace.
+func (m Meta) Offset(monoNs int64) time.Duration {
+	return time.Duration(monoNs - m.Start.MonoNs)
+}
