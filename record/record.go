@@ -179,8 +179,8 @@ type FlowStats struct {
 	Packets     uint64
 	Bytes       uint64
 	SYNs        uint64
-	TCPFlags    uint8  // OR of every TCP flag byte seen
-	Directions  uint8  // bit 0 ingress, bit 1 egress
+	TCPFlags    uint8 // OR of every TCP flag byte seen
+	Directions  uint8 // bit 0 ingress, bit 1 egress
 	Service     Service
 	FirstSeenNs int64
 	LastSeenNs  int64
