@@ -1,0 +1,329 @@
+package analyzer
+
+import "time"
+
+// SchemaVersion is the version of the Result JSON. Bump the major part when a
+// field changes meaning or disappears; adding a field is a minor change.
+const SchemaVersion = "1.0"
+
+// Result is everything the analysis says about one recording. It is the JSON
+// report: renderers and the JSON Schema are built from these types.
+type Result struct {
+	SchemaVersion string         `json:"schema_version"`
+	Trace         TraceInfo      `json:"trace"`
+	Totals        []Total        `json:"totals"`
+	Counters      []CounterDelta `json:"counters"`
+	Findings      []Finding      `json:"findings"`
+	Loss          LossInfo       `json:"loss"`
+	Profile       Profile        `json:"profile"`
+}
+
+// TraceInfo describes the trace and the limits the analysis compared it with.
+type TraceInfo struct {
+	Start         time.Time      `json:"start"` // RFC 3339 with nanoseconds
+	End           time.Time      `json:"end"`
+	DurationS     float64        `json:"duration_s"`
+	Interfaces    []string       `json:"interfaces"`
+	BucketUs      int64          `json:"bucket_us"`      // width of a recorded bucket
+	FineWindowUs  int64          `json:"fine_window_us"` // width of the windows findings are located with
+	SampleMs      float64        `json:"sample_ms"`      // configured counter sample interval
+	AttachMode    string         `json:"attach_mode"`
+	Kernel        string         `json:"kernel"`
+	Hostname      string         `json:"hostname"`
+	InstanceType  string         `json:"instance_type"`
+	ProbeVersion  string         `json:"probe_version"`
+	ENA           []InterfaceENA `json:"ena"`
+	CounterSource string         `json:"counter_source"`
+	Limits        Limits         `json:"limits"`
+	Notes         []string       `json:"notes"` // caveats about the trace itself (short trace, no counters, ...)
+}
+
+// InterfaceENA says which allowance counters an interface had.
+type InterfaceENA struct {
+	Interface     string   `json:"interface"`
+	Driver        string   `json:"driver"`
+	DriverVersion string   `json:"driver_version"`
+	ENA           bool     `json:"ena"`     // allowance counters available
+	Present       []string `json:"present"` // allowance counters seen in at least one successful read
+	Absent        []string `json:"absent"`  // allowance counters never seen: no finding can rest on them
+	Reads         int      `json:"reads"`   // counter samples, failed ones included
+}
+
+// Limits are the limits the trace was compared with.
+type Limits struct {
+	BaselineBps  Limit `json:"baseline_bps"`   // aggregate per direction, sustained
+	BurstBps     Limit `json:"burst_bps"`      // aggregate per direction while burst credits last
+	FlowLimitBps Limit `json:"flow_limit_bps"` // per 5-tuple
+	LinkLocalPPS Limit `json:"link_local_pps"` // per interface, DNS + IMDS + NTP together
+}
+
+// Limit is one limit and where its value came from.
+type Limit struct {
+	Value float64 `json:"value"` // 0 when unknown
+	Known bool    `json:"known"`
+	// Source: "options" (given by the user), "recording" (recorded metadata),
+	// "default" (documented AWS value), or "unknown".
+	Source string `json:"source"`
+}
+
+// Total is the exact traffic of one interface and direction since attach.
+type Total struct {
+	Interface string       `json:"interface"`
+	Direction string       `json:"direction"`
+	Packets   uint64       `json:"packets"`
+	Bytes     uint64       `json:"bytes"`
+	SYNs      uint64       `json:"syns"`
+	Classes   []ClassTotal `json:"classes"` // by protocol class: tcp, udp, icmp, other
+}
+
+// ClassTotal is the traffic of one protocol class.
+type ClassTotal struct {
+	Class   string `json:"class"`
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+// CounterDelta is how much one NIC counter moved during the trace. Resets
+// (a value going down) are counted and never turned into negative deltas.
+type CounterDelta struct {
+	Interface string `json:"interface"`
+	Name      string `json:"name"`
+	Kind      string `json:"kind"` // "counter" or "gauge"
+	Delta     uint64 `json:"delta"`
+	Resets    int    `json:"resets"`
+	// Gauge is set for gauges (conntrack_allowance_available), whose deltas
+	// mean nothing: their first, lowest and last values instead.
+	Gauge *GaugeSummary `json:"gauge,omitempty"`
+}
+
+// GaugeSummary is the course of a gauge over the trace.
+type GaugeSummary struct {
+	First uint64 `json:"first"`
+	Min   uint64 `json:"min"`
+	Max   uint64 `json:"max"`
+	Last  uint64 `json:"last"`
+}
+
+// Finding kinds (stable strings).
+const (
+	KindMicroburstIn       = "microburst_in"
+	KindMicroburstOut      = "microburst_out"
+	KindPPSExceeded        = "pps_exceeded"
+	KindConntrackExceeded  = "conntrack_exceeded"
+	KindConntrackNearLimit = "conntrack_near_limit"
+	KindLinkLocalExceeded  = "linklocal_exceeded"
+	KindLinkLocalHot       = "linklocal_hot"
+	KindFlowAtCap          = "flow_at_cap"
+	KindBaselineExhausted  = "baseline_exhausted"
+)
+
+// Severities.
+const (
+	SeverityCritical = "critical"
+	SeverityWarning  = "warning"
+	SeverityInfo     = "info"
+)
+
+// Finding is one thing the trace shows, located in time, with its evidence,
+// the flows that carried it and what to do about it.
+type Finding struct {
+	Kind         string     `json:"kind"`
+	Severity     string     `json:"severity"`
+	Interface    string     `json:"interface"`
+	Direction    string     `json:"direction,omitempty"` // "ingress", "egress", or empty when both
+	Start        time.Time  `json:"start"`
+	End          time.Time  `json:"end"`
+	StartOffsetS float64    `json:"start_offset_s"`
+	EndOffsetS   float64    `json:"end_offset_s"`
+	Summary      string     `json:"summary"`
+	Evidence     []Evidence `json:"evidence"`
+	// FlowsRankedBy is what Flows are ranked by and FlowShare.Share is a
+	// share of: "bytes", "packets" or "syns".
+	FlowsRankedBy  string      `json:"flows_ranked_by"`
+	Flows          []FlowShare `json:"flows"`
+	Recommendation string      `json:"recommendation"`
+}
+
+// Evidence is one number a finding rests on.
+type Evidence struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"` // "bps", "pps", "bytes", "packets", "count", "ratio", "s", ...
+}
+
+// FlowShare is one flow's traffic inside a finding's window.
+type FlowShare struct {
+	Proto    string  `json:"proto"`
+	Src      string  `json:"src"` // ip:port
+	Dst      string  `json:"dst"`
+	Service  string  `json:"service,omitempty"` // link-local service, when the flow is one
+	Bytes    uint64  `json:"bytes"`
+	Packets  uint64  `json:"packets"`
+	SYNs     uint64  `json:"syns,omitempty"`
+	MeanSize float64 `json:"mean_size"`          // bytes per packet in the window
+	MinSize  uint32  `json:"min_size,omitempty"` // smallest packet of the flow so far
+	MaxSize  uint32  `json:"max_size,omitempty"`
+	Share    float64 `json:"share"` // of the window's total, by Finding.FlowsRankedBy
+	// Source says how precisely the flow is placed in the window:
+	// "window_events" (per fine window) or "snapshots" (per drain interval
+	// overlapping the window, so possibly more than the window itself).
+	Source string `json:"source"`
+}
+
+// LossInfo is everything the trace could not see, summed and per interface.
+type LossInfo struct {
+	Total               LossCounts      `json:"total"`
+	Interfaces          []InterfaceLoss `json:"interfaces"`
+	CounterReadFailures int             `json:"counter_read_failures"`
+	CounterResets       int             `json:"counter_resets"`
+	ReadFailures        []ReadFailure   `json:"read_failures"`
+	Resets              []CounterReset  `json:"resets"`
+}
+
+// LossCounts mirrors record.Loss.
+type LossCounts struct {
+	FlowMapFull       uint64 `json:"flow_map_full"`
+	RingbufFull       uint64 `json:"ringbuf_full"`
+	BucketOverwritten uint64 `json:"bucket_overwritten"`
+	SliceOverwritten  uint64 `json:"slice_overwritten"`
+	FlowsEvicted      uint64 `json:"flows_evicted"`
+}
+
+// InterfaceLoss is the loss of one interface.
+type InterfaceLoss struct {
+	Interface           string     `json:"interface"`
+	Counts              LossCounts `json:"counts"`
+	CounterReads        int        `json:"counter_reads"`
+	CounterReadFailures int        `json:"counter_read_failures"`
+	CounterResets       int        `json:"counter_resets"`
+}
+
+// ReadFailure is one failed counter read.
+type ReadFailure struct {
+	Interface string    `json:"interface"`
+	Time      time.Time `json:"time"`
+	OffsetS   float64   `json:"offset_s"`
+	Error     string    `json:"error"`
+}
+
+// CounterReset is a counter that went down between two reads: a driver reset
+// or a failed read that returned zeros, never negative traffic.
+type CounterReset struct {
+	Interface string    `json:"interface"`
+	Name      string    `json:"name"`
+	Time      time.Time `json:"time"`
+	OffsetS   float64   `json:"offset_s"`
+	From      uint64    `json:"from"`
+	To        uint64    `json:"to"`
+}
+
+// Profile is the shape of the traffic, findings or not.
+type Profile struct {
+	Rates              []RateProfile      `json:"rates"`
+	TopFlows           []FlowProfile      `json:"top_flows"`
+	LinkLocal          []LinkLocalProfile `json:"link_local"`
+	SizeMix            []SizeMix          `json:"size_mix"`
+	CounterReadLatency []ReadLatency      `json:"counter_read_latency"`
+}
+
+// RateProfile puts the peaks of one interface and direction beside the
+// averages CloudWatch would show for the same traffic.
+type RateProfile struct {
+	Interface string    `json:"interface"`
+	Direction string    `json:"direction"`
+	MeanBps   float64   `json:"mean_bps"` // over the whole trace
+	MeanPPS   float64   `json:"mean_pps"`
+	Peaks     []Peak    `json:"peaks"`    // 1 ms, 100 ms, 1 s
+	Averages  []Average `json:"averages"` // 1 min, 5 min
+}
+
+// Peak is the highest rate over any window of one width (windows aligned to
+// the bucket grid, sliding by one bucket).
+type Peak struct {
+	WindowS     float64   `json:"window_s"`
+	Bps         float64   `json:"bps"`
+	BpsAt       time.Time `json:"bps_at"` // start of the window
+	BpsAtOffset float64   `json:"bps_at_offset_s"`
+	PPS         float64   `json:"pps"`
+	PPSAt       time.Time `json:"pps_at"`
+	PPSAtOffset float64   `json:"pps_at_offset_s"`
+	// Partial: the trace is shorter than the window, so the values are the
+	// average over the trace.
+	Partial bool `json:"partial"`
+}
+
+// Average is what a CloudWatch-style metric of one period reports:
+// bits/s = bytes in the period / period seconds x 8.
+type Average struct {
+	PeriodS float64 `json:"period_s"`
+	// Bps and PPS are the highest average of the whole periods in the trace
+	// (periods aligned to the trace start), the highest point CloudWatch
+	// would plot.
+	Bps     float64 `json:"bps"`
+	PPS     float64 `json:"pps"`
+	Periods int     `json:"periods"` // whole periods in the trace
+	// Partial: no whole period fits in the trace; Bps and PPS are then the
+	// average over the CoveredS seconds of the trace.
+	Partial  bool    `json:"partial"`
+	CoveredS float64 `json:"covered_s"`
+}
+
+// FlowProfile is one of the flows that moved the most bytes.
+type FlowProfile struct {
+	Interface  string    `json:"interface"`
+	Proto      string    `json:"proto"`
+	Src        string    `json:"src"`
+	Dst        string    `json:"dst"`
+	Service    string    `json:"service,omitempty"`
+	Directions string    `json:"directions"` // "ingress", "egress" or "both"
+	Bytes      uint64    `json:"bytes"`
+	Packets    uint64    `json:"packets"`
+	SYNs       uint64    `json:"syns"`
+	MeanSize   float64   `json:"mean_size"`
+	MinSize    uint32    `json:"min_size"`
+	MaxSize    uint32    `json:"max_size"`
+	MeanBps    float64   `json:"mean_bps"` // over the flow's active span (first to last seen)
+	PeakBps    float64   `json:"peak_bps"` // highest drain-interval throughput
+	FirstSeen  time.Time `json:"first_seen"`
+	LastSeen   time.Time `json:"last_seen"`
+}
+
+// LinkLocalProfile is the packet rate to one link-local service (or to all
+// of them, Service "all", the quantity the 1024 pps limit applies to).
+type LinkLocalProfile struct {
+	Interface    string  `json:"interface"`
+	Direction    string  `json:"direction"`
+	Service      string  `json:"service"` // "imds", "dns", "ntp" or "all"
+	Packets      uint64  `json:"packets"`
+	PeakPPS1s    float64 `json:"peak_pps_1s"`    // highest 1 s average
+	PeakPPSShort float64 `json:"peak_pps_short"` // highest rate over a ShortWindowS window
+	ShortWindowS float64 `json:"short_window_s"`
+	LimitPPS     float64 `json:"limit_pps"`
+	PeakShare1s  float64 `json:"peak_share_1s"` // PeakPPS1s / LimitPPS
+}
+
+// SizeMix is the packet-size histogram of one interface and direction.
+type SizeMix struct {
+	Interface    string           `json:"interface"`
+	Direction    string           `json:"direction"`
+	Classes      []SizeClassCount `json:"classes"`
+	SuperPackets uint64           `json:"super_packets"`
+	MeanSize     float64          `json:"mean_size"` // from the exact totals
+}
+
+// SizeClassCount is the packets of one size class.
+type SizeClassCount struct {
+	Class   string  `json:"class"` // record.SizeClassNames
+	Packets uint64  `json:"packets"`
+	Share   float64 `json:"share"`
+}
+
+// ReadLatency is how long the counter reads of one interface took
+// (AfterNs - BeforeNs): the uncertainty of every counter timestamp.
+type ReadLatency struct {
+	Interface string  `json:"interface"`
+	Reads     int     `json:"reads"`
+	MinUs     float64 `json:"min_us"`
+	MedianUs  float64 `json:"median_us"`
+	MaxUs     float64 `json:"max_us"`
+}
