@@ -1,0 +1,118 @@
+package analyzer
+
+import "time"
+
+// Options are the limits the trace is compared with and the thresholds of
+// every detection rule. DefaultOptions documents each default.
+type Options struct {
+	// BaselineBps and BurstBps are the instance's aggregate bandwidth
+	// allowance per direction, sustained and while burst credits last
+	// (DescribeInstanceTypes BaselineBandwidthInGbps, PeakBandwidthInGbps).
+	// 0 means unknown.
+	BaselineBps, BurstBps float64
+	// InstanceType overrides the recorded one in the report.
+	InstanceType string
+	// FlowLimitBps is the per-flow (5-tuple) cap: 5 Gbps outside a cluster
+	// placement group, up to 10 Gbps inside one, up to 25 Gbps with ENA
+	// Express. 0 means unknown. When the recording carries a value and the
+	// option is the default, the recording wins.
+	FlowLimitBps float64
+	// LinkLocalPPS is the per-interface packet rate allowed to DNS, IMDS and
+	// NTP together: 1024, documented as not increasable.
+	LinkLocalPPS float64
+	// PPSAllowance is the instance's packets/s allowance, both directions
+	// together. AWS does not publish it; 0 (unknown) makes pps_exceeded find
+	// its window from the packet rate's own level.
+	PPSAllowance float64
+
+	// FineWindow is the width of the windows findings are located with.
+	FineWindow time.Duration
+
+	// StandOutFactor and StandOutPeakShare define a window that "stands out"
+	// when no allowance is known: its rate is at least StandOutFactor times
+	// the median window of the sample interval and at least
+	// StandOutPeakShare of the interval's highest window.
+	StandOutFactor    float64
+	StandOutPeakShare float64
+	// MergeGap joins findings of one kind whose windows are at most this far
+	// apart (a burst straddling a counter read is one burst).
+	MergeGap time.Duration
+
+	// NearMissShare: a fine window at or above this share of the bandwidth
+	// allowance while the bw counter did not move is reported as an info
+	// near-miss. MaxNearMisses caps them per interface and direction (the
+	// highest are kept).
+	NearMissShare float64
+	MaxNearMisses int
+
+	// LinkLocalHotShare: a 1 s link-local packet rate at or above this
+	// share of LinkLocalPPS with no counter jump is linklocal_hot.
+	// LinkLocalShortWindow is the short window of the link-local profile.
+	LinkLocalHotShare    float64
+	LinkLocalShortWindow time.Duration
+
+	// ConntrackLowShare: conntrack_allowance_available at or below this
+	// share of its highest value in the trace is near the limit.
+	// ConntrackFallShare and ConntrackFallWindow: a fall of at least this
+	// share of the highest value within that window is a steep fall.
+	ConntrackLowShare   float64
+	ConntrackFallShare  float64
+	ConntrackFallWindow time.Duration
+
+	// PlateauMin is the shortest flat stretch that makes a plateau
+	// (flow_at_cap and the baseline of baseline_exhausted); PlateauCV is the
+	// highest coefficient of variation (stddev/mean of the throughput per
+	// drain interval) that is still flat.
+	PlateauMin time.Duration
+	PlateauCV  float64
+	// FlowCapBand: a plateau whose mean is within this share below
+	// FlowLimitBps (or above it by at most the same share, for rounding in
+	// the path) sits at the per-flow cap.
+	FlowCapBand float64
+	// FlowPlateauMinBps is the lowest plateau reported when FlowLimitBps is
+	// unknown (info only: flat at its maximum, cap unknown).
+	FlowPlateauMinBps float64
+
+	// BaselineBand: a rate within this share of BaselineBps is "about
+	// baseline"; BaselineAboveFactor: a rate at least this many times
+	// BaselineBps is "above baseline". BaselineBin is the averaging bin of
+	// the aggregate rate.
+	BaselineBand        float64
+	BaselineAboveFactor float64
+	BaselineBin         time.Duration
+
+	// TopFlows is how many flows a finding or the profile lists.
+	TopFlows int
+	// EventCoverage: culprit flows are taken from window events when they
+	// carry at least this share of the window's bytes, else from flow
+	// snapshots.
+	EventCoverage float64
+}
+
+// DefaultOptions returns the documented limits and thresholds.
+func DefaultOptions() Options {
+	return Options{
+		FlowLimitBps:         5e9,
+		LinkLocalPPS:         1024,
+		FineWindow:           time.Millisecond,
+		StandOutFactor:       2,
+		StandOutPeakShare:    0.5,
+		MergeGap:             10 * time.Millisecond,
+		NearMissShare:        0.9,
+		MaxNearMisses:        5,
+		LinkLocalHotShare:    0.7,
+		LinkLocalShortWindow: 100 * time.Millisecond,
+		ConntrackLowShare:    0.2,
+		ConntrackFallShare:   0.5,
+		ConntrackFallWindow:  10 * time.Second,
+		PlateauMin:           3 * time.Second,
+		PlateauCV:            0.05,
+		FlowCapBand:          0.1,
+		FlowPlateauMinBps:    1e9,
+		BaselineBand:         0.15,
+		BaselineAboveFactor:  1.5,
+		BaselineBin:          time.Second,
+		TopFlows:             5,
+		EventCoverage:        0.5,
+	}
+}
