@@ -1,0 +1,30 @@
+/* Runtime knobs, set by the loader with spec.Variables[...].Set before load. */
+#ifndef __ENAPROBE_CONFIG_H
+#define __ENAPROBE_CONFIG_H
+
+#include "types.h"
+
+/* Width of a time bucket, 10 us to 10 ms. */
+volatile const __u64 bucket_ns = 100000;
+/* Bucket ring slots per direction, a power of two (mask = slots - 1). */
+volatile const __u32 bucket_mask = 16383;
+/* Width of a fine window for the heavy-flow events. */
+volatile const __u64 window_ns = 1000000;
+/* A flow that moves at least this many wire bytes in one fine window is
+ * reported with a window event. */
+volatile const __u64 heavy_bytes = 62500;
+/* Width of a packet-size slice, and the slice ring mask per direction. */
+volatile const __u64 slice_ns = 100000000;
+volatile const __u32 slice_mask = 63;
+/* The VPC DNS resolver (VPC base + 2), IPv4 in network byte order; 0 when
+ * unknown. 169.254.169.253 is always recognised. */
+volatile const __u32 vpc_resolver = 0;
+
+/* Written by userspace through the memory-mapped .bss: the newest bucket
+ * and size-slice epochs up to which it has read everything. A slot reused
+ * while its old epoch is newer than these still held unread counts: those
+ * packets are counted as lost. */
+volatile __u64 bucket_drained = 0;
+volatile __u64 slice_drained = 0;
+
+#endif

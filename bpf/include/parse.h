@@ -1,0 +1,212 @@
+/* Packet parsing: Ethernet, 802.1Q/802.1ad, IPv4, IPv6 with extension
+ * headers, TCP, UDP, ICMP, ICMPv6. Reads only; never writes the packet. */
+#ifndef __ENAPROBE_PARSE_H
+#define __ENAPROBE_PARSE_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "types.h"
+
+#define ETH_HLEN 14
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+#define ETH_P_8021Q 0x8100
+#define ETH_P_8021AD 0x88A8
+#define MAX_VLAN_TAGS 2
+#define MAX_IPV6_EXT 6
+
+#define IPPROTO_HOPOPTS 0
+#define IPPROTO_ICMP 1
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+#define IPPROTO_ROUTING 43
+#define IPPROTO_FRAGMENT 44
+#define IPPROTO_AH 51
+#define IPPROTO_ICMPV6 58
+#define IPPROTO_DSTOPTS 60
+
+#define TCP_FLAG_SYN 0x02
+#define TCP_FLAG_ACK 0x10
+
+/* What the counting needs to know about one skb. */
+struct pkt {
+	struct flow_key key;
+	__u32 l2_len;   /* Ethernet and VLAN headers */
+	__u32 hdr_len;  /* l2 + l3 + l4 headers: what segmentation repeats */
+	__u8 class;     /* enum proto_class */
+	__u8 is_ip;     /* a flow key exists */
+	__u8 tcp_flags;
+	__u8 pad;
+};
+
+static __always_inline int parse_l4(void *data, void *end, __u32 off, __u8 proto,
+				    struct pkt *p)
+{
+	p->key.proto = proto;
+	p->hdr_len = off;
+	if (proto == IPPROTO_TCP) {
+		__u8 *th = data + off;
+		if ((void *)(th + 20) > end)
+			return 0;
+		__builtin_memcpy(&p->key.sport, th, 2);
+		__builtin_memcpy(&p->key.dport, th + 2, 2);
+		p->tcp_flags = th[13];
+		p->hdr_len = off + ((th[12] >> 4) << 2);
+		p->class = CLASS_TCP;
+	} else if (proto == IPPROTO_UDP) {
+		__u8 *uh = data + off;
+		if ((void *)(uh + 8) > end)
+			return 0;
+		__builtin_memcpy(&p->key.sport, uh, 2);
+		__builtin_memcpy(&p->key.dport, uh + 2, 2);
+		p->hdr_len = off + 8;
+		p->class = CLASS_UDP;
+	} else if (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6) {
+		__u8 *ih = data + off;
+		if ((void *)(ih + 4) > end)
+			return 0;
+		p->key.sport = bpf_htons(ih[0]);
+		p->key.dport = bpf_htons(ih[1]);
+		p->hdr_len = off + 8;
+		p->class = CLASS_ICMP;
+	}
+	return 0;
+}
+
+/* A later fragment has no L4 header: it counts to its protocol's class and
+ * to the flow of its addresses and protocol, with ports 0. */
+static __always_inline void later_fragment(__u8 proto, __u32 off, struct pkt *p)
+{
+	p->key.proto = proto;
+	p->hdr_len = off;
+	if (proto == IPPROTO_TCP)
+		p->class = CLASS_TCP;
+	else if (proto == IPPROTO_UDP)
+		p->class = CLASS_UDP;
+	else if (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6)
+		p->class = CLASS_ICMP;
+}
+
+static __always_inline int parse_ipv4(void *data, void *end, __u32 off, struct pkt *p)
+{
+	__u8 *ip = data + off;
+	if ((void *)(ip + 20) > end)
+		return 0;
+	__u32 ihl = (ip[0] & 0x0f) << 2;
+	if ((ip[0] >> 4) != 4 || ihl < 20)
+		return 0;
+	p->is_ip = 1;
+	p->key.saddr[10] = 0xff;
+	p->key.saddr[11] = 0xff;
+	p->key.daddr[10] = 0xff;
+	p->key.daddr[11] = 0xff;
+	__builtin_memcpy(&p->key.saddr[12], ip + 12, 4);
+	__builtin_memcpy(&p->key.daddr[12], ip + 16, 4);
+	__u8 proto = ip[9];
+	p->key.proto = proto;
+	p->hdr_len = off + 20;
+	__u16 frag;
+	__builtin_memcpy(&frag, ip + 6, 2);
+	off += ihl;
+	if (bpf_ntohs(frag) & 0x1fff) {
+		later_fragment(proto, off, p);
+		return 0;
+	}
+	return parse_l4(data, end, off, proto, p);
+}
+
+static __always_inline int parse_ipv6(void *data, void *end, __u32 off, struct pkt *p)
+{
+	__u8 *ip6 = data + off;
+	if ((void *)(ip6 + 40) > end)
+		return 0;
+	if ((ip6[0] >> 4) != 6)
+		return 0;
+	p->is_ip = 1;
+	__builtin_memcpy(p->key.saddr, ip6 + 8, 16);
+	__builtin_memcpy(p->key.daddr, ip6 + 24, 16);
+	__u8 nexthdr = ip6[6];
+	p->key.proto = nexthdr;
+	off += 40;
+	p->hdr_len = off;
+	int later = 0;
+
+#pragma unroll
+	for (int i = 0; i < MAX_IPV6_EXT; i++) {
+		__u8 *h = data + off;
+		if (nexthdr == IPPROTO_HOPOPTS || nexthdr == IPPROTO_ROUTING ||
+		    nexthdr == IPPROTO_DSTOPTS) {
+			if ((void *)(h + 8) > end)
+				return 0;
+			nexthdr = h[0];
+			off += ((__u32)h[1] + 1) << 3;
+		} else if (nexthdr == IPPROTO_FRAGMENT) {
+			if ((void *)(h + 8) > end)
+				return 0;
+			__u16 fo;
+			__builtin_memcpy(&fo, h + 2, 2);
+			if (bpf_ntohs(fo) & 0xfff8)
+				later = 1;
+			nexthdr = h[0];
+			off += 8;
+		} else if (nexthdr == IPPROTO_AH) {
+			if ((void *)(h + 8) > end)
+				return 0;
+			nexthdr = h[0];
+			off += ((__u32)h[1] + 2) << 2;
+		} else {
+			break;
+		}
+		p->key.proto = nexthdr;
+		p->hdr_len = off;
+	}
+	if (later) {
+		later_fragment(nexthdr, off, p);
+		return 0;
+	}
+	return parse_l4(data, end, off, nexthdr, p);
+}
+
+/* parse fills p. Anything it cannot make sense of stays CLASS_OTHER, and a
+ * frame whose IP header is complete still gets a flow key. */
+static __always_inline void parse(struct __sk_buff *skb, struct pkt *p)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+
+	__builtin_memset(p, 0, sizeof(*p));
+	p->class = CLASS_OTHER;
+	p->l2_len = ETH_HLEN;
+	p->hdr_len = ETH_HLEN;
+
+	__u8 *eth = data;
+	if ((void *)(eth + ETH_HLEN) > end) {
+		p->l2_len = skb->len;
+		p->hdr_len = skb->len;
+		return;
+	}
+	__u16 h_proto;
+	__builtin_memcpy(&h_proto, eth + 12, 2);
+	__u32 off = ETH_HLEN;
+
+#pragma unroll
+	for (int i = 0; i < MAX_VLAN_TAGS; i++) {
+		if (h_proto != bpf_htons(ETH_P_8021Q) && h_proto != bpf_htons(ETH_P_8021AD))
+			break;
+		__u8 *vh = data + off;
+		if ((void *)(vh + 4) > end)
+			return;
+		__builtin_memcpy(&h_proto, vh + 2, 2);
+		off += 4;
+	}
+	p->l2_len = off;
+	p->hdr_len = off;
+
+	if (h_proto == bpf_htons(ETH_P_IP))
+		parse_ipv4(data, end, off, p);
+	else if (h_proto == bpf_htons(ETH_P_IPV6))
+		parse_ipv6(data, end, off, p);
+}
+
+#endif

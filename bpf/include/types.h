@@ -1,0 +1,117 @@
+/* Types shared with Go: bpf2go -type generates their Go twins. */
+#ifndef __ENAPROBE_TYPES_H
+#define __ENAPROBE_TYPES_H
+
+#include <linux/types.h>
+
+enum direction {
+	DIR_INGRESS = 0,
+	DIR_EGRESS = 1,
+	NUM_DIRECTIONS = 2,
+};
+
+enum proto_class {
+	CLASS_TCP = 0,
+	CLASS_UDP = 1,
+	CLASS_ICMP = 2,
+	CLASS_OTHER = 3, /* ARP, unknown protocols, truncated or malformed */
+	NUM_CLASSES = 4,
+};
+
+enum ll_service {
+	LL_NONE = 0,
+	LL_IMDS = 1,
+	LL_DNS = 2,
+	LL_NTP = 3,
+	NUM_LL_SERVICES = 3,
+};
+
+enum loss_kind {
+	LOSS_FLOW_MAP_FULL = 0,     /* packets of a new flow that found the map full */
+	LOSS_RINGBUF_FULL = 1,      /* window events dropped */
+	LOSS_BUCKET_OVERWRITTEN = 2,/* packets in a bucket reused before it was read */
+	LOSS_SLICE_OVERWRITTEN = 3, /* packets in a size slice reused before it was read */
+	NUM_LOSS = 4,
+};
+
+#define NUM_SIZE_CLASSES 8
+
+/* A flow as its packets carry it. IPv4 as v4-mapped IPv6 so there is one key
+ * type; ports in network byte order. For ICMP, sport holds the type and
+ * dport the code. Later fragments carry no ports: they count to the flow of
+ * their addresses and protocol with ports 0. Naturally aligned, no padding
+ * holes, zeroed before use. */
+struct flow_key {
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u16 sport;
+	__u16 dport;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+struct flow_stats {
+	__u64 packets;       /* wire packets */
+	__u64 bytes;         /* wire bytes */
+	__u64 first_seen_ns;
+	__u64 last_seen_ns;
+	__u64 win_start_ns;  /* start of the fine window win_bytes belongs to */
+	__u64 win_bytes;
+	__u32 win_packets;
+	__u32 syns;          /* TCP SYN without ACK */
+	__u16 min_size;      /* layer-3 size of the smallest wire packet */
+	__u16 max_size;
+	__u8 tcp_flags;      /* OR of the TCP flag bytes seen */
+	__u8 dirs;           /* bit per direction seen */
+	__u8 service;        /* enum ll_service */
+	__u8 win_dir;        /* direction of the last packet of the window */
+};
+
+/* One time bucket of one direction. Slot tag `epoch` is ktime / bucket_ns.
+ * Counters are added atomically and swapped to zero by userspace through
+ * the memory-mapped array when it reads them. */
+struct bucket {
+	__u64 epoch;
+	__u64 packets;
+	__u64 bytes;
+	__u32 syns;
+	__u32 link_local[NUM_LL_SERVICES];
+};
+
+/* Packet-size histogram of one slice, per CPU. */
+struct size_slice {
+	__u64 epoch;
+	__u64 counts[NUM_SIZE_CLASSES];
+	__u64 super_packets;
+};
+
+struct dir_totals {
+	__u64 packets[NUM_CLASSES];
+	__u64 bytes[NUM_CLASSES];
+	__u64 syns;
+};
+
+/* Per-CPU state: exact totals, loss, and the current bucket cached so the
+ * hot path divides only when the bucket or slice changes. */
+struct cpu_state {
+	struct dir_totals totals[NUM_DIRECTIONS];
+	__u64 loss[NUM_LOSS];
+	__u64 bucket_epoch;
+	__u64 bucket_start_ns;
+	__u64 slice_epoch;
+	__u64 slice_start_ns;
+};
+
+/* A flow moved at least heavy_bytes in the fine window starting at
+ * win_start_ns. Sent when the window closes (the flow's next packet in a
+ * later window); userspace reads windows still open from the flow map. */
+struct window_event {
+	struct flow_key key;
+	__u64 win_start_ns;
+	__u64 bytes;
+	__u32 packets;
+	__u8 dir;
+	__u8 pad[3];
+};
+
+#endif

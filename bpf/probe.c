@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/* enaprobe datapath: counts wire packets, bytes and new TCP connections per
+ * time bucket, per flow and per link-local service on tc ingress and egress.
+ * It never alters, redirects or drops a packet: every path returns
+ * TC_ACT_UNSPEC, which is also TCX_NEXT, so other programs keep running. */
+
+#include "include/config.h"
+#include "include/maps.h"
+#include "include/parse.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#define VERDICT_NEXT (-1) /* TCX_NEXT == TC_ACT_UNSPEC */
+#define EEXIST 17
+
+/* Forced into the ELF so bpf2go -type can emit the Go constants. */
+const enum direction *unused_direction __attribute__((unused));
+const enum proto_class *unused_proto_class __attribute__((unused));
+const enum ll_service *unused_ll_service __attribute__((unused));
+const enum loss_kind *unused_loss_kind __attribute__((unused));
+const struct window_event *unused_window_event __attribute__((unused));
+
+/* The link-local service an address belongs to, or LL_NONE. */
+static __always_inline __u8 ll_service_of(const __u8 *addr)
+{
+	__u32 w[4];
+	__builtin_memcpy(w, addr, 16);
+	if (w[0] == 0 && w[1] == 0 && w[2] == bpf_htonl(0xffff)) {
+		if (w[3] == bpf_htonl(0xa9fea9fe)) /* 169.254.169.254 */
+			return LL_IMDS;
+		if (w[3] == bpf_htonl(0xa9fea9fd)) /* 169.254.169.253 */
+			return LL_DNS;
+		if (w[3] == bpf_htonl(0xa9fea97b)) /* 169.254.169.123 */
+			return LL_NTP;
+		if (vpc_resolver && w[3] == vpc_resolver)
+			return LL_DNS;
+		return LL_NONE;
+	}
+	if (w[0] == bpf_htonl(0xfd000ec2) && w[1] == 0 && w[2] == 0) {
+		if (w[3] == bpf_htonl(0x254)) /* fd00:ec2::254 */
+			return LL_IMDS;
+		if (w[3] == bpf_htonl(0x253))
+			return LL_DNS;
+		if (w[3] == bpf_htonl(0x123))
+			return LL_NTP;
+	}
+	return LL_NONE;
+}
+
+static __always_inline __u32 size_class(__u32 size)
+{
+	if (size <= 64)
+		return 0;
+	if (size <= 128)
+		return 1;
+	if (size <= 256)
+		return 2;
+	if (size <= 512)
+		return 3;
+	if (size <= 1024)
+		return 4;
+	if (size <= 1500)
+		return 5;
+	if (size <= 9001)
+		return 6;
+	return 7;
+}
+
+/* What one skb stands for on the wire. A GSO/GRO super-packet is segs wire
+ * packets, each repeating the l2+l3+l4 headers; every segment but the last
+ * carries gso_size bytes of payload. */
+struct wire {
+	__u32 packets;
+	__u32 bytes;
+	__u32 seg_size;  /* layer-3 size of the full segments */
+	__u32 last_size; /* layer-3 size of the last segment */
+};
+
+static __always_inline void wire_of(struct __sk_buff *skb, const struct pkt *p, struct wire *w)
+{
+	__u32 len = skb->len;
+	__u32 size = len - p->l2_len;
+	__u32 gso_size = skb->gso_size;
+
+	w->packets = 1;
+	w->bytes = len;
+	w->seg_size = size;
+	w->last_size = size;
+	if (!gso_size || len <= p->hdr_len)
+		return;
+
+	__u32 payload = len - p->hdr_len;
+	__u32 segs = skb->gso_segs;
+	if (!segs)
+		segs = (payload + gso_size - 1) / gso_size;
+	if (segs <= 1)
+		return;
+	__u32 hdr3 = p->hdr_len - p->l2_len; /* l3+l4 headers */
+	__u32 full = (segs - 1) * gso_size;
+	w->packets = segs;
+	w->bytes = len + (segs - 1) * p->hdr_len;
+	w->seg_size = gso_size + hdr3;
+	w->last_size = (payload > full ? payload - full : gso_size) + hdr3;
+}
+
+static __always_inline void count_bucket(struct cpu_state *cs, __u64 now, __u32 dir,
+					 const struct wire *w, __u32 syn, __u8 svc)
+{
+	__u64 epoch;
+	if (now - cs->bucket_start_ns < bucket_ns) {
+		epoch = cs->bucket_epoch;
+	} else {
+		epoch = now / bucket_ns;
+		cs->bucket_epoch = epoch;
+		cs->bucket_start_ns = epoch * bucket_ns;
+	}
+	__u32 slot = dir * (bucket_mask + 1) + ((__u32)epoch & bucket_mask);
+	struct bucket *b = bpf_map_lookup_elem(&buckets, &slot);
+	if (!b)
+		return;
+	__u64 old = b->epoch;
+	if (old != epoch) {
+		b->epoch = epoch;
+		/* Userspace swaps counters to zero as it reads them. A slot whose
+		 * old epoch it has not read yet still holds those packets. */
+		if (old > bucket_drained) {
+			cs->loss[LOSS_BUCKET_OVERWRITTEN] += __sync_lock_test_and_set(&b->packets, 0);
+			b->bytes = 0;
+			b->syns = 0;
+			b->link_local[0] = 0;
+			b->link_local[1] = 0;
+			b->link_local[2] = 0;
+		}
+	}
+	__sync_fetch_and_add(&b->packets, w->packets);
+	__sync_fetch_and_add(&b->bytes, w->bytes);
+	if (syn)
+		__sync_fetch_and_add(&b->syns, 1);
+	if (svc >= LL_IMDS && svc <= LL_NTP)
+		__sync_fetch_and_add(&b->link_local[svc - 1], w->packets);
+}
+
+static __always_inline void count_sizes(struct cpu_state *cs, __u64 now, __u32 dir,
+					const struct wire *w)
+{
+	__u64 epoch;
+	if (now - cs->slice_start_ns < slice_ns) {
+		epoch = cs->slice_epoch;
+	} else {
+		epoch = now / slice_ns;
+		cs->slice_epoch = epoch;
+		cs->slice_start_ns = epoch * slice_ns;
+	}
+	__u32 slot = dir * (slice_mask + 1) + ((__u32)epoch & slice_mask);
+	struct size_slice *s = bpf_map_lookup_elem(&size_slices, &slot);
+	if (!s)
+		return;
+	if (s->epoch != epoch) {
+		if (s->epoch > slice_drained) {
+			__u64 lost = 0;
+#pragma unroll
+			for (int i = 0; i < NUM_SIZE_CLASSES; i++)
+				lost += s->counts[i];
+			cs->loss[LOSS_SLICE_OVERWRITTEN] += lost;
+		}
+		__builtin_memset(s, 0, sizeof(*s));
+		s->epoch = epoch;
+	}
+	s->counts[size_class(w->seg_size) & (NUM_SIZE_CLASSES - 1)] += w->packets - 1;
+	s->counts[size_class(w->last_size) & (NUM_SIZE_CLASSES - 1)] += 1;
+	if (w->packets > 1)
+		s->super_packets += 1;
+}
+
+static __always_inline void emit_window(struct cpu_state *cs, const struct flow_key *key,
+					const struct flow_stats *v)
+{
+	struct window_event ev;
+	__builtin_memset(&ev, 0, sizeof(ev));
+	ev.key = *key;
+	ev.win_start_ns = v->win_start_ns;
+	ev.bytes = v->win_bytes;
+	ev.packets = v->win_packets;
+	ev.dir = v->win_dir;
+	if (bpf_ringbuf_output(&window_events, &ev, sizeof(ev), 0))
+		cs->loss[LOSS_RINGBUF_FULL] += 1;
+}
+
+static __always_inline void count_flow(struct cpu_state *cs, __u64 now, __u32 dir,
+				       const struct pkt *p, const struct wire *w,
+				       __u32 syn, __u8 svc)
+{
+	__u16 min_size = w->last_size, max_size = w->seg_size;
+	if (min_size > max_size) {
+		min_size = w->seg_size;
+		max_size = w->last_size;
+	}
+
+	struct flow_stats *v = bpf_map_lookup_elem(&flows, &p->key);
+	if (!v) {
+		struct flow_stats init;
+		__builtin_memset(&init, 0, sizeof(init));
+		init.packets = w->packets;
+		init.bytes = w->bytes;
+		init.first_seen_ns = now;
+		init.last_seen_ns = now;
+		init.win_start_ns = now - now % window_ns;
+		init.win_bytes = w->bytes;
+		init.win_packets = w->packets;
+		init.syns = syn;
+		init.min_size = min_size;
+		init.max_size = max_size;
+		init.tcp_flags = p->tcp_flags;
+		init.dirs = 1 << dir;
+		init.service = svc;
+		init.win_dir = dir;
+		long err = bpf_map_update_elem(&flows, &p->key, &init, BPF_NOEXIST);
+		if (!err)
+			return;
+		if (err != -EEXIST) {
+			cs->loss[LOSS_FLOW_MAP_FULL] += w->packets;
+			return;
+		}
+		/* Another CPU inserted the flow first: add to its entry. */
+		v = bpf_map_lookup_elem(&flows, &p->key);
+		if (!v)
+			return;
+	}
+
+	__sync_fetch_and_add(&v->packets, w->packets);
+	__sync_fetch_and_add(&v->bytes, w->bytes);
+	if (syn)
+		__sync_fetch_and_add(&v->syns, 1);
+	v->last_seen_ns = now;
+	if ((v->tcp_flags | p->tcp_flags) != v->tcp_flags)
+		v->tcp_flags |= p->tcp_flags;
+	if (!(v->dirs & (1 << dir)))
+		v->dirs |= 1 << dir;
+	if (min_size < v->min_size)
+		v->min_size = min_size;
+	if (max_size > v->max_size)
+		v->max_size = max_size;
+
+	/* Fine windows: compare instead of dividing on every packet. A window
+	 * start set by another CPU slightly ahead of our clock is not a
+	 * rollover, hence the signed comparison. */
+	if ((__s64)(now - v->win_start_ns) >= (__s64)window_ns) {
+		if (v->win_bytes >= heavy_bytes)
+			emit_window(cs, &p->key, v);
+		v->win_start_ns = now - now % window_ns;
+		v->win_bytes = 0;
+		v->win_packets = 0;
+	}
+	v->win_bytes += w->bytes;
+	v->win_packets += w->packets;
+	v->win_dir = dir;
+}
+
+static __always_inline int count(struct __sk_buff *skb, __u32 dir)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 zero = 0;
+	struct cpu_state *cs = bpf_map_lookup_elem(&cpu_states, &zero);
+	if (!cs)
+		return VERDICT_NEXT;
+
+	struct pkt p;
+	parse(skb, &p);
+	struct wire w;
+	wire_of(skb, &p, &w);
+
+	__u32 syn = p.class == CLASS_TCP &&
+		    (p.tcp_flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN;
+	__u8 svc = LL_NONE;
+	if (p.is_ip) {
+		svc = ll_service_of(p.key.daddr);
+		if (svc == LL_NONE)
+			svc = ll_service_of(p.key.saddr);
+	}
+
+	struct dir_totals *t = &cs->totals[dir];
+	t->packets[p.class & (NUM_CLASSES - 1)] += w.packets;
+	t->bytes[p.class & (NUM_CLASSES - 1)] += w.bytes;
+	t->syns += syn;
+
+	count_bucket(cs, now, dir, &w, syn, svc);
+	count_sizes(cs, now, dir, &w);
+	if (p.is_ip)
+		count_flow(cs, now, dir, &p, &w, syn, svc);
+	return VERDICT_NEXT;
+}
+
+SEC("tc")
+int enaprobe_ingress(struct __sk_buff *skb)
+{
+	return count(skb, DIR_INGRESS);
+}
+
+SEC("tc")
+int enaprobe_egress(struct __sk_buff *skb)
+{
+	return count(skb, DIR_EGRESS);
+}
+
+/* The baseline of the benchmarks: an empty program measured in the same run. */
+SEC("tc")
+int enaprobe_empty(struct __sk_buff *skb)
+{
+	return VERDICT_NEXT;
+}
+
+/* Reading the clock alone, for scale in the benchmarks. */
+SEC("tc")
+int enaprobe_clock(struct __sk_buff *skb)
+{
+	return bpf_ktime_get_ns() ? VERDICT_NEXT : 0;
+}
