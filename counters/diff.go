@@ -169,12 +169,11 @@ func zeroRead(values map[string]uint64) (zero, checked bool) {
 		return zero, true
 	}
 	for _, v := range values {
-		checked = true
 		if v != 0 {
 			return false, true
 		}
 	}
-	return checked, checked
+	return len(values) > 0, len(values) > 0
 }
 
 // add takes in one successful read.
