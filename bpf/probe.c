@@ -1,3 +1,5 @@
+//go:build ignore
+
 // SPDX-License-Identifier: (MIT OR GPL-2.0)
 /* enaprobe datapath: counts wire packets, bytes and new TCP connections per
  * time bucket, per flow and per link-local service on tc ingress and egress.
@@ -166,10 +168,11 @@ static __always_inline void count_sizes(struct cpu_state *cs, __u64 now, __u32 d
 		__builtin_memset(s, 0, sizeof(*s));
 		s->epoch = epoch;
 	}
-	s->counts[size_class(w->seg_size) & (NUM_SIZE_CLASSES - 1)] += w->packets - 1;
 	s->counts[size_class(w->last_size) & (NUM_SIZE_CLASSES - 1)] += 1;
-	if (w->packets > 1)
+	if (w->packets > 1) {
+		s->counts[size_class(w->seg_size) & (NUM_SIZE_CLASSES - 1)] += w->packets - 1;
 		s->super_packets += 1;
+	}
 }
 
 static __always_inline void emit_window(struct cpu_state *cs, const struct flow_key *key,

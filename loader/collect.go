@@ -1,0 +1,450 @@
+//go:build linux
+
+package loader
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"sort"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/enaprobe/enaprobe/bpf"
+	"github.com/enaprobe/enaprobe/record"
+)
+
+// lateBuckets is how many already swept buckets each drain sweeps again, for
+// packets stamped in a bucket but counted a moment after it was swept.
+const lateBuckets = 32
+
+// sliceMargin is how long after a size slice ends the collector waits before
+// reading it: per-CPU slices are read once.
+const sliceMargin = 10 * time.Millisecond
+
+// MonotonicNow reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
+func MonotonicNow() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// Collector drains one interface's probe into plain data. It is not safe
+// for concurrent use: one goroutine calls Drain and SnapshotFlows.
+type Collector struct {
+	iface string
+	p     *Probe
+
+	bucketMem  []byte // the memory-mapped bucket array
+	bucketSize int    // stride of one bucket in bucketMem
+	slots      int64
+	bucketNs   int64
+	nextBucket int64 // every epoch below it has been swept at least once
+	series     [record.NumDirections][]record.Bucket
+
+	sliceNs   int64
+	sliceMask int64
+	nextSlice int64
+	sizes     []record.SizeSlice
+
+	ring      *ringbuf.Reader
+	windowNs  int64
+	heavy     uint64
+	flows     map[bpf.ProbeFlowKey]*flowState
+	snapshots []record.FlowSnapshot
+	windows   []record.WindowEvent
+	batchKeys []bpf.ProbeFlowKey
+	batchVals []bpf.ProbeFlowStats
+
+	totals  [record.NumDirections]record.Totals
+	loss    record.Loss
+	evicted uint64
+}
+
+// flowState is what the collector remembers of a flow between drains.
+type flowState struct {
+	base        bpf.ProbeFlowStats // counters of entries evicted earlier
+	last        bpf.ProbeFlowStats // as last read from the map
+	lastPackets uint64             // cumulative packets at the last snapshot
+	lastWindow  uint64             // start of the last window event sent
+	inMap       bool
+}
+
+// NewCollector starts collecting from p, which should be loaded and not yet
+// attached (so no bucket is missed), for interface iface.
+func NewCollector(p *Probe, iface string, nowNs int64) (*Collector, error) {
+	c := &Collector{
+		iface:      iface,
+		p:          p,
+		bucketSize: int(unsafe.Sizeof(bpf.ProbeBucket{})),
+		slots:      int64(p.bucketSlots),
+		bucketNs:   int64(p.opts.Bucket),
+		sliceNs:    int64(p.opts.Slice),
+		sliceMask:  int64(p.opts.SliceSlots - 1),
+		windowNs:   int64(p.opts.Window),
+		heavy:      p.opts.HeavyBytes,
+		flows:      make(map[bpf.ProbeFlowKey]*flowState),
+		batchKeys:  make([]bpf.ProbeFlowKey, 4096),
+		batchVals:  make([]bpf.ProbeFlowStats, 4096),
+	}
+	c.nextBucket = nowNs / c.bucketNs
+	c.nextSlice = nowNs / c.sliceNs
+	c.loss.Interface = iface
+	for d := range c.totals {
+		c.totals[d] = record.Totals{Interface: iface, Direction: record.Direction(d)}
+	}
+
+	size := int(p.objs.Buckets.MaxEntries()) * c.bucketSize
+	mem, err := unix.Mmap(p.objs.Buckets.FD(), 0, roundUpPage(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap bucket map of %s: %w", iface, err)
+	}
+	c.bucketMem = mem
+	ring, err := ringbuf.NewReader(p.objs.WindowEvents)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("open window event ring of %s: %w", iface, err)
+	}
+	c.ring = ring
+	return c, nil
+}
+
+func roundUpPage(n int) int {
+	pg := os.Getpagesize()
+	return (n + pg - 1) / pg * pg
+}
+
+// Close releases the mapping and the ring reader. The probe stays loaded.
+func (c *Collector) Close() error {
+	var errs []error
+	if c.ring != nil {
+		errs = append(errs, c.ring.Close())
+		c.ring = nil
+	}
+	if c.bucketMem != nil {
+		errs = append(errs, unix.Munmap(c.bucketMem))
+		c.bucketMem = nil
+	}
+	return errors.Join(errs...)
+}
+
+// bucketAt returns the bucket of ring slot i, laid over the mapped memory.
+func (c *Collector) bucketAt(i int64) *bpf.ProbeBucket {
+	return (*bpf.ProbeBucket)(unsafe.Pointer(&c.bucketMem[i*int64(c.bucketSize)]))
+}
+
+// Drain reads everything that is complete at nowNs: buckets, size slices,
+// window events, totals and loss. final sweeps the open bucket and slice
+// too; use it once the programs are detached.
+func (c *Collector) Drain(nowNs int64, final bool) error {
+	c.drainBuckets(nowNs, final)
+	if err := c.drainSlices(nowNs, final); err != nil {
+		return err
+	}
+	if err := c.drainWindowEvents(); err != nil {
+		return err
+	}
+	return c.readCPUStates()
+}
+
+func (c *Collector) drainBuckets(nowNs int64, final bool) {
+	cur := nowNs / c.bucketNs
+	end := cur - 1 // the bucket before the current one may still be written to
+	if final {
+		end = cur + 1
+	}
+	from := max(c.nextBucket-lateBuckets, end-c.slots+1)
+	for e := from; e < end; e++ {
+		for d := int64(0); d < record.NumDirections; d++ {
+			b := c.bucketAt(d*c.slots + e&(c.slots-1))
+			if int64(atomic.LoadUint64(&b.Epoch)) != e {
+				continue
+			}
+			got := record.Bucket{
+				Packets: atomic.SwapUint64(&b.Packets, 0),
+				Bytes:   atomic.SwapUint64(&b.Bytes, 0),
+				SYNs:    uint64(atomic.SwapUint32(&b.Syns, 0)),
+			}
+			for i := range b.LinkLocal {
+				got.LinkLocal[i] = uint64(atomic.SwapUint32(&b.LinkLocal[i], 0))
+			}
+			if got.Packets == 0 && got.Bytes == 0 {
+				continue
+			}
+			got.StartNs = e * c.bucketNs
+			c.series[d] = mergeBucket(c.series[d], got)
+		}
+	}
+	if end > c.nextBucket {
+		c.nextBucket = end
+	}
+	// Everything below nextBucket-lateBuckets will not be swept again: tell
+	// the datapath, so a slot reused with unread counts is counted as loss.
+	if v := c.nextBucket - lateBuckets; v > 0 {
+		_ = c.p.objs.Drained.Set(uint64(v))
+	}
+}
+
+// mergeBucket appends b to s, sorted by StartNs, adding it to an existing
+// bucket of the same start (a straggler swept on a later drain).
+func mergeBucket(s []record.Bucket, b record.Bucket) []record.Bucket {
+	n := len(s)
+	if n == 0 || s[n-1].StartNs < b.StartNs {
+		return append(s, b)
+	}
+	i := sort.Search(n, func(i int) bool { return s[i].StartNs >= b.StartNs })
+	if i < n && s[i].StartNs == b.StartNs {
+		t := &s[i]
+		t.Packets += b.Packets
+		t.Bytes += b.Bytes
+		t.SYNs += b.SYNs
+		for j := range t.LinkLocal {
+			t.LinkLocal[j] += b.LinkLocal[j]
+		}
+		return s
+	}
+	s = append(s, record.Bucket{})
+	copy(s[i+1:], s[i:])
+	s[i] = b
+	return s
+}
+
+func (c *Collector) drainSlices(nowNs int64, final bool) error {
+	end := (nowNs - int64(sliceMargin)) / c.sliceNs // slices below end are complete
+	if final {
+		end = nowNs/c.sliceNs + 1
+	}
+	from := max(c.nextSlice, end-c.sliceMask)
+	var vals []bpf.ProbeSizeSlice
+	for e := from; e < end; e++ {
+		for d := int64(0); d < record.NumDirections; d++ {
+			key := uint32(d*(c.sliceMask+1) + e&c.sliceMask)
+			if err := c.p.objs.SizeSlices.Lookup(key, &vals); err != nil {
+				return fmt.Errorf("read size slice of %s: %w", c.iface, err)
+			}
+			s := record.SizeSlice{Interface: c.iface, Direction: record.Direction(d), StartNs: e * c.sliceNs, WidthNs: c.sliceNs}
+			var any bool
+			for _, v := range vals {
+				if int64(v.Epoch) != e {
+					continue
+				}
+				for i, n := range v.Counts {
+					s.Counts[i] += n
+					any = any || n > 0
+				}
+				s.SuperPackets += v.SuperPackets
+			}
+			if any {
+				c.sizes = append(c.sizes, s)
+			}
+		}
+	}
+	if end > c.nextSlice {
+		c.nextSlice = end
+		_ = c.p.objs.SliceDrained.Set(uint64(end - 1))
+	}
+	return nil
+}
+
+func (c *Collector) drainWindowEvents() error {
+	c.ring.SetDeadline(time.Now())
+	var rec ringbuf.Record
+	for {
+		err := c.ring.ReadInto(&rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read window events of %s: %w", c.iface, err)
+		}
+		var ev bpf.ProbeWindowEvent
+		if len(rec.RawSample) < int(unsafe.Sizeof(ev)) {
+			return fmt.Errorf("window event of %d bytes, want %d", len(rec.RawSample), unsafe.Sizeof(ev))
+		}
+		ev = *(*bpf.ProbeWindowEvent)(unsafe.Pointer(&rec.RawSample[0]))
+		c.addWindow(ev.Key, ev.WinStartNs, ev.Bytes, uint64(ev.Packets), ev.Dir)
+	}
+}
+
+// addWindow records a heavy window once, whether the ring buffer or a flow
+// snapshot reported it first.
+func (c *Collector) addWindow(key bpf.ProbeFlowKey, start, bytes, packets uint64, dir uint8) {
+	fs := c.flowState(key)
+	if fs.lastWindow >= start && fs.lastWindow != 0 {
+		return
+	}
+	fs.lastWindow = start
+	c.windows = append(c.windows, record.WindowEvent{
+		Interface: c.iface, Direction: record.Direction(dir), Key: flowKey(key),
+		StartNs: int64(start), WidthNs: c.windowNs, Packets: packets, Bytes: bytes,
+	})
+}
+
+func (c *Collector) flowState(key bpf.ProbeFlowKey) *flowState {
+	fs, ok := c.flows[key]
+	if !ok {
+		fs = &flowState{}
+		c.flows[key] = fs
+	}
+	return fs
+}
+
+func (c *Collector) readCPUStates() error {
+	var states []bpf.ProbeCpuState
+	if err := c.p.objs.CPUStates.Lookup(uint32(0), &states); err != nil {
+		return fmt.Errorf("read per-cpu state of %s: %w", c.iface, err)
+	}
+	var totals [record.NumDirections]record.Totals
+	loss := record.Loss{Interface: c.iface, FlowsEvicted: c.evicted}
+	for d := range totals {
+		totals[d] = record.Totals{Interface: c.iface, Direction: record.Direction(d)}
+	}
+	for _, s := range states {
+		for d := range totals {
+			t := &totals[d]
+			for cl := range t.Packets {
+				t.Packets[cl] += s.Totals[d].Packets[cl]
+				t.Bytes[cl] += s.Totals[d].Bytes[cl]
+			}
+			t.SYNs += s.Totals[d].Syns
+		}
+		loss.FlowMapFull += s.Loss[bpf.ProbeLossKindLOSS_FLOW_MAP_FULL]
+		loss.RingbufFull += s.Loss[bpf.ProbeLossKindLOSS_RINGBUF_FULL]
+		loss.BucketOverwritten += s.Loss[bpf.ProbeLossKindLOSS_BUCKET_OVERWRITTEN]
+		loss.SliceOverwritten += s.Loss[bpf.ProbeLossKindLOSS_SLICE_OVERWRITTEN]
+	}
+	c.totals, c.loss = totals, loss
+	return nil
+}
+
+// SnapshotFlows reads the flow map: a snapshot of every flow that moved
+// since the last call, window events for heavy windows that closed without
+// a later packet, and eviction of flows idle for longer than idle (0 keeps
+// them) so a long trace does not fill the map.
+func (c *Collector) SnapshotFlows(nowNs int64, idle time.Duration) error {
+	for _, fs := range c.flows {
+		fs.inMap = false
+	}
+	var cursor ebpf.MapBatchCursor
+	var stale []bpf.ProbeFlowKey
+	for {
+		n, err := c.p.objs.Flows.BatchLookup(&cursor, c.batchKeys, c.batchVals, nil)
+		for i := 0; i < n; i++ {
+			if c.observeFlow(nowNs, c.batchKeys[i], c.batchVals[i], idle) {
+				stale = append(stale, c.batchKeys[i])
+			}
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read flow map of %s: %w", c.iface, err)
+		}
+	}
+	for _, k := range stale {
+		if err := c.p.objs.Flows.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("evict idle flow of %s: %w", c.iface, err)
+		}
+		fs := c.flows[k]
+		fs.base = addStats(fs.base, fs.last)
+		fs.last = bpf.ProbeFlowStats{}
+		c.evicted++
+	}
+	return nil
+}
+
+// observeFlow takes one flow entry; it reports whether the entry is idle
+// long enough to evict.
+func (c *Collector) observeFlow(nowNs int64, k bpf.ProbeFlowKey, v bpf.ProbeFlowStats, idle time.Duration) bool {
+	fs := c.flowState(k)
+	fs.inMap = true
+	fs.last = v
+	cum := addStats(fs.base, v)
+	if cum.Packets != fs.lastPackets {
+		fs.lastPackets = cum.Packets
+		c.snapshots = append(c.snapshots, record.FlowSnapshot{
+			TimeNs: nowNs, Interface: c.iface, Key: flowKey(k), FlowStats: flowStats(cum),
+		})
+	}
+	if v.WinBytes >= c.heavy && int64(v.WinStartNs)+c.windowNs <= nowNs {
+		c.addWindow(k, v.WinStartNs, v.WinBytes, uint64(v.WinPackets), v.WinDir)
+	}
+	return idle > 0 && nowNs-int64(v.LastSeenNs) > int64(idle)
+}
+
+// addStats adds the counters of an entry to those of its evicted past.
+func addStats(base, v bpf.ProbeFlowStats) bpf.ProbeFlowStats {
+	if base.Packets == 0 {
+		return v
+	}
+	if v.Packets == 0 {
+		return base
+	}
+	out := v
+	out.Packets += base.Packets
+	out.Bytes += base.Bytes
+	out.Syns += base.Syns
+	out.FirstSeenNs = base.FirstSeenNs
+	out.TcpFlags |= base.TcpFlags
+	out.Dirs |= base.Dirs
+	out.MinSize = min(base.MinSize, v.MinSize)
+	out.MaxSize = max(base.MaxSize, v.MaxSize)
+	return out
+}
+
+func flowStats(v bpf.ProbeFlowStats) record.FlowStats {
+	return record.FlowStats{
+		Packets: v.Packets, Bytes: v.Bytes, SYNs: uint64(v.Syns), TCPFlags: v.TcpFlags,
+		Directions: v.Dirs, Service: record.Service(v.Service),
+		FirstSeenNs: int64(v.FirstSeenNs), LastSeenNs: int64(v.LastSeenNs),
+		MinSize: uint32(v.MinSize), MaxSize: uint32(v.MaxSize),
+	}
+}
+
+// flowKey converts the datapath key: addresses v4-mapped, ports in network
+// byte order.
+func flowKey(k bpf.ProbeFlowKey) record.FlowKey {
+	src, dst := netip.AddrFrom16(k.Saddr).Unmap(), netip.AddrFrom16(k.Daddr).Unmap()
+	return record.FlowKey{
+		Proto: k.Proto,
+		Src:   netip.AddrPortFrom(src, netPort(k.Sport)),
+		Dst:   netip.AddrPortFrom(dst, netPort(k.Dport)),
+	}
+}
+
+// netPort turns a port stored in network byte order, as decoded in native
+// order by the generated struct, into its value.
+func netPort(p uint16) uint16 {
+	var b [2]byte
+	binary.NativeEndian.PutUint16(b[:], p)
+	return binary.BigEndian.Uint16(b[:])
+}
+
+// Result is what the collector gathered, as record pieces.
+type Result struct {
+	Series  []record.Series
+	Sizes   []record.SizeSlice
+	Flows   []record.FlowSnapshot
+	Windows []record.WindowEvent
+	Totals  []record.Totals
+	Loss    record.Loss
+}
+
+// Result returns the data gathered so far.
+func (c *Collector) Result() Result {
+	r := Result{Sizes: c.sizes, Flows: c.snapshots, Windows: c.windows, Loss: c.loss}
+	r.Loss.FlowsEvicted = c.evicted
+	for d := range c.series {
+		r.Series = append(r.Series, record.Series{Interface: c.iface, Direction: record.Direction(d), WidthNs: c.bucketNs, Buckets: c.series[d]})
+		r.Totals = append(r.Totals, c.totals[d])
+	}
+	sort.SliceStable(r.Windows, func(i, j int) bool { return r.Windows[i].StartNs < r.Windows[j].StartNs })
+	return r
+}

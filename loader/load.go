@@ -1,0 +1,231 @@
+//go:build linux
+
+// Package loader is the only package that talks to the kernel's BPF API: it
+// loads the datapath, attaches it to interfaces, and drains its maps into
+// the plain data of package record.
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/enaprobe/enaprobe/bpf"
+)
+
+// Options are the datapath's runtime knobs and map sizes.
+type Options struct {
+	Bucket      time.Duration // time bucket width, 10 µs to 10 ms
+	Window      time.Duration // fine window of the heavy-flow events
+	Slice       time.Duration // packet-size slice width
+	HeavyBytes  uint64        // bytes per fine window that make a window event
+	FlowEntries uint32        // flow map capacity
+	// BucketRing is how far back, per direction, the bucket ring holds
+	// unread buckets: the collector must drain more often than this.
+	BucketRing  time.Duration
+	SliceSlots  uint32 // size-slice ring slots per direction (power of two)
+	RingBytes   uint32 // window-event ring buffer size (power of two, page multiple)
+	VPCResolver netip.Addr
+}
+
+// DefaultOptions are modest enough for a 192-CPU host: only the size-slice
+// ring and the per-CPU state are per CPU (about 11 KiB per CPU).
+func DefaultOptions() Options {
+	return Options{
+		Bucket:      100 * time.Microsecond,
+		Window:      time.Millisecond,
+		Slice:       100 * time.Millisecond,
+		HeavyBytes:  62_500, // 10% of what a 5 Gbit/s flow moves in 1 ms
+		FlowEntries: 65536,
+		BucketRing:  1600 * time.Millisecond,
+		SliceSlots:  32,
+		RingBytes:   256 << 10,
+	}
+}
+
+func (o Options) validate() error {
+	if o.Bucket < 10*time.Microsecond || o.Bucket > 10*time.Millisecond {
+		return fmt.Errorf("bucket width %v out of range: 10µs to 10ms", o.Bucket)
+	}
+	if o.Window < o.Bucket {
+		return fmt.Errorf("window %v shorter than the bucket %v", o.Window, o.Bucket)
+	}
+	if o.Slice < o.Window {
+		return fmt.Errorf("size slice %v shorter than the window %v", o.Slice, o.Window)
+	}
+	if o.FlowEntries == 0 || o.SliceSlots == 0 || o.RingBytes == 0 {
+		return errors.New("flow entries, slice slots and ring bytes must be positive")
+	}
+	if bits.OnesCount32(o.SliceSlots) != 1 || bits.OnesCount32(o.RingBytes) != 1 {
+		return errors.New("slice slots and ring bytes must be powers of two")
+	}
+	if o.BucketRing < 4*o.Bucket {
+		return fmt.Errorf("bucket ring %v too short for bucket %v", o.BucketRing, o.Bucket)
+	}
+	return nil
+}
+
+// bucketSlots is the ring length per direction: a power of two covering
+// BucketRing.
+func (o Options) bucketSlots() uint32 {
+	n := uint64(o.BucketRing / o.Bucket)
+	return uint32(1) << bits.Len64(n-1)
+}
+
+// Probe is the datapath loaded once for one interface: its own maps, so
+// interfaces never share a flow table or a bucket ring.
+type Probe struct {
+	opts        Options
+	objs        probeObjects
+	bucketSlots uint32
+	mapBytes    uint64
+}
+
+// probeObjects is what a trace needs of the generated objects: not the
+// benchmark-only programs.
+type probeObjects struct {
+	Ingress      *ebpf.Program  `ebpf:"enaprobe_ingress"`
+	Egress       *ebpf.Program  `ebpf:"enaprobe_egress"`
+	Flows        *ebpf.Map      `ebpf:"flows"`
+	Buckets      *ebpf.Map      `ebpf:"buckets"`
+	SizeSlices   *ebpf.Map      `ebpf:"size_slices"`
+	CPUStates    *ebpf.Map      `ebpf:"cpu_states"`
+	WindowEvents *ebpf.Map      `ebpf:"window_events"`
+	Drained      *ebpf.Variable `ebpf:"bucket_drained"`
+	SliceDrained *ebpf.Variable `ebpf:"slice_drained"`
+}
+
+func (o *probeObjects) close() error {
+	var errs []error
+	for _, c := range []interface{ Close() error }{o.Ingress, o.Egress, o.Flows, o.Buckets, o.SizeSlices, o.CPUStates, o.WindowEvents} {
+		if c != nil {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Spec returns the datapath's collection spec with the options applied:
+// runtime constants set and every map sized. Tests and benchmarks load it
+// themselves to reach the benchmark-only programs.
+func Spec(opts Options) (*ebpf.CollectionSpec, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	spec, err := bpf.LoadProbe()
+	if err != nil {
+		return nil, fmt.Errorf("parse embedded bpf object: %w", err)
+	}
+	slots := opts.bucketSlots()
+	consts := map[string]any{
+		"bucket_ns":   uint64(opts.Bucket),
+		"bucket_mask": slots - 1,
+		"window_ns":   uint64(opts.Window),
+		"heavy_bytes": opts.HeavyBytes,
+		"slice_ns":    uint64(opts.Slice),
+		"slice_mask":  opts.SliceSlots - 1,
+	}
+	if opts.VPCResolver.Is4() {
+		b := opts.VPCResolver.As4()
+		consts["vpc_resolver"] = uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 // network order in memory
+	}
+	for name, v := range consts {
+		vs, ok := spec.Variables[name]
+		if !ok {
+			return nil, fmt.Errorf("bpf object has no variable %s", name)
+		}
+		if err := vs.Set(v); err != nil {
+			return nil, fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	spec.Maps["flows"].MaxEntries = opts.FlowEntries
+	spec.Maps["buckets"].MaxEntries = 2 * slots
+	spec.Maps["size_slices"].MaxEntries = 2 * opts.SliceSlots
+	spec.Maps["window_events"].MaxEntries = opts.RingBytes
+	return spec, nil
+}
+
+// Load loads the datapath with opts. The caller must Close it.
+func Load(opts Options, logVerifier bool) (*Probe, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("remove memlock limit: %w", err)
+	}
+	spec, err := Spec(opts)
+	if err != nil {
+		return nil, err
+	}
+	p := &Probe{opts: opts, bucketSlots: opts.bucketSlots(), mapBytes: MapBytes(spec, possibleCPUs())}
+	copts := &ebpf.CollectionOptions{}
+	if logVerifier {
+		copts.Programs.LogLevel = ebpf.LogLevelInstruction | ebpf.LogLevelStats
+	}
+	if err := spec.LoadAndAssign(&p.objs, copts); err != nil {
+		return nil, explainLoadError(err)
+	}
+	return p, nil
+}
+
+// Close releases the programs and maps. Links and filters must be closed
+// first (see Attachment).
+func (p *Probe) Close() error {
+	return p.objs.close()
+}
+
+// MapBytes is the kernel memory the loaded maps take, roughly: values and
+// keys times entries, per-CPU maps times the CPU count.
+func (p *Probe) MapBytes() uint64 { return p.mapBytes }
+
+// Options returns what the probe was loaded with.
+func (p *Probe) Options() Options { return p.opts }
+
+// MapBytes estimates the memory of the maps of spec on a host with cpus
+// CPUs: hash entries carry about 48 bytes of kernel overhead each.
+func MapBytes(spec *ebpf.CollectionSpec, cpus int) uint64 {
+	var total uint64
+	for _, m := range spec.Maps {
+		switch m.Type {
+		case ebpf.Hash:
+			total += uint64(m.MaxEntries) * uint64(m.KeySize+m.ValueSize+48)
+		case ebpf.Array:
+			total += uint64(m.MaxEntries) * uint64(m.ValueSize)
+		case ebpf.PerCPUArray:
+			total += uint64(m.MaxEntries) * uint64(roundUp8(m.ValueSize)) * uint64(cpus)
+		case ebpf.RingBuf:
+			total += uint64(m.MaxEntries)
+		default:
+			total += uint64(m.MaxEntries) * uint64(m.KeySize+m.ValueSize)
+		}
+	}
+	return total
+}
+
+func roundUp8(n uint32) uint32 { return (n + 7) &^ 7 }
+
+func possibleCPUs() int {
+	n, err := ebpf.PossibleCPU()
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// explainLoadError turns a load failure into an error that names the cause
+// and the fix. The verifier log is kept whole: %+v prints it.
+func explainLoadError(err error) error {
+	var ve *ebpf.VerifierError
+	switch {
+	case errors.As(err, &ve):
+		return fmt.Errorf("the kernel's verifier rejected the datapath (run with --debug for the full log): %w", err)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("load bpf programs: not permitted: run as root or grant CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON: %w", err)
+	case errors.Is(err, ebpf.ErrNotSupported):
+		return fmt.Errorf("load bpf programs: this kernel lacks a needed BPF feature (enaprobe needs Linux 5.10 or later with BTF): %w", err)
+	}
+	return fmt.Errorf("load bpf programs: %w", err)
+}
