@@ -5,6 +5,6 @@
 // packets-per-second allowance, rate parsing and formatting, and a
 // read-once IMDSv2 client that discovers the instance it runs on.
 //
-// Every number here comes from /work/shared/AWS-LIMITS.md or from the AWS
+// Every number here comes from shared/AWS-LIMITS.md or from the AWS
 // pages named in data/instance_types.csv; none is derived by pattern.
 package limits

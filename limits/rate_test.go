@@ -27,6 +27,8 @@ func TestParseRate(t *testing.T) {
 		{"10MBps", 80e6},
 		{"10MB/s", 80e6},
 		{"10Mb/s", 10e6},
+		{"10MBPS", 80e6}, // the B decides, even when shouted
+		{"10mbPS", 10e6},
 		{"3MByte/s", 24e6},
 		{"3mbytes", 24e6},
 		{"1Gibit", 1 << 30},
