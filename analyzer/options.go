@@ -81,8 +81,10 @@ type Options struct {
 	BaselineAboveFactor float64
 	BaselineBin         time.Duration
 
-	// TopFlows is how many flows a finding or the profile lists.
-	TopFlows int
+	// TopFlows is how many flows a finding lists, ProfileFlows how many the
+	// profile does.
+	TopFlows     int
+	ProfileFlows int
 	// EventCoverage: culprit flows are taken from window events when they
 	// carry at least this share of the window's bytes, else from flow
 	// snapshots.
@@ -113,6 +115,7 @@ func DefaultOptions() Options {
 		BaselineAboveFactor:  1.5,
 		BaselineBin:          time.Second,
 		TopFlows:             5,
+		ProfileFlows:         10,
 		EventCoverage:        0.5,
 	}
 }

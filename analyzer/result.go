@@ -164,6 +164,10 @@ type FlowShare struct {
 	MinSize  uint32  `json:"min_size,omitempty"` // smallest packet of the flow so far
 	MaxSize  uint32  `json:"max_size,omitempty"`
 	Share    float64 `json:"share"` // of the window's total, by Finding.FlowsRankedBy
+	// Flows is how many 5-tuples the row sums, when more than one: SYN
+	// sources are grouped per source address and destination, and a source
+	// port that varies is shown as "*" (Src "10.0.0.7:*").
+	Flows int `json:"flows,omitempty"`
 	// Source says how precisely the flow is placed in the window:
 	// "window_events" (per fine window) or "snapshots" (per drain interval
 	// overlapping the window, so possibly more than the window itself).

@@ -1,0 +1,186 @@
+// Package analyzer reads a recording and says what limited the traffic:
+// which EC2 allowance was exceeded, when to the millisecond, by which flows,
+// and what to do about it. It is pure Go and reads nothing but the
+// recording: no kernel, no clock.
+package analyzer
+
+import (
+	"slices"
+	"time"
+
+	"github.com/enaprobe/enaprobe/counters"
+	"github.com/enaprobe/enaprobe/record"
+)
+
+// analysis is the state shared by every detection rule.
+type analysis struct {
+	rec     *record.Recording
+	opt     Options
+	g       grid
+	fine    map[seriesKey]*fineSeries
+	flows   *flowIndex
+	events  eventIndex
+	changes counters.Changes
+	limits  Limits
+	// present[iface][name]: the counter was read successfully at least once.
+	present map[string]map[string]bool
+	ifaces  []string
+}
+
+// Analyze reads a recording and returns the report.
+func Analyze(rec *record.Recording, opt Options) *Result {
+	a := newAnalysis(rec, opt)
+	res := &Result{SchemaVersion: SchemaVersion}
+	res.Trace = a.traceInfo()
+	res.Totals = a.totals()
+	res.Counters = a.counterDeltas()
+	res.Loss = a.loss()
+	res.Profile = a.profile()
+	res.Findings = a.findings()
+	return res
+}
+
+func newAnalysis(rec *record.Recording, opt Options) *analysis {
+	opt = withDefaults(opt)
+	a := &analysis{rec: rec, opt: opt}
+	a.g = newGrid(rec, int64(opt.FineWindow))
+	a.fine = buildFineSeries(rec, a.g)
+	a.flows = buildFlowIndex(rec.Flows)
+	a.events = buildEventIndex(rec.Windows)
+	a.changes = counters.Diff(rec.Counters)
+	a.limits = resolveLimits(opt, a.instanceType(), rec.Meta.FlowLimitBps)
+	a.present = make(map[string]map[string]bool)
+	for _, s := range rec.Counters {
+		if s.Err != "" {
+			continue
+		}
+		m := a.present[s.Interface]
+		if m == nil {
+			m = make(map[string]bool)
+			a.present[s.Interface] = m
+		}
+		for name := range s.Values {
+			m[name] = true
+		}
+	}
+	a.ifaces = interfaceNames(rec)
+	return a
+}
+
+// withDefaults fills the thresholds left at zero with their defaults, so a
+// caller may set only the limits. Limits themselves keep 0 as "unknown",
+// except the two documented ones.
+func withDefaults(opt Options) Options {
+	def := DefaultOptions()
+	fill := func(v *float64, d float64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	fillD := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	fill(&opt.LinkLocalPPS, def.LinkLocalPPS)
+	fillD(&opt.FineWindow, def.FineWindow)
+	fill(&opt.StandOutFactor, def.StandOutFactor)
+	fill(&opt.StandOutPeakShare, def.StandOutPeakShare)
+	fillD(&opt.MergeGap, def.MergeGap)
+	fill(&opt.NearMissShare, def.NearMissShare)
+	if opt.MaxNearMisses <= 0 {
+		opt.MaxNearMisses = def.MaxNearMisses
+	}
+	fill(&opt.LinkLocalHotShare, def.LinkLocalHotShare)
+	fillD(&opt.LinkLocalShortWindow, def.LinkLocalShortWindow)
+	fill(&opt.ConntrackLowShare, def.ConntrackLowShare)
+	fill(&opt.ConntrackFallShare, def.ConntrackFallShare)
+	fillD(&opt.ConntrackFallWindow, def.ConntrackFallWindow)
+	fillD(&opt.PlateauMin, def.PlateauMin)
+	fill(&opt.PlateauCV, def.PlateauCV)
+	fill(&opt.FlowCapBand, def.FlowCapBand)
+	fill(&opt.FlowPlateauMinBps, def.FlowPlateauMinBps)
+	fill(&opt.BaselineBand, def.BaselineBand)
+	fill(&opt.BaselineAboveFactor, def.BaselineAboveFactor)
+	fillD(&opt.BaselineBin, def.BaselineBin)
+	if opt.TopFlows <= 0 {
+		opt.TopFlows = def.TopFlows
+	}
+	if opt.ProfileFlows <= 0 {
+		opt.ProfileFlows = def.ProfileFlows
+	}
+	fill(&opt.EventCoverage, def.EventCoverage)
+	return opt
+}
+
+func (a *analysis) instanceType() string {
+	if a.opt.InstanceType != "" {
+		return a.opt.InstanceType
+	}
+	return a.rec.Meta.InstanceType
+}
+
+// interfaceNames lists the traced interfaces: the recorded ones in order,
+// then any that only the data names.
+func interfaceNames(rec *record.Recording) []string {
+	var names []string
+	seen := make(map[string]bool)
+	add := func(n string) {
+		if n != "" && !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	for _, i := range rec.Meta.Interfaces {
+		add(i.Name)
+	}
+	var extra []string
+	for _, s := range rec.Series {
+		if !seen[s.Interface] {
+			extra = append(extra, s.Interface)
+		}
+	}
+	for _, s := range rec.Counters {
+		if !seen[s.Interface] {
+			extra = append(extra, s.Interface)
+		}
+	}
+	slices.Sort(extra)
+	for _, n := range extra {
+		add(n)
+	}
+	return names
+}
+
+// hasCounter tells whether an interface's reads held a counter.
+func (a *analysis) hasCounter(iface, name string) bool { return a.present[iface][name] }
+
+// series returns the fine series of an interface and direction, or nil.
+func (a *analysis) series(iface string, dir record.Direction) *fineSeries {
+	return a.fine[seriesKey{iface, dir}]
+}
+
+// jumps returns the jumps of one counter on one interface, in time order.
+func (a *analysis) jumps(iface, name string) []counters.Jump {
+	var out []counters.Jump
+	for _, j := range a.changes.Jumps {
+		if j.Interface == iface && j.Name == name {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// moved tells whether a counter of an interface jumped in a time range.
+func (a *analysis) moved(iface, name string, fromNs, toNs int64) bool {
+	for _, j := range a.changes.Jumps {
+		if j.Interface == iface && j.Name == name && j.FromNs < toNs && j.ToNs > fromNs {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *analysis) wall(ns int64) time.Time  { return a.rec.Meta.Wall(ns) }
+func (a *analysis) offsetS(ns int64) float64 { return a.rec.Meta.Offset(ns).Seconds() }
+func (a *analysis) durationNs() int64        { return max(a.rec.Meta.End.MonoNs-a.rec.Meta.Start.MonoNs, 0) }

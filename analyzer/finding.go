@@ -1,0 +1,185 @@
+package analyzer
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/enaprobe/enaprobe/record"
+)
+
+// What culprit flows are ranked by (Finding.FlowsRankedBy).
+const (
+	rankBytes   = "bytes"
+	rankPackets = "packets"
+	rankSYNs    = "syns"
+)
+
+// newFinding fills the time fields of a finding spanning fine windows
+// [lo, hi).
+func (a *analysis) newFinding(kind, severity, iface string, dirs []record.Direction, lo, hi int) Finding {
+	from, to := a.g.startNs(lo), a.g.startNs(hi)
+	f := a.newFindingNs(kind, severity, iface, from, to)
+	if len(dirs) == 1 {
+		f.Direction = dirs[0].String()
+	}
+	return f
+}
+
+func (a *analysis) newFindingNs(kind, severity, iface string, fromNs, toNs int64) Finding {
+	return Finding{Kind: kind, Severity: severity, Interface: iface,
+		Start: a.wall(fromNs), End: a.wall(toNs), StartOffsetS: a.offsetS(fromNs), EndOffsetS: a.offsetS(toNs),
+		Evidence: []Evidence{}, Flows: []FlowShare{}}
+}
+
+func ev(name string, value float64, unit string) Evidence { return Evidence{name, value, unit} }
+
+// culprits finds the flows that carried fine windows [lo, hi) of an
+// interface in the given directions (only the windows selected accepts, when
+// not nil). Window events place a flow to the fine window, so they are used
+// when they explain at least EventCoverage of the traffic; otherwise the flow
+// snapshots overlapping the span are, less precisely. keep filters the
+// snapshot flows (nil keeps every flow seen in one of the directions).
+func (a *analysis) culprits(iface string, dirs []record.Direction, lo, hi int, selected func(int) bool,
+	rankBy string, keep func(*flowInfo) bool) []FlowShare {
+	if hi <= lo {
+		return []FlowShare{}
+	}
+	var windowTotal float64
+	var events []flowTally
+	for _, d := range dirs {
+		fs := a.series(iface, d)
+		if fs == nil {
+			continue
+		}
+		col := fs.bytes
+		if rankBy == rankPackets {
+			col = fs.packets
+		}
+		for i := lo; i < hi; i++ {
+			if selected == nil || selected(i) {
+				windowTotal += float64(col[i])
+			}
+		}
+		if rankBy != rankSYNs && keep == nil {
+			events = append(events, a.events.tallies(seriesKey{iface, d}, a.g, lo, hi, selected)...)
+		}
+	}
+	var covered float64
+	for _, t := range events {
+		covered += rankValue(t, rankBy)
+	}
+	if len(events) > 0 && covered >= a.opt.EventCoverage*windowTotal {
+		for i := range events {
+			if st, ok := a.flows.stats(events[i].ref); ok {
+				events[i].stats = st
+			}
+		}
+		return a.flowShares(events, rankBy, max(windowTotal, covered))
+	}
+	dirKeep := func(f *flowInfo) bool {
+		inDir := false
+		for _, d := range dirs {
+			inDir = inDir || hasDirection(f.last, d)
+		}
+		return inDir && (keep == nil || keep(f))
+	}
+	tallies := a.flows.snapshotTallies(iface, a.g.startNs(lo), a.g.startNs(hi), dirKeep)
+	var total float64
+	for _, t := range tallies {
+		total += rankValue(t, rankBy)
+	}
+	return a.flowShares(tallies, rankBy, total)
+}
+
+func rankValue(t flowTally, rankBy string) float64 {
+	switch rankBy {
+	case rankPackets:
+		return float64(t.packets)
+	case rankSYNs:
+		return float64(t.syns)
+	}
+	return float64(t.bytes)
+}
+
+// flowShares ranks tallies and keeps the top ones, each with its share of
+// total.
+func (a *analysis) flowShares(tallies []flowTally, rankBy string, total float64) []FlowShare {
+	slices.SortStableFunc(tallies, func(x, y flowTally) int {
+		return cmp.Or(cmp.Compare(rankValue(y, rankBy), rankValue(x, rankBy)), cmp.Compare(y.bytes, x.bytes))
+	})
+	out := []FlowShare{}
+	for _, t := range tallies[:min(len(tallies), a.opt.TopFlows)] {
+		if rankValue(t, rankBy) == 0 {
+			break
+		}
+		out = append(out, FlowShare{Proto: record.ProtoName(t.ref.key.Proto), Src: t.ref.key.Src.String(),
+			Dst: t.ref.key.Dst.String(), Service: serviceName(t.stats.Service), Bytes: t.bytes, Packets: t.packets,
+			SYNs: t.syns, MeanSize: meanSize(t.bytes, t.packets), MinSize: t.stats.MinSize, MaxSize: t.stats.MaxSize,
+			Share: share(rankValue(t, rankBy), total), Source: t.source})
+	}
+	return out
+}
+
+// topFlowText names the first culprit for a summary.
+func topFlowText(flows []FlowShare) string {
+	if len(flows) == 0 {
+		return "no flow recorded in the window"
+	}
+	f := flows[0]
+	return fmt.Sprintf("mostly %s %s -> %s (%.0f%%)", f.Proto, f.Src, f.Dst, 100*f.Share)
+}
+
+// span is a stretch of fine windows found for one counter jump or more.
+type span struct {
+	lo, hi         int
+	fromNs, toNs   int64 // the sample intervals the jumps happened in
+	delta          uint64
+	jumps          int
+	level          float64 // per-window level the windows stood out from
+	levelName      string
+	levelPerSecond float64
+}
+
+// mergeSpans joins spans of consecutive jumps whose windows are at most gap
+// windows apart: one burst straddling a counter read is one burst.
+func mergeSpans(spans []span, gap int) []span {
+	var out []span
+	for _, s := range spans {
+		if n := len(out); n > 0 && s.lo-out[n-1].hi <= gap {
+			p := &out[n-1]
+			p.hi = max(p.hi, s.hi)
+			p.toNs = max(p.toNs, s.toNs)
+			p.delta += s.delta
+			p.jumps += s.jumps
+			if s.level > p.level {
+				p.level, p.levelName, p.levelPerSecond = s.level, s.levelName, s.levelPerSecond
+			}
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// fmtRate writes bits/s or packets/s for people.
+func fmtRate(v float64, unit string) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2f G%s", v/1e9, unit)
+	case v >= 1e6:
+		return fmt.Sprintf("%.1f M%s", v/1e6, unit)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1f k%s", v/1e3, unit)
+	}
+	return fmt.Sprintf("%.0f %s", v, unit)
+}
+
+func overlapsAny(lo, hi int, spans [][2]int) bool {
+	for _, s := range spans {
+		if lo < s[1] && hi > s[0] {
+			return true
+		}
+	}
+	return false
+}

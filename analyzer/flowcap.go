@@ -1,0 +1,231 @@
+package analyzer
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/enaprobe/enaprobe/counters"
+	"github.com/enaprobe/enaprobe/record"
+)
+
+// flowCapFindings looks for flows whose throughput per drain interval stayed
+// flat (coefficient of variation at most PlateauCV) for at least PlateauMin
+// near the per-flow cap while no bandwidth or pps counter moved: the silent
+// per-flow limit. With the cap unknown, a flat plateau at the flow's own
+// maximum and at least FlowPlateauMinBps is reported as info.
+func (a *analysis) flowCapFindings() []Finding {
+	var out []Finding
+	for id := range a.flows.flows {
+		f := &a.flows.flows[id]
+		for _, p := range a.plateaus(f) {
+			if fd, ok := a.flowCapFinding(f, p); ok {
+				out = append(out, fd)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(x, y Finding) int { return cmp.Compare(x.StartOffsetS, y.StartOffsetS) })
+	return out
+}
+
+// plateau is a run of a flow's deltas [first, last] (indexes into
+// flowInfo.deltas) that is flat.
+type plateau struct {
+	first, last int
+	meanBps, cv float64
+}
+
+// plateaus finds the maximal runs of deltas covered by some stretch of at
+// least PlateauMin whose rates are flat. Two pointers over the deltas keep it
+// linear: for a left end the shortest long-enough right end only moves
+// forward.
+func (a *analysis) plateaus(f *flowInfo) []plateau {
+	n := len(f.deltas)
+	if n < 2 {
+		return nil
+	}
+	d := func(i int) *flowDelta { return &a.flows.deltas[f.deltas[i]] }
+	rate := make([]float64, n)
+	for i := range rate {
+		if dt := d(i).toNs - d(i).fromNs; dt > 0 {
+			rate[i] = float64(d(i).bytes) * 8e9 / float64(dt)
+		}
+	}
+	minNs := int64(a.opt.PlateauMin)
+	flat := make([]bool, n)
+	var sum, sumSq float64
+	r := -1
+	for l := 0; l < n; l++ {
+		for r+1 < n && (r < l || d(r).toNs-d(l).fromNs < minNs) {
+			r++
+			sum += rate[r]
+			sumSq += rate[r] * rate[r]
+		}
+		if d(r).toNs-d(l).fromNs >= minNs && r > l {
+			k := float64(r - l + 1)
+			mean := sum / k
+			if mean > 0 && math.Sqrt(max(sumSq/k-mean*mean, 0))/mean <= a.opt.PlateauCV {
+				for i := l; i <= r && !flat[i]; i++ {
+					flat[i] = true
+				}
+				for i := r; i >= l && !flat[i]; i-- {
+					flat[i] = true
+				}
+			}
+		}
+		sum -= rate[l]
+		sumSq -= rate[l] * rate[l]
+	}
+	var out []plateau
+	for i := 0; i < n; i++ {
+		if !flat[i] {
+			continue
+		}
+		j := i
+		for j+1 < n && flat[j+1] && d(j+1).fromNs <= d(j).toNs {
+			j++
+		}
+		var s, ss float64
+		for k := i; k <= j; k++ {
+			s += rate[k]
+			ss += rate[k] * rate[k]
+		}
+		k := float64(j - i + 1)
+		mean := s / k
+		out = append(out, plateau{first: i, last: j, meanBps: mean, cv: math.Sqrt(max(ss/k-mean*mean, 0)) / mean})
+		i = j
+	}
+	return out
+}
+
+func (a *analysis) flowCapFinding(f *flowInfo, p plateau) (Finding, bool) {
+	d := func(i int) *flowDelta { return &a.flows.deltas[f.deltas[i]] }
+	fromNs, toNs := d(p.first).fromNs, d(p.last).toNs
+	limit := a.limits.FlowLimitBps
+	severity, rec := SeverityWarning, recommendFlowCap
+	if limit.Known {
+		band := a.opt.FlowCapBand * limit.Value
+		if p.meanBps < limit.Value-band || p.meanBps > limit.Value+band {
+			return Finding{}, false
+		}
+	} else {
+		if p.meanBps < a.opt.FlowPlateauMinBps || p.meanBps < (1-a.opt.FlowCapBand)*f.peakBps {
+			return Finding{}, false
+		}
+		severity, rec = SeverityInfo, recommendFlowPlateau
+	}
+	var dirs []record.Direction
+	for _, dir := range bothDirections {
+		if hasDirection(f.last, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	for _, dir := range dirs {
+		if a.moved(f.iface, bandwidthCounterOf(dir), fromNs, toNs) {
+			return Finding{}, false
+		}
+	}
+	if a.moved(f.iface, counters.PPSAllowanceExceeded, fromNs, toNs) {
+		return Finding{}, false
+	}
+	fromNs, toNs = a.refineWithEvents(f, p, dirs, fromNs, toNs)
+	fd := a.newFindingNs(KindFlowAtCap, severity, f.iface, fromNs, toNs)
+	if len(dirs) == 1 {
+		fd.Direction = dirs[0].String()
+	}
+	var bytes, packets uint64
+	for i := p.first; i <= p.last; i++ {
+		bytes += d(i).bytes
+		packets += d(i).packets
+	}
+	lo, hi := a.g.span(fromNs-1, toNs)
+	var ifaceBytes float64
+	for _, dir := range dirs {
+		if fs := a.series(f.iface, dir); fs != nil {
+			ifaceBytes += float64(sumUint(fs.bytes, lo, hi))
+		}
+	}
+	durS := float64(toNs-fromNs) / 1e9
+	fd.Evidence = append(fd.Evidence,
+		ev("plateau_mean_bps", p.meanBps, "bps"),
+		ev("plateau_cv", p.cv, "ratio"),
+		ev("plateau_duration_s", durS, "s"),
+		ev("drain_intervals", float64(p.last-p.first+1), "count"),
+		ev("flow_peak_bps", f.peakBps, "bps"))
+	if limit.Known {
+		fd.Evidence = append(fd.Evidence, ev("flow_limit_bps", limit.Value, "bps"), ev("share_of_flow_limit", p.meanBps/limit.Value, "ratio"))
+	}
+	fd.FlowsRankedBy = rankBytes
+	fd.Flows = []FlowShare{{Proto: record.ProtoName(f.key.Proto), Src: f.key.Src.String(), Dst: f.key.Dst.String(),
+		Service: serviceName(f.last.Service), Bytes: bytes, Packets: packets, MeanSize: meanSize(bytes, packets),
+		MinSize: f.last.MinSize, MaxSize: f.last.MaxSize, Share: min(share(float64(bytes), ifaceBytes), 1), Source: sourceSnapshots}}
+	if limit.Known {
+		fd.Summary = fmt.Sprintf("%s %s -> %s ran flat at %s (CV %.3f) for %.1f s, %.0f%% of the %s per-flow limit (%s), while no allowance counter moved",
+			record.ProtoName(f.key.Proto), f.key.Src, f.key.Dst, fmtRate(p.meanBps, "bps"), p.cv, durS, 100*p.meanBps/limit.Value,
+			fmtRate(limit.Value, "bps"), limit.Source)
+	} else {
+		fd.Summary = fmt.Sprintf("%s %s -> %s ran flat at its maximum, %s (CV %.3f), for %.1f s while no allowance counter moved; per-flow limit unknown",
+			record.ProtoName(f.key.Proto), f.key.Src, f.key.Dst, fmtRate(p.meanBps, "bps"), p.cv, durS)
+	}
+	fd.Recommendation = rec
+	return fd, true
+}
+
+func bandwidthCounterOf(dir record.Direction) string {
+	if dir == record.Ingress {
+		return counters.BwInAllowanceExceeded
+	}
+	return counters.BwOutAllowanceExceeded
+}
+
+// refineWithEvents moves the plateau's ends, known to a drain interval, to a
+// fine window: walking from each end outward over the flow's window events
+// for as long as they are contiguous and at the plateau's rate (within
+// FlowCapBand of its mean).
+func (a *analysis) refineWithEvents(f *flowInfo, p plateau, dirs []record.Direction, fromNs, toNs int64) (int64, int64) {
+	d := func(i int) *flowDelta { return &a.flows.deltas[f.deltas[i]] }
+	startLo, startHi := d(p.first).fromNs, d(p.first).toNs
+	if p.first > 0 {
+		startLo = d(p.first - 1).fromNs
+	}
+	endLo, endHi := d(p.last).fromNs, d(p.last).toNs
+	if p.last+1 < len(f.deltas) {
+		endHi = d(p.last + 1).toNs
+	}
+	atRate := func(e record.WindowEvent) bool {
+		return e.WidthNs > 0 && float64(e.Bytes)*8e9/float64(e.WidthNs) >= (1-a.opt.FlowCapBand)*p.meanBps
+	}
+	for _, dir := range dirs {
+		evs := a.flowEvents(f, dir, startLo, startHi)
+		if n := len(evs); n > 0 && evs[n-1].StartNs+2*evs[n-1].WidthNs >= startHi && atRate(evs[n-1]) {
+			k := n - 1
+			for k > 0 && atRate(evs[k-1]) && evs[k-1].StartNs+evs[k-1].WidthNs == evs[k].StartNs {
+				k--
+			}
+			fromNs = evs[k].StartNs
+		}
+		evs = a.flowEvents(f, dir, endLo, endHi)
+		if len(evs) > 0 && evs[0].StartNs <= endLo+evs[0].WidthNs && atRate(evs[0]) {
+			k := 0
+			for k+1 < len(evs) && atRate(evs[k+1]) && evs[k].StartNs+evs[k].WidthNs == evs[k+1].StartNs {
+				k++
+			}
+			toNs = evs[k].StartNs + evs[k].WidthNs
+		}
+	}
+	return fromNs, toNs
+}
+
+// flowEvents returns one flow's window events starting in [fromNs, toNs).
+func (a *analysis) flowEvents(f *flowInfo, dir record.Direction, fromNs, toNs int64) []record.WindowEvent {
+	evs := a.events[seriesKey{f.iface, dir}]
+	i, _ := slices.BinarySearchFunc(evs, fromNs, func(e record.WindowEvent, t int64) int { return cmp.Compare(e.StartNs, t) })
+	var out []record.WindowEvent
+	for ; i < len(evs) && evs[i].StartNs < toNs; i++ {
+		if evs[i].Key == f.key {
+			out = append(out, evs[i])
+		}
+	}
+	return out
+}

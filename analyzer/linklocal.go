@@ -1,0 +1,174 @@
+package analyzer
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/enaprobe/enaprobe/counters"
+	"github.com/enaprobe/enaprobe/record"
+)
+
+// Link-local packets are counted on egress: the limit is on traffic sent to
+// the services (AWS-LIMITS.md), and their answers would count each request
+// twice.
+const linkLocalDir = record.Egress
+
+// linkLocalFindings reports jumps of linklocal_allowance_exceeded, located
+// where the link-local packet rate went over the per-interface limit, and
+// stretches where the 1 s rate stood above LinkLocalHotShare of it with no
+// jump.
+func (a *analysis) linkLocalFindings() []Finding {
+	var out []Finding
+	for _, iface := range a.ifaces {
+		fs := a.seriesOrEmpty(iface, linkLocalDir)
+		var exceeded []Finding
+		if a.hasCounter(iface, counters.LinklocalAllowanceExceeded) {
+			exceeded = a.linkLocalExceeded(iface, fs)
+		}
+		out = append(out, exceeded...)
+		out = append(out, a.linkLocalHot(iface, fs, exceeded)...)
+	}
+	return out
+}
+
+func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
+	sec := float64(a.g.widthNs) / 1e9
+	limit := level{"link_local_limit", a.opt.LinkLocalPPS * sec, a.opt.LinkLocalPPS}
+	packetsAt := func(i int) float64 { return float64(fs.linkLocalAt(i)) }
+	var spans []span
+	for _, j := range a.jumps(iface, counters.LinklocalAllowanceExceeded) {
+		lo, hi := a.g.span(j.FromNs, j.ToNs)
+		s := a.locate(packetsAt, lo, hi, limit)
+		s.fromNs, s.toNs, s.delta = j.FromNs, j.ToNs, j.Delta
+		spans = append(spans, s)
+	}
+	var out []Finding
+	for _, s := range mergeSpans(spans, a.mergeGapWindows()) {
+		f := a.newFinding(KindLinkLocalExceeded, SeverityCritical, iface, []record.Direction{linkLocalDir}, s.lo, s.hi)
+		f.Evidence = append(f.Evidence,
+			ev(counters.LinklocalAllowanceExceeded, float64(s.delta), "packets"),
+			ev("sample_interval_s", float64(s.toNs-s.fromNs)/1e9, "s"))
+		f.Evidence = append(f.Evidence, a.linkLocalEvidence(fs, s.lo, s.hi)...)
+		f.FlowsRankedBy = rankPackets
+		f.Flows = a.linkLocalFlows(iface, s.lo, s.hi)
+		f.Summary = fmt.Sprintf("%s rose by %d: link-local packets were dropped; %s over %.0f ms against %.0f pps per interface; %s",
+			counters.LinklocalAllowanceExceeded, s.delta, a.linkLocalRates(fs, s.lo, s.hi), float64(s.hi-s.lo)*sec*1e3,
+			a.opt.LinkLocalPPS, topFlowText(f.Flows))
+		f.Recommendation = recommendLinkLocal
+		out = append(out, f)
+	}
+	return out
+}
+
+// linkLocalHot finds the stretches where some 1 s window of link-local
+// packets held at least LinkLocalHotShare of the limit, outside exceeded
+// findings. The stretch is trimmed to its first and last link-local packet.
+func (a *analysis) linkLocalHot(iface string, fs *fineSeries, exceeded []Finding) []Finding {
+	k := max(int(int64(time.Second)/a.g.widthNs), 1)
+	thr := a.opt.LinkLocalHotShare * a.opt.LinkLocalPPS * float64(k) * float64(a.g.widthNs) / 1e9
+	packetsAt := func(i int) float64 { return float64(fs.linkLocalAt(i)) }
+	// Window starts i whose [i, i+k) is hot, as runs, with a running sum.
+	var runs [][2]int
+	var sum float64
+	for i := 0; i < k && i < a.g.n; i++ {
+		sum += packetsAt(i)
+	}
+	for i := 0; i < a.g.n; i++ {
+		if sum >= thr && thr > 0 {
+			if n := len(runs); n > 0 && runs[n-1][1] == i {
+				runs[n-1][1] = i + 1
+			} else {
+				runs = append(runs, [2]int{i, i + 1})
+			}
+		}
+		sum -= packetsAt(i)
+		if i+k < a.g.n {
+			sum += packetsAt(i + k)
+		}
+	}
+	var out []Finding
+	for _, r := range runs {
+		lo, hi := r[0], min(r[1]-1+k, a.g.n)
+		for lo < hi && packetsAt(lo) == 0 {
+			lo++
+		}
+		for hi > lo && packetsAt(hi-1) == 0 {
+			hi--
+		}
+		if overlapsFinding(exceeded, a.offsetS(a.g.startNs(lo)), a.offsetS(a.g.startNs(hi))) {
+			continue
+		}
+		f := a.newFinding(KindLinkLocalHot, SeverityWarning, iface, []record.Direction{linkLocalDir}, lo, hi)
+		f.Evidence = append(f.Evidence, a.linkLocalEvidence(fs, lo, hi)...)
+		if !a.hasCounter(iface, counters.LinklocalAllowanceExceeded) {
+			f.Evidence = append(f.Evidence, ev("counter_available", 0, "bool"))
+		}
+		f.FlowsRankedBy = rankPackets
+		f.Flows = a.linkLocalFlows(iface, lo, hi)
+		peak1s := a.peakRateIn(packetsAt, lo, hi, time.Second)
+		f.Summary = fmt.Sprintf("link-local traffic reached %.0f pps over 1 s (%.0f%% of the %.0f pps limit) for %.1f s; %s; %s",
+			peak1s, 100*peak1s/a.opt.LinkLocalPPS, a.opt.LinkLocalPPS, float64(hi-lo)*float64(a.g.widthNs)/1e9,
+			a.linkLocalRates(fs, lo, hi), topFlowText(f.Flows))
+		f.Recommendation = recommendLinkLocalHot
+		out = append(out, f)
+	}
+	return out
+}
+
+// linkLocalEvidence is the per-service and total rate over [lo, hi), the
+// peak 1 s and short-window rates and the limit.
+func (a *analysis) linkLocalEvidence(fs *fineSeries, lo, hi int) []Evidence {
+	dur := float64(hi-lo) * float64(a.g.widthNs) / 1e9
+	packetsAt := func(i int) float64 { return float64(fs.linkLocalAt(i)) }
+	var out []Evidence
+	for _, svc := range record.Services {
+		col := fs.linkLocal[svc.Index()]
+		n := float64(sumUint(col, lo, hi))
+		if n > 0 {
+			out = append(out, ev(svc.String()+"_pps", n/dur, "pps"))
+		}
+	}
+	return append(out,
+		ev("link_local_pps", sumIn(packetsAt, lo, hi)/dur, "pps"),
+		ev("peak_pps_1s", a.peakRateIn(packetsAt, lo, hi, time.Second), "pps"),
+		ev("peak_pps_short", a.peakRateIn(packetsAt, lo, hi, a.opt.LinkLocalShortWindow), "pps"),
+		ev("short_window_s", a.opt.LinkLocalShortWindow.Seconds(), "s"),
+		ev("limit_pps", a.opt.LinkLocalPPS, "pps"))
+}
+
+// peakRateIn is the highest rate over a window of width w that overlaps
+// [lo, hi), sliding one fine window at a time.
+func (a *analysis) peakRateIn(val func(int) float64, lo, hi int, w time.Duration) float64 {
+	k := max(int(int64(w)/a.g.widthNs), 1)
+	from, to := max(lo-k+1, 0), min(hi+k-1, a.g.n)
+	best, sum := 0.0, 0.0
+	for i := from; i < to; i++ {
+		sum += val(i)
+		if i-from >= k {
+			sum -= val(i - k)
+		}
+		best = max(best, sum)
+	}
+	return best / (float64(k) * float64(a.g.widthNs) / 1e9)
+}
+
+func (a *analysis) linkLocalRates(fs *fineSeries, lo, hi int) string {
+	dur := float64(hi-lo) * float64(a.g.widthNs) / 1e9
+	var parts []string
+	for _, svc := range record.Services {
+		if n := float64(sumUint(fs.linkLocal[svc.Index()], lo, hi)); n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f pps", svc, n/dur))
+		}
+	}
+	if len(parts) == 0 {
+		return "no link-local packet recorded"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// linkLocalFlows ranks the link-local flows sent in [lo, hi) by packets.
+func (a *analysis) linkLocalFlows(iface string, lo, hi int) []FlowShare {
+	isLinkLocal := func(f *flowInfo) bool { return f.last.Service != record.ServiceNone }
+	return a.culprits(iface, []record.Direction{linkLocalDir}, lo, hi, nil, rankPackets, isLinkLocal)
+}

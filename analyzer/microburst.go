@@ -1,0 +1,231 @@
+package analyzer
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/enaprobe/enaprobe/counters"
+	"github.com/enaprobe/enaprobe/record"
+)
+
+// bandwidthCounter ties a direction to its allowance counter and finding kind.
+var bandwidthCounters = []struct {
+	dir  record.Direction
+	name string
+	kind string
+}{
+	{record.Ingress, counters.BwInAllowanceExceeded, KindMicroburstIn},
+	{record.Egress, counters.BwOutAllowanceExceeded, KindMicroburstOut},
+}
+
+// zeroSeries stands in for a direction with no recorded traffic.
+func (a *analysis) seriesOrEmpty(iface string, dir record.Direction) *fineSeries {
+	if fs := a.series(iface, dir); fs != nil {
+		return fs
+	}
+	return newFineSeries(grid{n: a.g.n}, iface, dir)
+}
+
+// bandwidthLevels are the allowances a fine window is compared with, most
+// generous first: while burst credits last the burst ceiling holds, after
+// them the baseline.
+func (a *analysis) bandwidthLevels(share float64) []level {
+	sec := float64(a.g.widthNs) / 1e9
+	var out []level
+	if l := a.limits.BurstBps; l.Known {
+		out = append(out, level{"burst_allowance", share * l.Value * sec / 8, share * l.Value})
+	}
+	if l := a.limits.BaselineBps; l.Known && (len(out) == 0 || l.Value < out[0].perSecond) {
+		out = append(out, level{"baseline_allowance", share * l.Value * sec / 8, share * l.Value})
+	}
+	return out
+}
+
+// microbursts finds, for every jump of a bandwidth counter, the fine windows
+// of that direction that stood out in the sample interval, and the flows
+// that carried them. Jumps inside a baseline_exhausted window are explained
+// by it and left out.
+func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Finding {
+	var out []Finding
+	for _, iface := range a.ifaces {
+		for _, bc := range bandwidthCounters {
+			if !a.hasCounter(iface, bc.name) {
+				continue
+			}
+			fs := a.seriesOrEmpty(iface, bc.dir)
+			bytesAt := func(i int) float64 { return float64(fs.bytes[i]) }
+			var spans []span
+			for _, j := range a.jumps(iface, bc.name) {
+				lo, hi := a.g.span(j.FromNs, j.ToNs)
+				if overlapsAny(lo, hi, exhausted[bc.dir]) {
+					continue
+				}
+				s := a.locate(bytesAt, lo, hi, a.bandwidthLevels(1)...)
+				s.fromNs, s.toNs, s.delta = j.FromNs, j.ToNs, j.Delta
+				spans = append(spans, s)
+			}
+			for _, s := range mergeSpans(spans, a.mergeGapWindows()) {
+				out = append(out, a.microburstFinding(iface, bc.dir, bc.name, bc.kind, fs, s))
+			}
+			out = append(out, a.nearMisses(iface, bc.dir, bc.name, bc.kind, fs)...)
+		}
+	}
+	return out
+}
+
+func (a *analysis) mergeGapWindows() int { return int(int64(a.opt.MergeGap) / a.g.widthNs) }
+
+func (a *analysis) microburstFinding(iface string, dir record.Direction, counter, kind string, fs *fineSeries, s span) Finding {
+	bytesAt := func(i int) float64 { return float64(fs.bytes[i]) }
+	sec := float64(a.g.widthNs) / 1e9
+	f := a.newFinding(kind, SeverityWarning, iface, []record.Direction{dir}, s.lo, s.hi)
+	standOut := func(i int) bool { return s.level > 0 && bytesAt(i) >= s.level }
+	if s.levelName == levelNone {
+		standOut = nil
+	}
+	peak, _ := peakIn(bytesAt, s.lo, s.hi)
+	spanBytes := sumIn(bytesAt, s.lo, s.hi)
+	ilo, ihi := a.g.span(s.fromNs, s.toNs)
+	intervalBytes := sumIn(bytesAt, ilo, ihi)
+	dur := float64(s.hi-s.lo) * sec
+	f.Evidence = append(f.Evidence,
+		ev(counter, float64(s.delta), "packets"),
+		ev("sample_interval_s", float64(s.toNs-s.fromNs)/1e9, "s"),
+		ev("peak_fine_window_bps", peak*8/sec, "bps"),
+		ev("span_mean_bps", share(spanBytes*8, dur), "bps"),
+		ev("interval_mean_bps", share(intervalBytes*8, float64(s.toNs-s.fromNs)/1e9), "bps"),
+		ev("span_bytes", spanBytes, "bytes"),
+		ev("stand_out_windows", float64(countAbove(bytesAt, s.lo, s.hi, max(s.level, 1))), "count"),
+		ev("level_bps", s.levelPerSecond*8, "bps"),
+	)
+	if l := a.limits.BurstBps; l.Known {
+		f.Evidence = append(f.Evidence, ev("burst_allowance_bps", l.Value, "bps"))
+	}
+	if l := a.limits.BaselineBps; l.Known {
+		f.Evidence = append(f.Evidence, ev("baseline_allowance_bps", l.Value, "bps"))
+	}
+	f.FlowsRankedBy = rankBytes
+	f.Flows = a.culprits(iface, []record.Direction{dir}, s.lo, s.hi, standOut, rankBytes, nil)
+	what := "stood out from the interval's own level"
+	if s.levelName != levelIntervalOwn && s.levelName != levelNone {
+		what = "went over the " + s.levelName[:len(s.levelName)-len("_allowance")] + " allowance of " + fmtRate(s.levelPerSecond*8, "bps")
+	}
+	f.Summary = fmt.Sprintf("%s rose by %d between two reads %.3f s apart; the %s rate %s for %.0f ms, up to %s per %s window, %s",
+		counter, s.delta, float64(s.toNs-s.fromNs)/1e9, dir, what, dur*1e3, fmtRate(peak*8/sec, "bps"),
+		fmtWindow(a.g.widthNs), topFlowText(f.Flows))
+	f.Recommendation = recommendMicroburst
+	return f
+}
+
+func fmtWindow(ns int64) string {
+	if ns%1e6 == 0 {
+		return fmt.Sprintf("%d ms", ns/1e6)
+	}
+	return fmt.Sprintf("%d µs", ns/1e3)
+}
+
+// nearMisses reports stretches of fine windows at or above NearMissShare of
+// the allowance while the counter, read before and after, did not move.
+// Only the MaxNearMisses highest are kept.
+func (a *analysis) nearMisses(iface string, dir record.Direction, counter, kind string, fs *fineSeries) []Finding {
+	levels := a.bandwidthLevels(a.opt.NearMissShare)
+	if len(levels) == 0 {
+		return nil
+	}
+	thr := levels[0].perWindow
+	allowance := levels[0].perSecond / a.opt.NearMissShare
+	watched := a.watchedWindows(iface, counter)
+	gap := a.mergeGapWindows()
+	type miss struct {
+		lo, hi  int
+		peak    float64
+		windows int
+	}
+	var misses []miss
+	for i := 0; i < a.g.n; i++ {
+		v := float64(fs.bytes[i])
+		if v < thr || watched[i] != watchedQuiet {
+			continue
+		}
+		if n := len(misses); n > 0 && i-misses[n-1].hi <= gap {
+			m := &misses[n-1]
+			m.hi, m.peak, m.windows = i+1, max(m.peak, v), m.windows+1
+			continue
+		}
+		misses = append(misses, miss{lo: i, hi: i + 1, peak: v, windows: 1})
+	}
+	slices.SortStableFunc(misses, func(x, y miss) int { return cmp.Compare(y.peak, x.peak) })
+	misses = misses[:min(len(misses), a.opt.MaxNearMisses)]
+	slices.SortFunc(misses, func(x, y miss) int { return cmp.Compare(x.lo, y.lo) })
+	sec := float64(a.g.widthNs) / 1e9
+	var out []Finding
+	for _, m := range misses {
+		f := a.newFinding(kind, SeverityInfo, iface, []record.Direction{dir}, m.lo, m.hi)
+		peakBps := m.peak * 8 / sec
+		f.Evidence = append(f.Evidence,
+			ev("peak_fine_window_bps", peakBps, "bps"),
+			ev("allowance_bps", allowance, "bps"),
+			ev("peak_share_of_allowance", peakBps/allowance, "ratio"),
+			ev("near_windows", float64(m.windows), "count"),
+			ev(counter, 0, "packets"))
+		f.FlowsRankedBy = rankBytes
+		near := func(i int) bool { return float64(fs.bytes[i]) >= thr }
+		f.Flows = a.culprits(iface, []record.Direction{dir}, m.lo, m.hi, near, rankBytes, nil)
+		f.Summary = fmt.Sprintf("near-miss: the %s rate reached %s per %s window, %.0f%% of the %s allowance, while %s did not move; %s",
+			dir, fmtRate(peakBps, "bps"), fmtWindow(a.g.widthNs), 100*peakBps/allowance, fmtRate(allowance, "bps"), counter, topFlowText(f.Flows))
+		f.Recommendation = recommendNearMiss
+		out = append(out, f)
+	}
+	return out
+}
+
+// Window states of watchedWindows.
+const (
+	watchedUnknown = iota // outside the counter reads: nobody watched
+	watchedQuiet          // between two reads that saw no jump
+	watchedMoved          // in a sample interval where the counter jumped
+)
+
+// watchedWindows marks every fine window by what the counter said about it.
+// Linear: each window is marked once per read interval holding it.
+func (a *analysis) watchedWindows(iface, counter string) []uint8 {
+	w := make([]uint8, a.g.n)
+	var first, last int64 = -1, -1
+	for _, s := range a.rec.Counters {
+		if s.Interface != iface || s.Err != "" {
+			continue
+		}
+		if _, ok := s.Values[counter]; !ok {
+			continue
+		}
+		if first < 0 || s.AfterNs < first {
+			first = s.AfterNs
+		}
+		last = max(last, s.BeforeNs)
+	}
+	if first < 0 || last <= first {
+		return w
+	}
+	lo, hi := a.g.span(first, last)
+	for i := lo; i < hi; i++ {
+		w[i] = watchedQuiet
+	}
+	for _, j := range a.jumps(iface, counter) {
+		lo, hi := a.g.span(j.FromNs, j.ToNs)
+		for i := lo; i < hi; i++ {
+			w[i] = watchedMoved
+		}
+	}
+	// A reset hides what happened in its interval. A failed read hides
+	// nothing: the next jump is measured from the last good read.
+	for _, r := range a.changes.Resets {
+		if r.Interface == iface && r.Name == counter {
+			lo, hi := a.g.span(r.FromNs, r.ToNs)
+			for i := lo; i < hi; i++ {
+				w[i] = watchedUnknown
+			}
+		}
+	}
+	return w
+}

@@ -1,0 +1,92 @@
+package analyzer
+
+import (
+	"fmt"
+
+	"github.com/enaprobe/enaprobe/counters"
+	"github.com/enaprobe/enaprobe/record"
+)
+
+var bothDirections = []record.Direction{record.Ingress, record.Egress}
+
+// ppsFindings locates every jump of pps_allowance_exceeded in the packet rate
+// of both directions together (the allowance is bidirectional), and says how
+// small the packets were and who sent them.
+func (a *analysis) ppsFindings() []Finding {
+	var out []Finding
+	sec := float64(a.g.widthNs) / 1e9
+	for _, iface := range a.ifaces {
+		if !a.hasCounter(iface, counters.PPSAllowanceExceeded) {
+			continue
+		}
+		in, eg := a.seriesOrEmpty(iface, record.Ingress), a.seriesOrEmpty(iface, record.Egress)
+		packetsAt := func(i int) float64 { return float64(in.packets[i] + eg.packets[i]) }
+		bytesAt := func(i int) float64 { return float64(in.bytes[i] + eg.bytes[i]) }
+		var levels []level
+		if a.opt.PPSAllowance > 0 {
+			levels = append(levels, level{"pps_allowance", a.opt.PPSAllowance * sec, a.opt.PPSAllowance})
+		}
+		var spans []span
+		for _, j := range a.jumps(iface, counters.PPSAllowanceExceeded) {
+			lo, hi := a.g.span(j.FromNs, j.ToNs)
+			s := a.locate(packetsAt, lo, hi, levels...)
+			s.fromNs, s.toNs, s.delta = j.FromNs, j.ToNs, j.Delta
+			spans = append(spans, s)
+		}
+		for _, s := range mergeSpans(spans, a.mergeGapWindows()) {
+			f := a.newFinding(KindPPSExceeded, SeverityWarning, iface, nil, s.lo, s.hi)
+			dur := float64(s.hi-s.lo) * sec
+			packets, bytes := sumIn(packetsAt, s.lo, s.hi), sumIn(bytesAt, s.lo, s.hi)
+			peak, _ := peakIn(packetsAt, s.lo, s.hi)
+			ilo, ihi := a.g.span(s.fromNs, s.toNs)
+			f.Evidence = append(f.Evidence,
+				ev(counters.PPSAllowanceExceeded, float64(s.delta), "packets"),
+				ev("sample_interval_s", float64(s.toNs-s.fromNs)/1e9, "s"),
+				ev("peak_fine_window_pps", peak/sec, "pps"),
+				ev("span_mean_pps", share(packets, dur), "pps"),
+				ev("interval_mean_pps", share(sumIn(packetsAt, ilo, ihi), float64(s.toNs-s.fromNs)/1e9), "pps"),
+				ev("span_mean_packet_size", share(bytes, packets), "bytes"),
+				ev("span_syns", float64(sumUint(in.syns, s.lo, s.hi)+sumUint(eg.syns, s.lo, s.hi)), "count"),
+				ev("level_pps", s.levelPerSecond, "pps"))
+			f.Evidence = append(f.Evidence, a.sizeEvidence(iface, a.g.startNs(s.lo), a.g.startNs(s.hi))...)
+			f.FlowsRankedBy = rankPackets
+			f.Flows = a.culprits(iface, bothDirections, s.lo, s.hi, nil, rankPackets, nil)
+			f.Summary = fmt.Sprintf("%s rose by %d; over %.0f ms the packet rate (both directions) reached %s per %s window, mean packet size %.0f bytes; %s",
+				counters.PPSAllowanceExceeded, s.delta, dur*1e3, fmtRate(peak/sec, "pps"), fmtWindow(a.g.widthNs), share(bytes, packets), topFlowText(f.Flows))
+			f.Recommendation = recommendPPS
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func sumUint(v []uint64, lo, hi int) uint64 {
+	var s uint64
+	for _, x := range v[lo:hi] {
+		s += x
+	}
+	return s
+}
+
+// sizeEvidence is the packet-size mix of the size slices overlapping
+// [fromNs, toNs), both directions: the share of each non-empty class.
+func (a *analysis) sizeEvidence(iface string, fromNs, toNs int64) []Evidence {
+	var counts [record.NumSizeClasses]uint64
+	var total uint64
+	for _, s := range a.rec.Sizes {
+		if s.Interface != iface || s.StartNs >= toNs || s.StartNs+max(s.WidthNs, 1) <= fromNs {
+			continue
+		}
+		for i, v := range s.Counts {
+			counts[i] += v
+			total += v
+		}
+	}
+	var out []Evidence
+	for i, v := range counts {
+		if v > 0 {
+			out = append(out, ev("size_share_"+record.SizeClassNames[i], float64(v)/float64(total), "ratio"))
+		}
+	}
+	return out
+}

@@ -1,0 +1,118 @@
+package analyzer
+
+import "slices"
+
+// excessSpan returns the contiguous windows [lo, hi) within [from, to) whose
+// values, less level each, add up to the most: the stretch that carried the
+// most traffic above level (maximum-sum subarray, one linear pass). Its first
+// and last windows are above level. ok is false when no window is.
+func excessSpan(val func(int) float64, from, to int, level float64) (lo, hi int, ok bool) {
+	best, sum := 0.0, 0.0
+	start := from
+	for i := from; i < to; i++ {
+		if sum <= 0 {
+			sum, start = 0, i
+		}
+		sum += val(i) - level
+		if sum > best {
+			best, lo, hi, ok = sum, start, i+1, true
+		}
+	}
+	return lo, hi, ok
+}
+
+// standOutLevel is the level a window must reach to stand out from the rest
+// of [from, to) when no allowance is known: StandOutFactor times the median
+// window and StandOutPeakShare of the highest one. It returns 0 for an empty
+// range. Sorting makes it n log n in the range, done only for the few sample
+// intervals where a counter moved.
+func standOutLevel(val func(int) float64, from, to int, opt Options) float64 {
+	if to <= from {
+		return 0
+	}
+	v := make([]float64, 0, to-from)
+	for i := from; i < to; i++ {
+		v = append(v, val(i))
+	}
+	slices.Sort(v)
+	median := v[len(v)/2]
+	peak := v[len(v)-1]
+	return max(opt.StandOutFactor*median, opt.StandOutPeakShare*peak)
+}
+
+// countAbove counts the windows of [lo, hi) at or above level.
+func countAbove(val func(int) float64, lo, hi int, level float64) int {
+	n := 0
+	for i := lo; i < hi; i++ {
+		if val(i) >= level {
+			n++
+		}
+	}
+	return n
+}
+
+// peakIn returns the highest value of [lo, hi) and its window.
+func peakIn(val func(int) float64, lo, hi int) (float64, int) {
+	best, at := 0.0, lo
+	for i := lo; i < hi; i++ {
+		if v := val(i); v > best {
+			best, at = v, i
+		}
+	}
+	return best, at
+}
+
+// sumIn adds the values of [lo, hi).
+func sumIn(val func(int) float64, lo, hi int) float64 {
+	s := 0.0
+	for i := lo; i < hi; i++ {
+		s += val(i)
+	}
+	return s
+}
+
+// level is a threshold per fine window, with its per-second value and what
+// it is, for the evidence.
+type level struct {
+	name      string
+	perWindow float64
+	perSecond float64
+}
+
+// Names of the levels a span stood out from.
+const (
+	levelIntervalOwn = "interval_level" // the sample interval's own level, no allowance known or exceeded
+	levelNone        = "none"           // no traffic at all in the interval
+)
+
+// locate finds within fine windows [lo, hi) the span that carried the most
+// above the first given level that some window exceeded; with none
+// exceeded (or none given) it uses the interval's own level (standOutLevel),
+// and for traffic too flat for anything to stand out, half its peak, which
+// yields the busy part of the interval.
+func (a *analysis) locate(val func(int) float64, lo, hi int, levels ...level) span {
+	s := span{lo: lo, hi: hi, fromNs: a.g.startNs(lo), toNs: a.g.startNs(hi), jumps: 1}
+	peak, _ := peakIn(val, lo, hi)
+	if peak == 0 {
+		s.levelName = levelNone
+		return s
+	}
+	secondsPerWindow := float64(a.g.widthNs) / 1e9
+	for _, l := range levels {
+		if l.perWindow > 0 && peak > l.perWindow {
+			if x, y, ok := excessSpan(val, lo, hi, l.perWindow); ok {
+				s.lo, s.hi, s.level, s.levelName, s.levelPerSecond = x, y, l.perWindow, l.name, l.perSecond
+				return s
+			}
+		}
+	}
+	own := standOutLevel(val, lo, hi, a.opt)
+	if own >= peak {
+		own = a.opt.StandOutPeakShare * peak
+	}
+	if x, y, ok := excessSpan(val, lo, hi, own); ok {
+		s.lo, s.hi = x, y
+	}
+	s.level, s.levelName, s.levelPerSecond = own, levelIntervalOwn, own/secondsPerWindow
+	return s
+}

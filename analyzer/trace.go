@@ -1,0 +1,201 @@
+package analyzer
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/enaprobe/enaprobe/counters"
+	"github.com/enaprobe/enaprobe/record"
+)
+
+// allowanceCounters are the ENA counters findings rest on; a report says
+// which of them an interface lacked.
+var allowanceCounters = append(append([]string(nil), counters.AllowanceExceeded...), counters.ConntrackAllowanceAvailable)
+
+func (a *analysis) traceInfo() TraceInfo {
+	m := a.rec.Meta
+	t := TraceInfo{
+		Start:         m.Start.Wall,
+		End:           a.wall(m.End.MonoNs),
+		DurationS:     float64(a.durationNs()) / 1e9,
+		Interfaces:    a.ifaces,
+		BucketUs:      m.BucketNs / 1000,
+		FineWindowUs:  a.g.widthNs / 1000,
+		SampleMs:      float64(m.SampleNs) / 1e6,
+		AttachMode:    m.AttachMode,
+		Kernel:        m.Kernel,
+		Hostname:      m.Hostname,
+		InstanceType:  a.instanceType(),
+		ProbeVersion:  m.Version,
+		CounterSource: m.CounterSource,
+		Limits:        a.limits,
+		Notes:         []string{},
+	}
+	byIface := counters.ByInterface(a.rec.Counters)
+	info := make(map[string]record.InterfaceInfo)
+	for _, i := range m.Interfaces {
+		info[i.Name] = i
+	}
+	anyCounter := false
+	for _, name := range a.ifaces {
+		samples := byIface[name]
+		absent := counters.Absent(samples, allowanceCounters)
+		e := InterfaceENA{Interface: name, Driver: info[name].Driver, DriverVersion: info[name].DriverVersion,
+			Present: []string{}, Absent: nonNil(absent), Reads: len(samples)}
+		for _, c := range allowanceCounters {
+			if !slices.Contains(absent, c) {
+				e.Present = append(e.Present, c)
+			}
+		}
+		e.ENA = len(e.Present) > 0
+		anyCounter = anyCounter || e.ENA
+		if !e.ENA {
+			t.Notes = append(t.Notes, name+": no allowance counters available, only the traffic is analysed")
+		}
+		t.ENA = append(t.ENA, e)
+	}
+	if !anyCounter {
+		t.Notes = append(t.Notes, "no interface had allowance counters: no counter-based finding is possible")
+	}
+	if !a.limits.BaselineBps.Known {
+		t.Notes = append(t.Notes, "instance bandwidth allowance unknown: bursts are located by their own level, baseline_exhausted and near-misses are not checked")
+	}
+	if t.DurationS < 60 {
+		t.Notes = append(t.Notes, "trace shorter than one CloudWatch period: the 1-minute and 5-minute averages are partial")
+	}
+	return t
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// totals are the exact per-direction counts, summed when an interface and
+// direction appear more than once.
+func (a *analysis) totals() []Total {
+	type key = seriesKey
+	byKey := make(map[key]*Total)
+	var order []key
+	for _, t := range a.rec.Totals {
+		k := key{t.Interface, t.Direction}
+		tot := byKey[k]
+		if tot == nil {
+			tot = &Total{Interface: t.Interface, Direction: t.Direction.String()}
+			for c := range record.NumClasses {
+				tot.Classes = append(tot.Classes, ClassTotal{Class: record.Class(c).String()})
+			}
+			byKey[k] = tot
+			order = append(order, k)
+		}
+		tot.Packets += t.SumPackets()
+		tot.Bytes += t.SumBytes()
+		tot.SYNs += t.SYNs
+		for c := range record.NumClasses {
+			tot.Classes[c].Packets += t.Packets[c]
+			tot.Classes[c].Bytes += t.Bytes[c]
+		}
+	}
+	out := make([]Total, 0, len(order))
+	for _, k := range order {
+		out = append(out, *byKey[k])
+	}
+	slices.SortStableFunc(out, func(x, y Total) int {
+		return cmp.Or(cmp.Compare(x.Interface, y.Interface), cmp.Compare(x.Direction, y.Direction))
+	})
+	return out
+}
+
+// counterDeltas reports how far every known ENA counter moved. Gauges get
+// their course instead of a delta.
+func (a *analysis) counterDeltas() []CounterDelta {
+	resets := make(map[counters.Key]int)
+	for _, r := range a.changes.Resets {
+		resets[counters.Key{Interface: r.Interface, Name: r.Name}]++
+	}
+	out := []CounterDelta{}
+	for k, d := range a.changes.Totals {
+		if !slices.Contains(counters.ENACounters, k.Name) {
+			continue
+		}
+		out = append(out, CounterDelta{Interface: k.Interface, Name: k.Name, Kind: "counter", Delta: d, Resets: resets[k]})
+	}
+	gauges := make(map[counters.Key]*GaugeSummary)
+	for _, g := range a.changes.Gauges {
+		k := counters.Key{Interface: g.Interface, Name: g.Name}
+		s := gauges[k]
+		if s == nil {
+			s = &GaugeSummary{First: g.Value, Min: g.Value, Max: g.Value}
+			gauges[k] = s
+		}
+		s.Min, s.Max, s.Last = min(s.Min, g.Value), max(s.Max, g.Value), g.Value
+	}
+	for k, s := range gauges {
+		out = append(out, CounterDelta{Interface: k.Interface, Name: k.Name, Kind: "gauge", Gauge: s})
+	}
+	slices.SortFunc(out, func(x, y CounterDelta) int {
+		return cmp.Or(cmp.Compare(x.Interface, y.Interface), cmp.Compare(x.Name, y.Name))
+	})
+	return out
+}
+
+// loss sums what the datapath and the collector could not record, with the
+// counter reads that failed or saw a reset.
+func (a *analysis) loss() LossInfo {
+	li := LossInfo{Interfaces: []InterfaceLoss{}, ReadFailures: []ReadFailure{}, Resets: []CounterReset{}}
+	per := make(map[string]*InterfaceLoss)
+	get := func(name string) *InterfaceLoss {
+		l := per[name]
+		if l == nil {
+			l = &InterfaceLoss{Interface: name}
+			per[name] = l
+		}
+		return l
+	}
+	for _, name := range a.ifaces {
+		get(name)
+	}
+	for _, l := range a.rec.Loss {
+		c := LossCounts{FlowMapFull: l.FlowMapFull, RingbufFull: l.RingbufFull, BucketOverwritten: l.BucketOverwritten,
+			SliceOverwritten: l.SliceOverwritten, FlowsEvicted: l.FlowsEvicted}
+		il := get(l.Interface)
+		il.Counts = il.Counts.add(c)
+		li.Total = li.Total.add(c)
+	}
+	for _, s := range a.rec.Counters {
+		get(s.Interface).CounterReads++
+	}
+	for _, f := range a.changes.Failed {
+		get(f.Interface).CounterReadFailures++
+		li.CounterReadFailures++
+		li.ReadFailures = append(li.ReadFailures, ReadFailure{Interface: f.Interface, Time: a.wall(f.BeforeNs),
+			OffsetS: a.offsetS(f.BeforeNs), Error: f.Reason})
+	}
+	for _, r := range a.changes.Resets {
+		get(r.Interface).CounterResets++
+		li.CounterResets++
+		li.Resets = append(li.Resets, CounterReset{Interface: r.Interface, Name: r.Name, Time: a.wall(r.ToNs),
+			OffsetS: a.offsetS(r.ToNs), From: r.From, To: r.To})
+	}
+	names := make([]string, 0, len(per))
+	for n := range per {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		li.Interfaces = append(li.Interfaces, *per[n])
+	}
+	return li
+}
+
+func (c LossCounts) add(d LossCounts) LossCounts {
+	return LossCounts{
+		FlowMapFull:       c.FlowMapFull + d.FlowMapFull,
+		RingbufFull:       c.RingbufFull + d.RingbufFull,
+		BucketOverwritten: c.BucketOverwritten + d.BucketOverwritten,
+		SliceOverwritten:  c.SliceOverwritten + d.SliceOverwritten,
+		FlowsEvicted:      c.FlowsEvicted + d.FlowsEvicted,
+	}
+}
