@@ -448,3 +448,11 @@ func (c *Collector) Result() Result {
 	sort.SliceStable(r.Windows, func(i, j int) bool { return r.Windows[i].StartNs < r.Windows[j].StartNs })
 	return r
 }
+
+// probeKey is the datapath key of a flow: the inverse of flowKey.
+func probeKey(k record.FlowKey) bpf.ProbeFlowKey {
+	return bpf.ProbeFlowKey{
+		Saddr: k.Src.Addr().As16(), Daddr: k.Dst.Addr().As16(),
+		Sport: netPort(k.Src.Port()), Dport: netPort(k.Dst.Port()), Proto: k.Proto,
+	}
+}

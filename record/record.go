@@ -168,8 +168,6 @@ func ProtoName(p uint8) string {
 		return "icmp"
 	case 58:
 		return "icmpv6"
-	case 0:
-		return "other"
 	}
 	return fmt.Sprintf("ip%d", p)
 }

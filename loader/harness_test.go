@@ -1,0 +1,213 @@
+//go:build linux
+
+package loader
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+
+	"github.com/enaprobe/enaprobe/bpf"
+	"github.com/enaprobe/enaprobe/record"
+)
+
+// requirePrivileges skips a test that needs root, except under CI=true,
+// where it fails: a skip must never hide a regression in CI.
+func requirePrivileges(tb testing.TB) {
+	tb.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		tb.Fatal("this test needs root (BPF and network namespaces) and CI=true forbids skipping it")
+	}
+	tb.Skip("needs root")
+}
+
+// testProbe is the datapath loaded for BPF_PROG_TEST_RUN, with tiny rings so
+// that a test can read every slot before and after each run.
+type testProbe struct {
+	coll     *ebpf.Collection
+	progs    map[record.Direction]*ebpf.Program
+	ctxSize  int
+	gsoSegs  int // offsets in __sk_buff, from the object's BTF
+	gsoSize  int
+	bucketNs int64
+}
+
+func testOptions() Options {
+	o := DefaultOptions()
+	o.Bucket = 10 * time.Millisecond
+	o.BucketRing = 40 * time.Millisecond // 4 slots per direction
+	o.Window = 10 * time.Millisecond
+	o.Slice = time.Hour // one slice for the whole test
+	o.SliceSlots = 1
+	o.FlowEntries = 4096
+	o.RingBytes = 4096
+	return o
+}
+
+func newTestProbe(tb testing.TB, opts Options) *testProbe {
+	tb.Helper()
+	requirePrivileges(tb)
+	spec, err := Spec(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		tb.Fatalf("load datapath: %+v", err)
+	}
+	tb.Cleanup(func() { coll.Close() })
+	var skb *btf.Struct
+	if err := spec.Types.TypeByName("__sk_buff", &skb); err != nil {
+		tb.Fatalf("find __sk_buff in the object's BTF: %v", err)
+	}
+	tp := &testProbe{
+		coll:     coll,
+		progs:    map[record.Direction]*ebpf.Program{record.Ingress: coll.Programs["enaprobe_ingress"], record.Egress: coll.Programs["enaprobe_egress"]},
+		ctxSize:  int(skb.Size),
+		bucketNs: int64(opts.Bucket),
+	}
+	for _, m := range skb.Members {
+		switch m.Name {
+		case "gso_segs":
+			tp.gsoSegs = int(m.Offset.Bytes())
+		case "gso_size":
+			tp.gsoSize = int(m.Offset.Bytes())
+		}
+	}
+	if tp.gsoSegs == 0 || tp.gsoSize == 0 {
+		tb.Fatal("__sk_buff has no gso_segs or gso_size")
+	}
+	return tp
+}
+
+// run feeds one frame to the program of direction dir with the given GSO
+// metadata and checks the program let it pass.
+func (tp *testProbe) run(tb testing.TB, dir record.Direction, frame []byte, gsoSegs, gsoSize uint32) {
+	tb.Helper()
+	opts := &ebpf.RunOptions{Data: frame}
+	if gsoSegs != 0 || gsoSize != 0 {
+		ctx := make([]byte, tp.ctxSize)
+		binary.NativeEndian.PutUint32(ctx[tp.gsoSegs:], gsoSegs)
+		binary.NativeEndian.PutUint32(ctx[tp.gsoSize:], gsoSize)
+		opts.Context = ctx
+	}
+	ret, err := tp.progs[dir].Run(opts)
+	if err != nil {
+		tb.Fatalf("run %s program: %v", dir, err)
+	}
+	if int32(ret) != -1 {
+		tb.Fatalf("%s program returned %d, want -1 (TC_ACT_UNSPEC / TCX_NEXT)", dir, int32(ret))
+	}
+}
+
+// counts is everything the datapath counted, summed over CPUs and slots.
+type counts struct {
+	totals [record.NumDirections]bpf.ProbeDirTotals
+	loss   [4]uint64
+	bucket [record.NumDirections]record.Bucket
+	sizes  [record.NumDirections][record.NumSizeClasses]uint64
+	supers [record.NumDirections]uint64
+}
+
+func (tp *testProbe) read(tb testing.TB) counts {
+	tb.Helper()
+	var c counts
+	var states []bpf.ProbeCpuState
+	if err := tp.coll.Maps["cpu_states"].Lookup(uint32(0), &states); err != nil {
+		tb.Fatal(err)
+	}
+	for _, s := range states {
+		for d := range c.totals {
+			for i := range s.Totals[d].Packets {
+				c.totals[d].Packets[i] += s.Totals[d].Packets[i]
+				c.totals[d].Bytes[i] += s.Totals[d].Bytes[i]
+			}
+			c.totals[d].Syns += s.Totals[d].Syns
+		}
+		for i, v := range s.Loss {
+			c.loss[i] += v
+		}
+	}
+	buckets := tp.coll.Maps["buckets"]
+	per := buckets.MaxEntries() / record.NumDirections
+	for i := uint32(0); i < buckets.MaxEntries(); i++ {
+		var b bpf.ProbeBucket
+		if err := buckets.Lookup(i, &b); err != nil {
+			tb.Fatal(err)
+		}
+		d := i / per
+		c.bucket[d].Packets += b.Packets
+		c.bucket[d].Bytes += b.Bytes
+		c.bucket[d].SYNs += uint64(b.Syns)
+		for j := range b.LinkLocal {
+			c.bucket[d].LinkLocal[j] += uint64(b.LinkLocal[j])
+		}
+	}
+	slices := tp.coll.Maps["size_slices"]
+	for d := uint32(0); d < record.NumDirections; d++ {
+		var vals []bpf.ProbeSizeSlice
+		if err := slices.Lookup(d, &vals); err != nil {
+			tb.Fatal(err)
+		}
+		for _, v := range vals {
+			for i, n := range v.Counts {
+				c.sizes[d][i] += n
+			}
+			c.supers[d] += v.SuperPackets
+		}
+	}
+	return c
+}
+
+// clearBuckets zeroes the bucket ring, so a test can sum it without slots
+// being recycled under it (the recycling rule is tested on its own).
+func (tp *testProbe) clearBuckets(tb testing.TB) {
+	tb.Helper()
+	m := tp.coll.Maps["buckets"]
+	for i := uint32(0); i < m.MaxEntries(); i++ {
+		if err := m.Put(i, bpf.ProbeBucket{}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+func (tp *testProbe) flow(tb testing.TB, k bpf.ProbeFlowKey) (bpf.ProbeFlowStats, bool) {
+	tb.Helper()
+	var v bpf.ProbeFlowStats
+	err := tp.coll.Maps["flows"].Lookup(k, &v)
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
+		return v, false
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v, true
+}
+
+func (tp *testProbe) deleteFlows(tb testing.TB) {
+	tb.Helper()
+	m := tp.coll.Maps["flows"]
+	var k bpf.ProbeFlowKey
+	var keys []bpf.ProbeFlowKey
+	it := m.Iterate()
+	var v bpf.ProbeFlowStats
+	for it.Next(&k, &v) {
+		keys = append(keys, k)
+	}
+	if err := it.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	for _, k := range keys {
+		if err := m.Delete(k); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
