@@ -1,0 +1,122 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/enaprobe/enaprobe/ena"
+)
+
+// ENA counter names the lab emulates, in the order `ethtool -S` prints them
+// on recent drivers.
+const (
+	BWInAllowanceExceeded       = "bw_in_allowance_exceeded"
+	BWOutAllowanceExceeded      = "bw_out_allowance_exceeded"
+	PPSAllowanceExceeded        = "pps_allowance_exceeded"
+	ConntrackAllowanceExceeded  = "conntrack_allowance_exceeded"
+	LinkLocalAllowanceExceeded  = "linklocal_allowance_exceeded"
+	ConntrackAllowanceAvailable = "conntrack_allowance_available"
+)
+
+// CounterNames lists the emulated counters in ethtool order.
+var CounterNames = []string{
+	BWInAllowanceExceeded, BWOutAllowanceExceeded, PPSAllowanceExceeded,
+	ConntrackAllowanceExceeded, LinkLocalAllowanceExceeded, ConntrackAllowanceAvailable,
+}
+
+// Counters returns a Source reading the emulated ENA counters from the
+// kernel machinery that enforces each allowance. Reads are fresh and cost a
+// few netlink dumps and one nft exec (a few milliseconds).
+func (l *Lab) Counters() ena.Source { return counterSource{l} }
+
+type counterSource struct{ l *Lab }
+
+func (counterSource) Kind() string { return "lab" }
+
+func (s counterSource) Read() (map[string]uint64, error) { return s.l.readCounters() }
+
+func (l *Lab) readCounters() (map[string]uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return nil, errors.New("read lab counters: lab closed")
+	}
+	out, err := shaperExceeded(l.instNl, l.instLink)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", BWOutAllowanceExceeded, err)
+	}
+	in, err := shaperExceeded(l.vpcNl, l.vpcLink)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", BWInAllowanceExceeded, err)
+	}
+	nft, err := l.nftCounters()
+	if err != nil {
+		return nil, fmt.Errorf("read nftables counters: %w", err)
+	}
+	for _, name := range []string{nftPPSExceeded, nftLinkLocalExceeded, nftConntrackExceeded} {
+		if _, ok := nft[name]; !ok {
+			return nil, fmt.Errorf("read nftables counters: %s missing", name)
+		}
+	}
+	tracked, err := l.trackedConnections()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", ConntrackAllowanceAvailable, err)
+	}
+	available := uint64(0)
+	if max := uint64(l.cfg.ConntrackMax); tracked < max {
+		available = max - tracked
+	}
+	return map[string]uint64{
+		BWInAllowanceExceeded:       in,
+		BWOutAllowanceExceeded:      out,
+		PPSAllowanceExceeded:        nft[nftPPSExceeded],
+		ConntrackAllowanceExceeded:  nft[nftConntrackExceeded],
+		LinkLocalAllowanceExceeded:  nft[nftLinkLocalExceeded],
+		ConntrackAllowanceAvailable: available,
+	}, nil
+}
+
+// FormatEthtool renders counters as `ethtool -S` prints them: a header line
+// then one indented "name: value" line each, known names in ethtool order.
+func FormatEthtool(values map[string]uint64) string {
+	var b strings.Builder
+	b.WriteString("NIC statistics:\n")
+	for _, name := range CounterNames {
+		if v, ok := values[name]; ok {
+			fmt.Fprintf(&b, "     %s: %d\n", name, v)
+		}
+	}
+	return b.String()
+}
+
+// WriteCountersFile reads the counters and writes them to path in `ethtool
+// -S` format, for enaprobe's --counters-file. The file is replaced by a
+// rename, so a concurrent reader sees the old or the new reading, whole.
+func (l *Lab) WriteCountersFile(path string) error {
+	values, err := l.readCounters()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write counters file: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
+	if _, err := tmp.WriteString(FormatEthtool(values)); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write counters file %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write counters file %s: %w", tmp.Name(), err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("write counters file: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write counters file: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Bounds of every traffic generator, so that no loop runs unbounded.
+const (
+	maxTrafficDuration = 10 * time.Minute
+	maxPacketsPerRun   = 50_000_000
+	maxFlows           = 1024
+	// genSndBuf lets a UDP socket hold more than a full flow queue, so the
+	// shaper, not the socket, is where excess waits or drops (as on EC2,
+	// where the instance's sockets never see the allowance).
+	genSndBuf = 4 << 20
+)
+
+func checkDuration(d time.Duration) error {
+	if d <= 0 || d > maxTrafficDuration {
+		return fmt.Errorf("duration %v outside (0, %v]", d, maxTrafficDuration)
+	}
+	return nil
+}
+
+// monotonicNs reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns, so
+// generator timestamps line up with what an eBPF tracer records.
+func monotonicNs() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic(fmt.Sprintf("clock_gettime(CLOCK_MONOTONIC): %v", err)) // cannot fail on Linux
+	}
+	return ts.Nano()
+}
+
+// udpHeaderBytes is the IP + UDP header size for dst's family.
+func udpHeaderBytes(dst netip.Addr) int {
+	if dst.Is4() {
+		return 20 + 8
+	}
+	return 40 + 8
+}
+
+// udpSockets opens n UDP sockets in the instance namespace, each connected
+// to dst from its own ephemeral port: n distinct flows.
+func (l *Lab) udpSockets(n int, dst netip.AddrPort) ([]int, error) {
+	family := unix.AF_INET6
+	if dst.Addr().Is4() {
+		family = unix.AF_INET
+	}
+	var fds []int
+	err := l.InInstance(func() error {
+		for range n {
+			fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				return fmt.Errorf("udp socket: %w", err)
+			}
+			fds = append(fds, fd)
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, genSndBuf); err != nil {
+				return fmt.Errorf("udp socket sndbuf: %w", err)
+			}
+			if err := unix.Connect(fd, sockaddr(dst)); err != nil {
+				return fmt.Errorf("udp connect %s: %w", dst, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		closeFds(fds)
+		return nil, fmt.Errorf("open %d udp flows from instance: %w", n, err)
+	}
+	return fds, nil
+}
+
+func sockaddr(ap netip.AddrPort) unix.Sockaddr {
+	if ap.Addr().Is4() {
+		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	}
+	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+}
+
+func closeFds(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// sendCounts tallies non-blocking sends.
+type sendCounts struct {
+	Sent, SentBytes uint64
+	// Blocked counts sends refused because the socket buffer was full.
+	Blocked uint64
+}
+
+// send sends one datagram without blocking. A full socket buffer is
+// counted, not waited for, so pacing holds; other errors are returned.
+func (c *sendCounts) send(fd int, payload []byte, ipBytes int) error {
+	err := unix.Send(fd, payload, unix.MSG_DONTWAIT)
+	switch {
+	case err == nil:
+		c.Sent++
+		c.SentBytes += uint64(ipBytes)
+	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.ENOBUFS):
+		c.Blocked++
+	default:
+		return fmt.Errorf("send: %w", err)
+	}
+	return nil
+}
+
+// pace calls send(k) for k in [0, total) at one call per interval from
+// now, in catch-up batches after each sleep. It stops early when ctx ends,
+// when send fails, or one second past the planned end.
+func pace(ctx context.Context, total int, interval time.Duration, send func(k int) error) error {
+	start := time.Now()
+	hardStop := start.Add(time.Duration(total)*interval + time.Second)
+	for k := 0; k < total; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		now := time.Now()
+		if now.After(hardStop) {
+			return nil
+		}
+		due := min(int(now.Sub(start)/interval)+1, total)
+		for ; k < due; k++ {
+			if err := send(k); err != nil {
+				return err
+			}
+		}
+		if wait := time.Until(start.Add(time.Duration(k) * interval)); wait > 0 {
+			time.Sleep(wait)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// UDPFlowsSpec describes steady UDP flows from the instance.
+type UDPFlowsSpec struct {
+	// Flows is the number of flows (distinct source ports); default 1.
+	Flows int
+	// Rate is each flow's rate, bit/s of IP packets.
+	Rate uint64
+	// PacketSize is the IP packet size, bytes; default 1200.
+	PacketSize int
+	Duration   time.Duration
+	// Dst defaults to the UDP sink on the VPC peer.
+	Dst netip.AddrPort
+}
+
+// UDPFlowsResult is what the sender did.
+type UDPFlowsResult struct {
+	sendCounts
+	Elapsed time.Duration
+}
+
+// UDPFlows sends the flows, round robin, paced to the total rate, and
+// returns when done. Sends never block (see sendCounts.Blocked).
+func (l *Lab) UDPFlows(ctx context.Context, spec UDPFlowsSpec) (UDPFlowsResult, error) {
+	if spec.Flows == 0 {
+		spec.Flows = 1
+	}
+	if spec.PacketSize == 0 {
+		spec.PacketSize = 1200
+	}
+	if !spec.Dst.IsValid() {
+		spec.Dst = netip.AddrPortFrom(PeerAddr, UDPSinkPort)
+	}
+	hdr := udpHeaderBytes(spec.Dst.Addr())
+	if err := checkDuration(spec.Duration); err != nil {
+		return UDPFlowsResult{}, fmt.Errorf("udp flows: %w", err)
+	}
+	if spec.Flows < 1 || spec.Flows > maxFlows {
+		return UDPFlowsResult{}, fmt.Errorf("udp flows: %d flows outside 1..%d", spec.Flows, maxFlows)
+	}
+	if spec.PacketSize < hdr || spec.PacketSize > linkMTU {
+		return UDPFlowsResult{}, fmt.Errorf("udp flows: packet size %d outside %d..%d", spec.PacketSize, hdr, linkMTU)
+	}
+	pps := float64(spec.Flows) * float64(spec.Rate) / float64(spec.PacketSize*8)
+	total := int(pps * spec.Duration.Seconds())
+	if total < 1 || total > maxPacketsPerRun {
+		return UDPFlowsResult{}, fmt.Errorf("udp flows: %d packets outside 1..%d", total, maxPacketsPerRun)
+	}
+	fds, err := l.udpSockets(spec.Flows, spec.Dst)
+	if err != nil {
+		return UDPFlowsResult{}, fmt.Errorf("udp flows: %w", err)
+	}
+	defer closeFds(fds)
+
+	var res UDPFlowsResult
+	payload := make([]byte, spec.PacketSize-hdr)
+	start := time.Now()
+	err = pace(ctx, total, time.Duration(float64(time.Second)/pps), func(k int) error {
+		return res.send(fds[k%len(fds)], payload, spec.PacketSize)
+	})
+	res.Elapsed = time.Since(start)
+	if err != nil {
+		return res, fmt.Errorf("udp flows: %w", err)
+	}
+	return res, nil
+}
+
+// BurstSpec is a back-to-back burst from one flow.
+type BurstSpec struct {
+	Packets int
+	// PacketSize is the IP packet size, bytes; default 1200.
+	PacketSize int
+	// Dst defaults to the UDP sink on the VPC peer.
+	Dst netip.AddrPort
+}
+
+// BurstResult holds the sender's CLOCK_MONOTONIC times around the burst:
+// StartNs just before the first send, EndNs just after the last.
+type BurstResult struct {
+	sendCounts
+	StartNs, EndNs int64
+}
+
+// Burst sends Packets datagrams from one socket as fast as the sender
+// can, to be found again in a trace by its timestamps.
+func (l *Lab) Burst(ctx context.Context, spec BurstSpec) (BurstResult, error) {
+	if spec.PacketSize == 0 {
+		spec.PacketSize = 1200
+	}
+	if !spec.Dst.IsValid() {
+		spec.Dst = netip.AddrPortFrom(PeerAddr, UDPSinkPort)
+	}
+	hdr := udpHeaderBytes(spec.Dst.Addr())
+	if spec.Packets < 1 || spec.Packets > maxPacketsPerRun {
+		return BurstResult{}, fmt.Errorf("burst: %d packets outside 1..%d", spec.Packets, maxPacketsPerRun)
+	}
+	if spec.PacketSize < hdr || spec.PacketSize > linkMTU {
+		return BurstResult{}, fmt.Errorf("burst: packet size %d outside %d..%d", spec.PacketSize, hdr, linkMTU)
+	}
+	if err := ctx.Err(); err != nil {
+		return BurstResult{}, fmt.Errorf("burst: %w", err)
+	}
+	fds, err := l.udpSockets(1, spec.Dst)
+	if err != nil {
+		return BurstResult{}, fmt.Errorf("burst: %w", err)
+	}
+	defer closeFds(fds)
+	var res BurstResult
+	payload := make([]byte, spec.PacketSize-hdr)
+	res.StartNs = monotonicNs()
+	for range spec.Packets {
+		if err := res.send(fds[0], payload, spec.PacketSize); err != nil {
+			res.EndNs = monotonicNs()
+			return res, fmt.Errorf("burst: %w", err)
+		}
+	}
+	res.EndNs = monotonicNs()
+	return res, nil
+}

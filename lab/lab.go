@@ -1,0 +1,197 @@
+package lab
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vishvananda/netlink"
+)
+
+// Lab is a running emulated EC2 instance: an "instance" network namespace
+// whose interface (ens5) leads to a "VPC" namespace that enforces the
+// allowances and serves IMDS, DNS and NTP on their link-local addresses.
+type Lab struct {
+	cfg Config
+	id  string
+
+	inst, vpc         *namedNetns
+	instNl, vpcNl     *netlink.Handle
+	instLink, vpcLink netlink.Link
+	services          *serviceGroup
+	sinks             *sinks
+
+	// mu serializes counter reads with Close: netlink handles are not
+	// safe for concurrent use.
+	mu     sync.Mutex
+	closed atomic.Bool
+}
+
+// Up builds a lab. Its namespaces get fresh random names, so labs of
+// parallel tests never collide. On any error everything already built is
+// removed before Up returns.
+func Up(ctx context.Context, cfg Config) (_ *Lab, err error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("lab config: %w", err)
+	}
+	var rnd [4]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, fmt.Errorf("lab id: %w", err)
+	}
+	l := &Lab{cfg: cfg, id: hex.EncodeToString(rnd[:]), services: &serviceGroup{}}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, l.Close())
+		}
+	}()
+	steps := []struct {
+		what string
+		do   func() error
+	}{
+		{"namespaces", l.setupNamespaces},
+		{"links", l.setupLinks},
+		{"shaping", l.setupShaping},
+		{"nftables", l.setupNftables},
+		{"services", l.startServices},
+	}
+	for _, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("lab up: %w", err)
+		}
+		if err := s.do(); err != nil {
+			return nil, fmt.Errorf("lab up: %s: %w", s.what, err)
+		}
+	}
+	return l, nil
+}
+
+func (l *Lab) setupNamespaces() error {
+	var err error
+	if l.inst, err = newNamedNetns("enalab-" + l.id + "-inst"); err != nil {
+		return err
+	}
+	if l.vpc, err = newNamedNetns("enalab-" + l.id + "-vpc"); err != nil {
+		return err
+	}
+	if l.instNl, err = netlink.NewHandleAt(l.inst.handle); err != nil {
+		return fmt.Errorf("netlink in %s: %w", l.inst.name, err)
+	}
+	if l.vpcNl, err = netlink.NewHandleAt(l.vpc.handle); err != nil {
+		return fmt.Errorf("netlink in %s: %w", l.vpc.name, err)
+	}
+	return nil
+}
+
+// Close stops the services and removes the veth pair (with its qdiscs and
+// filters), the nftables tables and both namespaces. It removes each
+// explicitly rather than trusting namespace teardown, which a socket leaked
+// by a caller would silently postpone. It is safe on a partly built lab
+// and idempotent.
+func (l *Lab) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	if l.services != nil {
+		errs = append(errs, l.services.close())
+	}
+	if l.instNl != nil {
+		if link, err := l.instNl.LinkByName(instanceIfc); err == nil {
+			if err := l.instNl.LinkDel(link); err != nil {
+				errs = append(errs, fmt.Errorf("delete %s: %w", instanceIfc, err))
+			}
+		}
+		l.instNl.Close()
+	}
+	if l.vpcNl != nil {
+		// Deleting one end deletes the pair; this catches a half-made one.
+		if link, err := l.vpcNl.LinkByName(vpcIfc); err == nil {
+			if err := l.vpcNl.LinkDel(link); err != nil {
+				errs = append(errs, fmt.Errorf("delete %s: %w", vpcIfc, err))
+			}
+		}
+		l.vpcNl.Close()
+	}
+	if l.vpc != nil {
+		if _, err := l.vpc.run(nil, "nft", "flush", "ruleset"); err != nil {
+			errs = append(errs, err)
+		}
+		errs = append(errs, l.vpc.close())
+	}
+	if l.inst != nil {
+		errs = append(errs, l.inst.close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("lab close: %w", err)
+	}
+	return nil
+}
+
+// Config returns the lab's configuration with defaults filled in.
+func (l *Lab) Config() Config { return l.cfg }
+
+// ID is the random part of the lab's namespace names.
+func (l *Lab) ID() string { return l.id }
+
+// InstanceNetns is the instance namespace's name, for `ip netns exec`.
+func (l *Lab) InstanceNetns() string { return l.inst.name }
+
+// InstanceNetnsPath is the instance namespace's bind mount, for setns.
+func (l *Lab) InstanceNetnsPath() string { return l.inst.path() }
+
+// VPCNetns is the VPC namespace's name.
+func (l *Lab) VPCNetns() string { return l.vpc.name }
+
+// VPCNetnsPath is the VPC namespace's bind mount.
+func (l *Lab) VPCNetnsPath() string { return l.vpc.path() }
+
+// InstanceInterface is the instance's interface name (in its namespace):
+// the one to trace, standing for the ENA device.
+func (l *Lab) InstanceInterface() string { return instanceIfc }
+
+// InstanceIfindex is the instance interface's index in its namespace.
+func (l *Lab) InstanceIfindex() int { return l.instLink.Attrs().Index }
+
+// InstanceMAC is the instance interface's hardware address.
+func (l *Lab) InstanceMAC() net.HardwareAddr { return l.instLink.Attrs().HardwareAddr }
+
+// VPCInterface is the VPC end of the veth, in the VPC namespace.
+func (l *Lab) VPCInterface() string { return vpcIfc }
+
+// InInstance runs fn on the calling goroutine with its OS thread locked in
+// the instance namespace (setns), then moves the thread back. Sockets and
+// eBPF links fn creates stay in the instance namespace; goroutines fn
+// starts do not run there.
+func (l *Lab) InInstance(fn func() error) error { return l.inst.do(fn) }
+
+// InVPC is InInstance for the VPC namespace.
+func (l *Lab) InVPC(fn func() error) error { return l.vpc.do(fn) }
+
+// DialInstance dials from inside the instance namespace. The address must
+// be an IP literal: name resolution would run on other threads, outside
+// the namespace. It suits http.Transport.DialContext.
+func (l *Lab) DialInstance(ctx context.Context, network, address string) (net.Conn, error) {
+	if _, err := netip.ParseAddrPort(address); err != nil {
+		return nil, fmt.Errorf("dial from instance: %q is not an IP:port literal", address)
+	}
+	var conn net.Conn
+	err := l.InInstance(func() error {
+		var d net.Dialer
+		var err error
+		conn, err = d.DialContext(ctx, network, address)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dial %s %s from instance: %w", network, address, err)
+	}
+	return conn, nil
+}

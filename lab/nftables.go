@@ -1,0 +1,151 @@
+package lab
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"text/template"
+)
+
+// The VPC namespace's nftables ruleset. It stands where EC2 enforces these
+// allowances, outside the instance, so the instance namespace keeps no
+// rules of ours.
+//
+//   - netdev ingress and egress on the VPC end of the veth: every packet
+//     from and to the instance, before any IP processing. One named limit
+//     shared by both chains is the bidirectional packets/s allowance; a
+//     second limit covers packets to the link-local services (and the
+//     resolver at VPC base+2, also Amazon DNS).
+//   - inet: connection tracking. Traffic to and from the link-local services
+//     is not tracked (security groups never see it on EC2). Every other new
+//     connection, from the instance (prerouting) or toward it (output), goes
+//     into one conncount list: a dynamic set element keyed by the interface
+//     name, which both chains name alike, so both directions share one cap.
+//
+// The drops of each allowance land in a named counter, read by Counters.
+const nftRuleset = `table netdev enalab {
+	counter pps_exceeded {}
+	counter linklocal_exceeded {}
+	limit pps { rate over {{.PPS}}/second burst {{.PPSBurst}} packets }
+	limit linklocal { rate over {{.LinkLocalPPS}}/second burst {{.LinkLocalBurst}} packets }
+	set linklocal4 { type ipv4_addr; flags interval; elements = { {{.LinkLocal4}} } }
+	set linklocal6 { type ipv6_addr; elements = { {{.LinkLocal6}} } }
+	chain from_instance {
+		type filter hook ingress device "{{.Ifc}}" priority filter; policy accept;
+		limit name "pps" counter name "pps_exceeded" drop
+		ip daddr @linklocal4 limit name "linklocal" counter name "linklocal_exceeded" drop
+		ip6 daddr @linklocal6 limit name "linklocal" counter name "linklocal_exceeded" drop
+	}
+	chain to_instance {
+		type filter hook egress device "{{.Ifc}}" priority filter; policy accept;
+		limit name "pps" counter name "pps_exceeded" drop
+	}
+}
+table inet enalab {
+	counter conntrack_exceeded {}
+	set untracked4 { type ipv4_addr; flags interval; elements = { {{.LinkLocal4}} } }
+	set untracked6 { type ipv6_addr; elements = { {{.LinkLocal6}} } }
+	set conntrack_cap { type ifname; size 4; flags dynamic; }
+	chain untrack_from_instance {
+		type filter hook prerouting priority raw; policy accept;
+		iifname "{{.Ifc}}" ip daddr @untracked4 notrack
+		iifname "{{.Ifc}}" ip6 daddr @untracked6 notrack
+	}
+	chain untrack_to_instance {
+		type filter hook output priority raw; policy accept;
+		oifname "{{.Ifc}}" ip saddr @untracked4 notrack
+		oifname "{{.Ifc}}" ip6 saddr @untracked6 notrack
+	}
+	chain from_instance {
+		type filter hook prerouting priority mangle; policy accept;
+		iifname "{{.Ifc}}" ct state new add @conntrack_cap { iifname ct count over {{.ConntrackMax}} } counter name "conntrack_exceeded" drop
+	}
+	chain to_instance {
+		type filter hook output priority mangle; policy accept;
+		oifname "{{.Ifc}}" ct state new add @conntrack_cap { oifname ct count over {{.ConntrackMax}} } counter name "conntrack_exceeded" drop
+	}
+}
+`
+
+var nftTemplate = template.Must(template.New("ruleset").Parse(nftRuleset))
+
+// nftTables are the tables the ruleset creates, for removal.
+var nftTables = []string{"netdev enalab", "inet enalab"}
+
+// Counter names in the ruleset.
+const (
+	nftPPSExceeded       = "pps_exceeded"
+	nftLinkLocalExceeded = "linklocal_exceeded"
+	nftConntrackExceeded = "conntrack_exceeded"
+)
+
+func (l *Lab) nftRuleset() ([]byte, error) {
+	data := struct {
+		Config
+		Ifc                    string
+		LinkLocal4, LinkLocal6 string
+	}{
+		Config:     l.cfg,
+		Ifc:        vpcIfc,
+		LinkLocal4: fmt.Sprintf("%s, %s", LinkLocalServices, ResolverAddr),
+		LinkLocal6: fmt.Sprintf("%s, %s, %s", IMDSAddr6, DNSAddr6, NTPAddr6),
+	}
+	var b bytes.Buffer
+	if err := nftTemplate.Execute(&b, data); err != nil {
+		return nil, fmt.Errorf("render nftables ruleset: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+func (l *Lab) setupNftables() error {
+	rules, err := l.nftRuleset()
+	if err != nil {
+		return err
+	}
+	if _, err := l.vpc.run(rules, "nft", "-f", "-"); err != nil {
+		return fmt.Errorf("load nftables ruleset: %w", err)
+	}
+	return nil
+}
+
+func (l *Lab) removeNftables() error {
+	for _, t := range nftTables {
+		if _, err := l.vpc.run(nil, "nft", "delete", "table", t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nftCounters returns the packets of every named counter in the VPC
+// namespace, from `nft -j` (JSON, stable across nft versions since 0.9).
+func (l *Lab) nftCounters() (map[string]uint64, error) {
+	out, err := l.vpc.run(nil, "nft", "-j", "list", "counters")
+	if err != nil {
+		return nil, err
+	}
+	return parseNftCounters(out)
+}
+
+func parseNftCounters(js []byte) (map[string]uint64, error) {
+	var doc struct {
+		Nftables []struct {
+			Counter *struct {
+				Family  string `json:"family"`
+				Table   string `json:"table"`
+				Name    string `json:"name"`
+				Packets uint64 `json:"packets"`
+			} `json:"counter"`
+		} `json:"nftables"`
+	}
+	if err := json.Unmarshal(js, &doc); err != nil {
+		return nil, fmt.Errorf("parse nft counters: %w", err)
+	}
+	counters := map[string]uint64{}
+	for _, o := range doc.Nftables {
+		if o.Counter != nil && o.Counter.Table == "enalab" {
+			counters[o.Counter.Name] = o.Counter.Packets
+		}
+	}
+	return counters, nil
+}
