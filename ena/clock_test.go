@@ -1,0 +1,27 @@
+package ena
+
+import (
+	"testing"
+	"time"
+)
+
+func TestMonotonicNow(t *testing.T) {
+	a := MonotonicNow()
+	time.Sleep(10 * time.Millisecond)
+	b := MonotonicNow()
+	if a <= 0 || b-a < int64(10*time.Millisecond) {
+		t.Errorf("MonotonicNow %d then %d after sleeping 10ms", a, b)
+	}
+	// Far below an hour: the clock is nanoseconds, not something coarser.
+	if b-a > int64(time.Hour) {
+		t.Errorf("10ms sleep measured as %v", time.Duration(b-a))
+	}
+	prev := MonotonicNow()
+	for range 1000 {
+		now := MonotonicNow()
+		if now < prev {
+			t.Fatalf("went back from %d to %d", prev, now)
+		}
+		prev = now
+	}
+}

@@ -1,0 +1,93 @@
+package ena
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/enaprobe/enaprobe/record"
+)
+
+// DefaultInterval is the time between two counter reads unless told
+// otherwise. A counter jump is only known to lie between two reads, so the
+// interval is the time resolution at which an allowance counter can be tied
+// to what the eBPF buckets saw: 10 ms places a pps or bandwidth jump within a
+// window of a few fine buckets, where 50 ms (the most the design allows) would
+// blur a short burst into its surroundings and 1 s (the CloudWatch agent's
+// finest) hides it. The price is 100 reads a second; on ENA each read is one
+// or two synchronous admin commands to the device, one at a time from a
+// sampler, with no cache and no rate limit in the driver. That cost has not
+// been measured on every instance type: counters.Latency over the recorded
+// samples shows it, and a longer interval is one flag away.
+const DefaultInterval = 10 * time.Millisecond
+
+// MinInterval is the shortest interval a Sampler accepts.
+const MinInterval = time.Millisecond
+
+// Sampler reads one Source at a fixed interval and stamps each read with
+// CLOCK_MONOTONIC just before and just after it.
+type Sampler struct {
+	iface    string
+	source   Source
+	interval time.Duration
+}
+
+// NewSampler samples source, the counters of interface iface, every
+// interval; 0 means DefaultInterval.
+func NewSampler(iface string, source Source, interval time.Duration) (*Sampler, error) {
+	if source == nil {
+		return nil, errors.New("new sampler: nil source")
+	}
+	if interval == 0 {
+		interval = DefaultInterval
+	}
+	if interval < MinInterval {
+		return nil, fmt.Errorf("new sampler for %s: interval %v below the minimum %v", iface, interval, MinInterval)
+	}
+	return &Sampler{iface: iface, source: source, interval: interval}, nil
+}
+
+// Interval is the time between two reads.
+func (s *Sampler) Interval() time.Duration { return s.interval }
+
+// Sample reads the source once. A failed read carries Err and no values.
+func (s *Sampler) Sample() record.CounterSample {
+	before := MonotonicNow()
+	values, err := s.source.Read()
+	after := MonotonicNow()
+	cs := record.CounterSample{Interface: s.iface, BeforeNs: before, AfterNs: after}
+	if err != nil {
+		cs.Err = err.Error()
+	} else {
+		cs.Values = values
+	}
+	return cs
+}
+
+// Run samples at once, then at every tick of the interval, and hands each
+// sample to emit, until ctx is done. Reads never overlap: when a read (or
+// emit, which runs on the sampling goroutine and should be quick) outlasts
+// the interval, the missed ticks are dropped instead of queued, so a slow
+// device is not flooded with catch-up reads.
+func (s *Sampler) Run(ctx context.Context, emit func(record.CounterSample)) {
+	if ctx.Err() != nil {
+		return
+	}
+	emit(s.Sample())
+	ticker := time.NewTicker(s.interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			// When the tick and the cancellation are both ready, select
+			// picks either: stopping wins.
+			if ctx.Err() != nil {
+				return
+			}
+			emit(s.Sample())
+		}
+	}
+}
