@@ -1,0 +1,197 @@
+package lab
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/enaprobe/enaprobe/record"
+)
+
+// exceededNames are the counters that must stay still when no allowance is
+// exceeded.
+var exceededNames = []string{
+	BWInAllowanceExceeded, BWOutAllowanceExceeded, PPSAllowanceExceeded,
+	ConntrackAllowanceExceeded, LinkLocalAllowanceExceeded,
+}
+
+func assertStill(t *testing.T, before, after map[string]uint64, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if d := delta(before, after, n); d != 0 {
+			t.Errorf("%s moved by %d, want 0", n, d)
+		}
+	}
+}
+
+func TestBWOut(t *testing.T) {
+	l := upLab(t, Config{})
+	ctx := context.Background()
+
+	// 4 flows x 5 Mbit/s = 20 Mbit/s, half the 40 Mbit/s allowance.
+	before := readCounters(t, l)
+	res, err := l.UDPFlows(ctx, UDPFlowsSpec{Flows: 4, Rate: 5_000_000, PacketSize: 1400, Duration: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := readCounters(t, l)
+	t.Logf("under: sent %d packets, blocked %d; counters %v", res.Sent, res.Blocked, after)
+	assertStill(t, before, after, exceededNames...)
+
+	// 12 flows x 8 Mbit/s = 96 Mbit/s offered; even with flows sharing a
+	// hash bucket, well over 40 Mbit/s passes the per-flow caps.
+	before = readCounters(t, l)
+	sink0 := l.SinkStats()
+	start := time.Now()
+	res, err = l.UDPFlows(ctx, UDPFlowsSpec{Flows: 12, Rate: 8_000_000, PacketSize: 1400, Duration: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after = readCounters(t, l)
+	elapsed := time.Since(start)
+	got := float64(l.SinkStats().UDPBytes-sink0.UDPBytes) * 8 / elapsed.Seconds()
+	t.Logf("over: sent %d packets, blocked %d; sink got %.1f Mbit/s; bw_out +%d",
+		res.Sent, res.Blocked, got/1e6, delta(before, after, BWOutAllowanceExceeded))
+	if delta(before, after, BWOutAllowanceExceeded) <= 0 {
+		t.Errorf("%s did not move at 96 Mbit/s offered", BWOutAllowanceExceeded)
+	}
+	// The bucket (1 MiB) adds up to 8 Mbit over the run on top of the rate.
+	if limit := 1.35 * float64(l.Config().OutRate); got > limit {
+		t.Errorf("sink received %.1f Mbit/s, over the %d Mbit/s allowance plus its bucket", got/1e6, l.Config().OutRate/1_000_000)
+	}
+	assertStill(t, before, after, BWInAllowanceExceeded, ConntrackAllowanceExceeded, LinkLocalAllowanceExceeded)
+}
+
+func TestBWIn(t *testing.T) {
+	l := upLab(t, Config{})
+	before := readCounters(t, l)
+	// Six downloads, each capped at 10 Mbit/s: 60 Mbit/s against 40.
+	var wg sync.WaitGroup
+	results := make([]TCPBulkResult, 6)
+	errs := make([]error, 6)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = l.TCPBulk(context.Background(), TCPBulkSpec{Download: true, Duration: 1500 * time.Millisecond})
+		}()
+	}
+	wg.Wait()
+	after := readCounters(t, l)
+	var sum float64
+	for i, r := range results {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		sum += r.Bps()
+	}
+	t.Logf("6 downloads: %.1f Mbit/s together; bw_in +%d", sum/1e6, delta(before, after, BWInAllowanceExceeded))
+	if delta(before, after, BWInAllowanceExceeded) <= 0 {
+		t.Errorf("%s did not move with 60 Mbit/s of downloads", BWInAllowanceExceeded)
+	}
+	assertStill(t, before, after, BWOutAllowanceExceeded, ConntrackAllowanceExceeded, LinkLocalAllowanceExceeded)
+}
+
+func TestPerFlowCapMovesNoCounter(t *testing.T) {
+	l := upLab(t, Config{})
+	before := readCounters(t, l)
+	res, err := l.TCPBulk(context.Background(), TCPBulkSpec{Duration: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := readCounters(t, l)
+	capBps := float64(l.Config().FlowRate)
+	t.Logf("one TCP flow: %d bytes in %v = %.2f Mbit/s (cap %.0f)", res.Bytes, res.Elapsed, res.Bps()/1e6, capBps/1e6)
+	if res.Bps() < 0.7*capBps || res.Bps() > 1.15*capBps {
+		t.Errorf("one flow ran at %.2f Mbit/s, want about the %.0f Mbit/s cap", res.Bps()/1e6, capBps/1e6)
+	}
+	assertStill(t, before, after, exceededNames...)
+}
+
+func TestPPS(t *testing.T) {
+	l := upLab(t, Config{PPS: 2000, PPSBurst: 200})
+	before := readCounters(t, l)
+	// 4000 packets/s of 100 bytes: 3.2 Mbit/s, far under every bandwidth cap.
+	res, err := l.UDPFlows(context.Background(), UDPFlowsSpec{Rate: 3_200_000, PacketSize: 100, Duration: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := readCounters(t, l)
+	t.Logf("sent %d packets; pps +%d", res.Sent, delta(before, after, PPSAllowanceExceeded))
+	if d := delta(before, after, PPSAllowanceExceeded); d < 1000 {
+		t.Errorf("%s moved by %d at twice the allowance for 1 s, want >= 1000", PPSAllowanceExceeded, d)
+	}
+	assertStill(t, before, after, BWOutAllowanceExceeded, BWInAllowanceExceeded)
+}
+
+func TestLinkLocal(t *testing.T) {
+	l := upLab(t, Config{})
+	ctx := context.Background()
+
+	before := readCounters(t, l)
+	ntp, err := l.LinkLocal(ctx, LinkLocalSpec{Service: record.ServiceNTP, Rate: 10, Duration: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := readCounters(t, l)
+	t.Logf("ntp at 10/s: sent %d, answered %d", ntp.Sent, ntp.Answered)
+	assertStill(t, before, after, exceededNames...)
+	if ntp.Answered != ntp.Sent || ntp.Sent != 10 {
+		t.Errorf("ntp: %d sent, %d answered, want 10 and 10", ntp.Sent, ntp.Answered)
+	}
+
+	before = after
+	dnsRes, err := l.LinkLocal(ctx, LinkLocalSpec{Service: record.ServiceDNS, Rate: 1500, Duration: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after = readCounters(t, l)
+	d := delta(before, after, LinkLocalAllowanceExceeded)
+	t.Logf("dns at 1500/s: sent %d, answered %d; linklocal +%d", dnsRes.Sent, dnsRes.Answered, d)
+	// About (1500-1024)*2 - burst = 888 drops; allow for sender jitter.
+	if d < 400 {
+		t.Errorf("%s moved by %d at 1500 packets/s for 2 s, want >= 400", LinkLocalAllowanceExceeded, d)
+	}
+	if dnsRes.Answered+uint64(d) < dnsRes.Sent*95/100 {
+		t.Errorf("dns: %d answered + %d dropped is far below %d sent", dnsRes.Answered, d, dnsRes.Sent)
+	}
+	assertStill(t, before, after, PPSAllowanceExceeded, ConntrackAllowanceExceeded, BWOutAllowanceExceeded, BWInAllowanceExceeded)
+}
+
+func TestConntrackFlood(t *testing.T) {
+	const max = 40
+	l := upLab(t, Config{ConntrackMax: max})
+	ctx := context.Background()
+	before := readCounters(t, l)
+	set, err := l.OpenConns(ctx, ConnFloodSpec{Count: 60, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	during := readCounters(t, l)
+	t.Logf("flood of 60 past a cap of %d: %d established, %d failed; exceeded +%d, available %d",
+		max, set.Established, set.Failed, delta(before, during, ConntrackAllowanceExceeded), during[ConntrackAllowanceAvailable])
+	set.Close()
+	if set.Established != max {
+		t.Errorf("%d connections established, want the cap %d", set.Established, max)
+	}
+	if d := delta(before, during, ConntrackAllowanceExceeded); d < 60-max {
+		t.Errorf("%s moved by %d, want >= %d (one SYN per refused connection)", ConntrackAllowanceExceeded, d, 60-max)
+	}
+	if before[ConntrackAllowanceAvailable] != max || during[ConntrackAllowanceAvailable] != 0 {
+		t.Errorf("%s went %d -> %d, want %d -> 0", ConntrackAllowanceAvailable, before[ConntrackAllowanceAvailable], during[ConntrackAllowanceAvailable], max)
+	}
+	// Closed connections leave the count (TIME_WAIT is not counted).
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		v := readCounters(t, l)
+		if v[ConntrackAllowanceAvailable] == max {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s stuck at %d after closing, want %d", ConntrackAllowanceAvailable, v[ConntrackAllowanceAvailable], max)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	assertStill(t, before, during, BWOutAllowanceExceeded, BWInAllowanceExceeded, LinkLocalAllowanceExceeded)
+}

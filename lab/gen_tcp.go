@@ -1,0 +1,140 @@
+package lab
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// TCPBulkSpec is one TCP flow moving data as fast as it can.
+type TCPBulkSpec struct {
+	// Download makes the VPC peer send to the instance (inbound); by
+	// default the instance sends (outbound).
+	Download bool
+	Duration time.Duration
+	// Dst defaults to PeerAddr; the port is always BulkPort.
+	Dst netip.Addr
+}
+
+// TCPBulkResult is what the receiver got, and over how long: from its
+// first byte to its last.
+type TCPBulkResult struct {
+	Bytes   uint64
+	Elapsed time.Duration
+}
+
+// Bps is the receiver's rate, bit/s.
+func (r TCPBulkResult) Bps() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Bytes) * 8 / r.Elapsed.Seconds()
+}
+
+// bulkSndBuf fixes the uploader's send buffer (the kernel doubles it):
+// enough for the lab's rates,
+// small enough that draining it after the last write takes well under a
+// second (autotuning would grow it to megabytes behind a slow flow cap).
+const bulkSndBuf = 512 << 10
+
+// drainGrace bounds the wait for the last bytes after the planned end.
+const drainGrace = 10 * time.Second
+
+// TCPBulk runs one bulk TCP flow to or from the VPC peer.
+func (l *Lab) TCPBulk(ctx context.Context, spec TCPBulkSpec) (TCPBulkResult, error) {
+	if err := checkDuration(spec.Duration); err != nil {
+		return TCPBulkResult{}, fmt.Errorf("tcp bulk: %w", err)
+	}
+	if !spec.Dst.IsValid() {
+		spec.Dst = PeerAddr
+	}
+	c, err := l.DialInstance(ctx, "tcp", netip.AddrPortFrom(spec.Dst, BulkPort).String())
+	if err != nil {
+		return TCPBulkResult{}, fmt.Errorf("tcp bulk: %w", err)
+	}
+	defer c.Close()
+	end := time.Now().Add(spec.Duration)
+	// Closing the connection on cancel unblocks any read or write.
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	var res TCPBulkResult
+	if spec.Download {
+		res, err = download(c.(*net.TCPConn), spec.Duration, end)
+	} else {
+		res, err = upload(c.(*net.TCPConn), end)
+	}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("tcp bulk: %w", ctx.Err())
+	}
+	if err != nil {
+		return res, fmt.Errorf("tcp bulk: %w", err)
+	}
+	return res, nil
+}
+
+func upload(c *net.TCPConn, end time.Time) (TCPBulkResult, error) {
+	if err := c.SetWriteBuffer(bulkSndBuf); err != nil {
+		return TCPBulkResult{}, err
+	}
+	if _, err := c.Write([]byte{bulkUpload}); err != nil {
+		return TCPBulkResult{}, err
+	}
+	// The write deadline ends the stream at the planned end.
+	c.SetWriteDeadline(end)
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := c.Write(buf); err != nil {
+			if time.Now().Before(end) {
+				return TCPBulkResult{}, err
+			}
+			break
+		}
+	}
+	if err := c.CloseWrite(); err != nil {
+		return TCPBulkResult{}, err
+	}
+	c.SetReadDeadline(time.Now().Add(drainGrace))
+	var reply [16]byte
+	if _, err := io.ReadFull(c, reply[:]); err != nil {
+		return TCPBulkResult{}, fmt.Errorf("read receiver's tally: %w", err)
+	}
+	return TCPBulkResult{
+		Bytes:   binary.BigEndian.Uint64(reply[0:]),
+		Elapsed: time.Duration(binary.BigEndian.Uint64(reply[8:])),
+	}, nil
+}
+
+func download(c *net.TCPConn, d time.Duration, end time.Time) (TCPBulkResult, error) {
+	var req [9]byte
+	req[0] = bulkDownload
+	binary.BigEndian.PutUint64(req[1:], uint64(d))
+	if _, err := c.Write(req[:]); err != nil {
+		return TCPBulkResult{}, err
+	}
+	c.SetReadDeadline(end.Add(drainGrace))
+	var res TCPBulkResult
+	var first, last time.Time
+	buf := make([]byte, 256<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			if res.Bytes == 0 {
+				first = time.Now()
+			}
+			res.Bytes += uint64(n)
+			last = time.Now()
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	res.Elapsed = last.Sub(first)
+	return res, nil
+}
