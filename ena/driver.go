@@ -3,7 +3,10 @@ package ena
 import (
 	"bytes"
 	"fmt"
+	"net"
 
+	"github.com/enaprobe/enaprobe/counters"
+	"github.com/enaprobe/enaprobe/record"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,4 +42,42 @@ func cString(b []byte) string {
 		b = b[:i]
 	}
 	return string(b)
+}
+
+// DescribeInterface gathers what a trace records about an interface of the
+// current network namespace. ENA is true only when the driver is ENA and a
+// read of its statistics holds all five allowance counters: ENA drivers
+// before 2.2.10 have none of them.
+func DescribeInterface(ifname string) (record.InterfaceInfo, error) {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return record.InterfaceInfo{}, fmt.Errorf("describe %s: %w", ifname, err)
+	}
+	info := record.InterfaceInfo{Name: ifname, Index: ifi.Index, MTU: ifi.MTU}
+	src, err := NewEthtoolSource(ifname)
+	if err != nil {
+		return info, fmt.Errorf("describe %s: %w", ifname, err)
+	}
+	defer src.Close()
+	if info.Driver, info.DriverVersion, err = src.DriverInfo(ifname); err != nil {
+		return info, fmt.Errorf("describe %s: %w", ifname, err)
+	}
+	if !IsENA(info.Driver) {
+		return info, nil
+	}
+	values, err := src.Read()
+	if err != nil {
+		return info, fmt.Errorf("describe %s: %w", ifname, err)
+	}
+	info.ENA = hasAll(values, counters.AllowanceExceeded)
+	return info, nil
+}
+
+func hasAll(values map[string]uint64, names []string) bool {
+	for _, name := range names {
+		if _, ok := values[name]; !ok {
+			return false
+		}
+	}
+	return true
 }

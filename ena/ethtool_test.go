@@ -180,6 +180,42 @@ func TestEthtoolSourceMissingInterface(t *testing.T) {
 	if _, _, err := DriverInfo(name); !errors.Is(err, unix.ENODEV) {
 		t.Errorf("driver info of a missing interface: %v, want ENODEV", err)
 	}
+	if _, err := DescribeInterface(name); err == nil {
+		t.Error("described a missing interface")
+	}
+	// Loopback has no statistics at all.
+	if v, err := src.Stats("lo"); !errors.Is(err, unix.EOPNOTSUPP) {
+		t.Errorf("stats of lo: %v, %v; want EOPNOTSUPP", v, err)
+	}
+}
+
+func TestDescribeInterfaceVeth(t *testing.T) {
+	p := newVethPair(t)
+	var info record.InterfaceInfo
+	err := inNetns(p.nsA, func() (err error) {
+		info, err = DescribeInterface(p.linkA)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := record.InterfaceInfo{Name: p.linkA, Index: ifindexIn(t, p.nsA, p.linkA), Driver: "veth", DriverVersion: info.DriverVersion, ENA: false, MTU: 1500}
+	if info != want || info.DriverVersion == "" {
+		t.Errorf("DescribeInterface = %+v, want %+v", info, want)
+	}
+}
+
+func TestHasAll(t *testing.T) {
+	old, err := NewFileSource("../testdata/ethtool/ena-2.2.10.txt").Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasAll(old, counters.AllowanceExceeded) {
+		t.Error("ENA 2.2.10 stats lack an allowance counter")
+	}
+	if hasAll(old, counters.ENACounters) {
+		t.Error("ENA 2.2.10 stats have every ENA counter")
+	}
 }
 
 func TestEthtoolSourceClosed(t *testing.T) {
