@@ -19,7 +19,7 @@ import (
 // or two synchronous admin commands to the device, one at a time from a
 // sampler, with no cache and no rate limit in the driver. That cost has not
 // been measured on every instance type: counters.Latency over the recorded
-// samples shows it, and a longer interval is one flag away.
+// samples shows it, and NewSampler takes a longer interval where it matters.
 const DefaultInterval = 10 * time.Millisecond
 
 // MinInterval is the shortest interval a Sampler accepts.
