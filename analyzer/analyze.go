@@ -86,6 +86,7 @@ func withDefaults(opt Options) Options {
 	fillD(&opt.FineWindow, def.FineWindow)
 	fill(&opt.StandOutFactor, def.StandOutFactor)
 	fill(&opt.StandOutPeakShare, def.StandOutPeakShare)
+	fill(&opt.SaturationShare, def.SaturationShare)
 	fillD(&opt.MergeGap, def.MergeGap)
 	fill(&opt.NearMissShare, def.NearMissShare)
 	if opt.MaxNearMisses <= 0 {

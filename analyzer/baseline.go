@@ -55,7 +55,7 @@ func (a *analysis) baselineFindings() ([]Finding, map[record.Direction][][2]int)
 		lastAbove, runStart := -1, -1
 		for b := 0; b < nb; b++ {
 			if above(b) {
-				if lastAbove != b-1 {
+				if lastAbove < 0 || lastAbove != b-1 {
 					runStart = b
 				}
 				lastAbove = b

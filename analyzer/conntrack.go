@@ -43,12 +43,13 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 		s := a.locate(synsAt, lo, hi)
 		s.fromNs, s.toNs, s.delta = j.FromNs, j.ToNs, j.Delta
 		// The table filled when the new connections since the previous
-		// read used up what it said was available: start there.
+		// read used up what it said was available: the first SYN past that
+		// is the first one dropped, and the finding starts with it.
 		if avail, ok := gaugeAt(gauges, j.FromNs); ok && avail > 0 {
 			var sum float64
 			for i := lo; i < s.hi; i++ {
 				sum += synsAt(i)
-				if sum >= float64(avail) {
+				if sum > float64(avail) {
 					s.lo = max(s.lo, i)
 					break
 				}

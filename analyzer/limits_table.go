@@ -1,34 +1,29 @@
 package analyzer
 
-// instanceBandwidth is an aggregate allowance per direction, in bits/s.
-// burst is 0 for sizes sold as "N Gigabit" (no burst: the baseline holds).
-type instanceBandwidth struct{ baseline, burst float64 }
+import (
+	"strings"
 
-// instanceTable holds the examples of /work/shared/AWS-LIMITS.md (EC2 User
-// Guide, "Amazon EC2 instance network bandwidth", as of 2025). It is a
-// fallback only: the authoritative values are DescribeInstanceTypes
-// NetworkInfo.NetworkCards[].BaselineBandwidthInGbps and PeakBandwidthInGbps,
-// which Options.BaselineBps and BurstBps override it with.
-var instanceTable = map[string]instanceBandwidth{
-	"c5.large":    {0.75e9, 10e9},
-	"m5.large":    {0.75e9, 10e9},
-	"t3.micro":    {0.064e9, 5e9},
-	"c6i.large":   {0.781e9, 12.5e9},
-	"c7g.large":   {0.937e9, 12.5e9},
-	"m7i.large":   {0.781e9, 12.5e9},
-	"m5.8xlarge":  {10e9, 0},
-	"c5.24xlarge": {25e9, 0},
-}
+	"github.com/enaprobe/enaprobe/limits"
+)
 
 // Limit sources (Limit.Source).
 const (
 	limitFromOptions   = "options"
 	limitFromRecording = "recording"
 	limitFromDefault   = "default"
-	limitFromTable     = "table: AWS-LIMITS.md examples (EC2 User Guide, network bandwidth)"
-	limitNoBurst       = "table: no burst for this size, the baseline holds"
 	limitUnknown       = "unknown"
 )
+
+// tableSource names the embedded instance table by its first provenance
+// lines (what it is, where and when it was taken).
+func tableSource(burstable bool) string {
+	lines := strings.SplitN(limits.Provenance(), "\n", 4)
+	src := "table: " + strings.Join(lines[:min(len(lines), 3)], " ")
+	if !burstable {
+		src += " (no burst for this size: the baseline holds)"
+	}
+	return src
+}
 
 func known(v float64, source string) Limit {
 	if v <= 0 {
@@ -38,21 +33,17 @@ func known(v float64, source string) Limit {
 }
 
 // resolveLimits picks each limit from the options, the recording or the
-// shipped table, and says which.
+// embedded instance table (package limits), and says which.
 func resolveLimits(opt Options, instanceType string, recordedFlowLimit float64) Limits {
 	var l Limits
 	l.BaselineBps = known(opt.BaselineBps, limitFromOptions)
 	l.BurstBps = known(opt.BurstBps, limitFromOptions)
-	if row, ok := instanceTable[instanceType]; ok {
+	if it, ok := limits.Lookup(instanceType); ok {
 		if !l.BaselineBps.Known {
-			l.BaselineBps = known(row.baseline, limitFromTable)
+			l.BaselineBps = known(it.BaselineGbps*1e9, tableSource(true))
 		}
 		if !l.BurstBps.Known {
-			if row.burst > 0 {
-				l.BurstBps = known(row.burst, limitFromTable)
-			} else {
-				l.BurstBps = known(l.BaselineBps.Value, limitNoBurst)
-			}
+			l.BurstBps = known(it.PeakGbps*1e9, tableSource(it.Burstable))
 		}
 	}
 	def := DefaultOptions()

@@ -88,13 +88,11 @@ func (a *analysis) linkLocalHot(iface string, fs *fineSeries, exceeded []Finding
 		}
 	}
 	var out []Finding
+	half := thr / float64(k) / 2
 	for _, r := range runs {
 		lo, hi := r[0], min(r[1]-1+k, a.g.n)
-		for lo < hi && packetsAt(lo) == 0 {
-			lo++
-		}
-		for hi > lo && packetsAt(hi-1) == 0 {
-			hi--
+		if x, y, ok := excessSpan(packetsAt, lo, hi, half); ok {
+			lo, hi = x, y
 		}
 		if overlapsFinding(exceeded, a.offsetS(a.g.startNs(lo)), a.offsetS(a.g.startNs(hi))) {
 			continue

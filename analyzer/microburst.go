@@ -27,17 +27,17 @@ func (a *analysis) seriesOrEmpty(iface string, dir record.Direction) *fineSeries
 	return newFineSeries(grid{n: a.g.n}, iface, dir)
 }
 
-// bandwidthLevels are the allowances a fine window is compared with, most
-// generous first: while burst credits last the burst ceiling holds, after
-// them the baseline.
+// bandwidthLevels are share of the allowances a fine window is compared
+// with, in bytes per window and per second, most generous first: while burst
+// credits last the burst ceiling holds, after them the baseline.
 func (a *analysis) bandwidthLevels(share float64) []level {
 	sec := float64(a.g.widthNs) / 1e9
 	var out []level
 	if l := a.limits.BurstBps; l.Known {
-		out = append(out, level{"burst_allowance", share * l.Value * sec / 8, share * l.Value})
+		out = append(out, level{"burst_allowance", share * l.Value * sec / 8, share * l.Value / 8})
 	}
-	if l := a.limits.BaselineBps; l.Known && (len(out) == 0 || l.Value < out[0].perSecond) {
-		out = append(out, level{"baseline_allowance", share * l.Value * sec / 8, share * l.Value})
+	if l := a.limits.BaselineBps; l.Known && (len(out) == 0 || l.Value*share/8 < out[0].perSecond) {
+		out = append(out, level{"baseline_allowance", share * l.Value * sec / 8, share * l.Value / 8})
 	}
 	return out
 }
@@ -61,7 +61,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				if overlapsAny(lo, hi, exhausted[bc.dir]) {
 					continue
 				}
-				s := a.locate(bytesAt, lo, hi, a.bandwidthLevels(1)...)
+				s := a.locate(bytesAt, lo, hi, a.bandwidthLevels(a.opt.SaturationShare)...)
 				s.fromNs, s.toNs, s.delta = j.FromNs, j.ToNs, j.Delta
 				spans = append(spans, s)
 			}
@@ -109,7 +109,8 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 	f.Flows = a.culprits(iface, []record.Direction{dir}, s.lo, s.hi, standOut, rankBytes, nil)
 	what := "stood out from the interval's own level"
 	if s.levelName != levelIntervalOwn && s.levelName != levelNone {
-		what = "went over the " + s.levelName[:len(s.levelName)-len("_allowance")] + " allowance of " + fmtRate(s.levelPerSecond*8, "bps")
+		what = fmt.Sprintf("reached the %s allowance of %s", s.levelName[:len(s.levelName)-len("_allowance")],
+			fmtRate(s.levelPerSecond*8/a.opt.SaturationShare, "bps"))
 	}
 	f.Summary = fmt.Sprintf("%s rose by %d between two reads %.3f s apart; the %s rate %s for %.0f ms, up to %s per %s window, %s",
 		counter, s.delta, float64(s.toNs-s.fromNs)/1e9, dir, what, dur*1e3, fmtRate(peak*8/sec, "bps"),
@@ -134,7 +135,7 @@ func (a *analysis) nearMisses(iface string, dir record.Direction, counter, kind 
 		return nil
 	}
 	thr := levels[0].perWindow
-	allowance := levels[0].perSecond / a.opt.NearMissShare
+	allowance := levels[0].perSecond * 8 / a.opt.NearMissShare
 	watched := a.watchedWindows(iface, counter)
 	gap := a.mergeGapWindows()
 	type miss struct {

@@ -8,7 +8,8 @@ type Options struct {
 	// BaselineBps and BurstBps are the instance's aggregate bandwidth
 	// allowance per direction, sustained and while burst credits last
 	// (DescribeInstanceTypes BaselineBandwidthInGbps, PeakBandwidthInGbps).
-	// 0 means unknown.
+	// 0 means: look the instance type up in the embedded table of package
+	// limits, and unknown if it is not there.
 	BaselineBps, BurstBps float64
 	// InstanceType overrides the recorded one in the report.
 	InstanceType string
@@ -34,6 +35,11 @@ type Options struct {
 	// StandOutPeakShare of the interval's highest window.
 	StandOutFactor    float64
 	StandOutPeakShare float64
+	// SaturationShare: a fine window at or above this share of a known
+	// bandwidth allowance counts as at the allowance. A shaped direction
+	// sits just at it (the device drops inbound excess before the host sees
+	// it), so a burst is the windows at the allowance, not only those over.
+	SaturationShare float64
 	// MergeGap joins findings of one kind whose windows are at most this far
 	// apart (a burst straddling a counter read is one burst).
 	MergeGap time.Duration
@@ -46,7 +52,9 @@ type Options struct {
 	MaxNearMisses int
 
 	// LinkLocalHotShare: a 1 s link-local packet rate at or above this
-	// share of LinkLocalPPS with no counter jump is linklocal_hot.
+	// share of LinkLocalPPS with no counter jump is linklocal_hot. The
+	// stretch is then placed to the fine window as the one carrying the most
+	// above half that rate.
 	// LinkLocalShortWindow is the short window of the link-local profile.
 	LinkLocalHotShare    float64
 	LinkLocalShortWindow time.Duration
@@ -99,6 +107,7 @@ func DefaultOptions() Options {
 		FineWindow:           time.Millisecond,
 		StandOutFactor:       2,
 		StandOutPeakShare:    0.5,
+		SaturationShare:      0.9,
 		MergeGap:             10 * time.Millisecond,
 		NearMissShare:        0.9,
 		MaxNearMisses:        5,

@@ -1,0 +1,146 @@
+package analyzer
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/enaprobe/enaprobe/analyzer/internal/scenario"
+	"github.com/enaprobe/enaprobe/record"
+)
+
+// counterKinds are the findings that rest on an allowance counter.
+var counterKinds = []string{KindMicroburstIn, KindMicroburstOut, KindPPSExceeded, KindConntrackExceeded,
+	KindConntrackNearLimit, KindLinkLocalExceeded, KindBaselineExhausted}
+
+var severityRank = map[string]int{SeverityInfo: 0, SeverityWarning: 1, SeverityCritical: 2}
+
+// TestCases analyses every recording of testdata and checks the findings
+// against the truth of the scenario that generated it.
+func TestCases(t *testing.T) {
+	cases := scenario.Cases()
+	for _, name := range sortedNames(cases) {
+		c := cases[name]
+		t.Run(name, func(t *testing.T) {
+			rec, err := record.ReadFile(recordingPath(name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := Analyze(rec, DefaultOptions())
+			if _, err := json.Marshal(res); err != nil {
+				t.Fatalf("result does not encode: %v", err)
+			}
+			checkCase(t, c, res)
+			if t.Failed() {
+				for _, f := range res.Findings {
+					t.Logf("%s %s %s [%.4f, %.4f) %s", f.Kind, f.Severity, f.Interface, f.StartOffsetS, f.EndOffsetS, f.Summary)
+				}
+			}
+		})
+	}
+}
+
+func checkCase(t *testing.T, c scenario.Case, res *Result) {
+	t.Helper()
+	// One fine window, and a nanosecond for the float arithmetic of offsets.
+	window := float64(res.Trace.FineWindowUs)/1e6 + 1e-9
+	if c.Expect != nil {
+		_, truth := scenario.Generate(c.Scenario)
+		for _, want := range c.Expect(truth) {
+			checkExpected(t, res, want, window)
+		}
+	}
+	for _, f := range res.Findings {
+		if c.MaxSeverity != "" && severityRank[f.Severity] > severityRank[c.MaxSeverity] {
+			t.Errorf("finding %s of severity %s, at most %s expected: %s", f.Kind, f.Severity, c.MaxSeverity, f.Summary)
+		}
+		if forbidden(c.Forbid, f) {
+			t.Errorf("forbidden finding %s (%s): %s", f.Kind, f.Severity, f.Summary)
+		}
+		if slices.Contains(c.NoCounterFindingsOn, f.Interface) && slices.Contains(counterKinds, f.Kind) {
+			t.Errorf("counter-based finding %s on %s, which has no counters: %s", f.Kind, f.Interface, f.Summary)
+		}
+	}
+	for _, iface := range c.NoCounterFindingsOn {
+		checkAnalysedWithoutCounters(t, res, iface)
+	}
+	if len(res.Loss.Resets) < c.WantResets {
+		t.Errorf("loss lists %d counter resets, want at least %d", len(res.Loss.Resets), c.WantResets)
+	}
+	if res.Loss.CounterReadFailures < c.WantReadFailures {
+		t.Errorf("loss counts %d failed reads, want at least %d", res.Loss.CounterReadFailures, c.WantReadFailures)
+	}
+}
+
+// forbidden tells whether a finding matches one of the "kind" or
+// "kind:severity" (that severity or above) entries.
+func forbidden(list []string, f Finding) bool {
+	for _, e := range list {
+		kind, sev, hasSev := strings.Cut(e, ":")
+		if kind == f.Kind && (!hasSev || severityRank[f.Severity] >= severityRank[sev]) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkExpected finds the expected finding: same kind, interface and
+// severity, its window within one fine window of the truth, and the
+// expected top culprit.
+func checkExpected(t *testing.T, res *Result, want scenario.Expect, window float64) {
+	t.Helper()
+	from, to := want.From.Seconds(), want.To.Seconds()
+	var near []Finding
+	for _, f := range res.Findings {
+		if f.Kind == want.Kind && f.Interface == want.Interface {
+			near = append(near, f)
+		}
+	}
+	for _, f := range near {
+		if math.Abs(f.StartOffsetS-from) > window || math.Abs(f.EndOffsetS-to) > window {
+			continue
+		}
+		if f.Severity != want.Severity {
+			t.Errorf("%s [%.4f, %.4f): severity %s, want %s", f.Kind, f.StartOffsetS, f.EndOffsetS, f.Severity, want.Severity)
+		}
+		if len(f.Flows) == 0 {
+			t.Errorf("%s [%.4f, %.4f): no culprit flow, want %s -> %s", f.Kind, f.StartOffsetS, f.EndOffsetS, want.Src, want.Dst)
+			return
+		}
+		if top := f.Flows[0]; top.Src != want.Src || top.Dst != want.Dst {
+			t.Errorf("%s [%.4f, %.4f): top flow %s -> %s, want %s -> %s", f.Kind, f.StartOffsetS, f.EndOffsetS, top.Src, top.Dst, want.Src, want.Dst)
+		}
+		return
+	}
+	t.Errorf("no %s finding on %s within %.4f s of [%.4f, %.4f); %d of that kind", want.Kind, want.Interface, window, from, to, len(near))
+	for _, f := range near {
+		t.Logf("  got [%.4f, %.4f) %s", f.StartOffsetS, f.EndOffsetS, f.Summary)
+	}
+}
+
+// checkAnalysedWithoutCounters: the interface is reported as having no
+// allowance counters, and its traffic is still profiled.
+func checkAnalysedWithoutCounters(t *testing.T, res *Result, iface string) {
+	t.Helper()
+	var found bool
+	for _, e := range res.Trace.ENA {
+		if e.Interface == iface {
+			found = true
+			if e.ENA || len(e.Present) != 0 || len(e.Absent) != len(allowanceCounters) {
+				t.Errorf("%s: ENA %v, present %v, absent %v; want no allowance counter", iface, e.ENA, e.Present, e.Absent)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("%s missing from trace.ena", iface)
+	}
+	var profiled bool
+	for _, r := range res.Profile.Rates {
+		profiled = profiled || (r.Interface == iface && r.MeanBps > 0)
+	}
+	if !profiled {
+		t.Errorf("%s: no rate profile", iface)
+	}
+}

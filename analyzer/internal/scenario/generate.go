@@ -1,0 +1,555 @@
+package scenario
+
+import (
+	"math"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/enaprobe/enaprobe/counters"
+	"github.com/enaprobe/enaprobe/record"
+)
+
+// Link-local service addresses (AWS-LIMITS.md).
+var (
+	IMDSAddr = netip.MustParseAddr("169.254.169.254")
+	DNSAddr  = netip.MustParseAddr("169.254.169.253")
+	NTPAddr  = netip.MustParseAddr("169.254.169.123")
+)
+
+// ServiceOf classifies a flow by its link-local peer, as the datapath does.
+func ServiceOf(dir record.Direction, k record.FlowKey) record.Service {
+	peer := k.Dst
+	if dir == record.Ingress {
+		peer = k.Src
+	}
+	switch {
+	case peer.Addr() == IMDSAddr && peer.Port() == 80:
+		return record.ServiceIMDS
+	case peer.Addr() == DNSAddr && peer.Port() == 53:
+		return record.ServiceDNS
+	case peer.Addr() == NTPAddr && peer.Port() == 123:
+		return record.ServiceNTP
+	}
+	return record.ServiceNone
+}
+
+// tokenBucket is an allowance: rate per second, depth in the same unit.
+type tokenBucket struct{ tokens float64 }
+
+// take spends demand against an allowance refilled for dt seconds and
+// returns the excess it could not pass.
+func (tb *tokenBucket) take(demand, rate, depth, dt float64) float64 {
+	tb.tokens = math.Min(depth, tb.tokens+rate*dt)
+	if demand <= tb.tokens {
+		tb.tokens -= demand
+		return 0
+	}
+	excess := demand - tb.tokens
+	tb.tokens = 0
+	return excess
+}
+
+type flowState struct {
+	iface   string
+	dir     record.Direction
+	key     record.FlowKey
+	size    int
+	jitter  float64
+	phases  []Phase
+	acc     float64
+	stats   record.FlowStats
+	active  bool // moved since the last drain
+	winIdx  int64
+	winB    uint64
+	winP    uint64
+	pending uint64 // packets this bucket, before shaping
+	syn     bool
+}
+
+type dirState struct {
+	buckets []record.Bucket
+	totals  record.Totals
+	slice   record.SizeSlice
+	slices  []record.SizeSlice
+}
+
+type deviceState struct {
+	spec      Interface
+	bw        [record.NumDirections]tokenBucket
+	pps, ll   tokenBucket
+	drops     map[string]float64 // since the last reset
+	start     map[string]uint64  // values before the trace, until a reset
+	resets    uint64
+	tracked   int
+	dropTimes map[string][]int64
+	nextReset int
+	nextFail  int
+}
+
+// Generate runs the scenario and returns its recording and truth.
+func Generate(s Scenario) (*record.Recording, Truth) {
+	g := newGenerator(s)
+	g.run()
+	return g.recording(), g.truth()
+}
+
+type generator struct {
+	s       Scenario
+	rng     *rand.Rand
+	startNs int64
+	endNs   int64
+	flows   []*flowState // every flow, SYN flows included
+	data    []*flowState // the described flows
+	dirs    map[string]*[record.NumDirections]dirState
+	devs    map[string]*deviceState
+	snaps   []record.FlowSnapshot
+	events  []record.WindowEvent
+	samples []record.CounterSample
+	synPort map[int]uint16
+	synAcc  []float64
+}
+
+func newGenerator(s Scenario) *generator {
+	d := Defaults
+	def := func(v *int64, dv int64) {
+		if *v == 0 {
+			*v = dv
+		}
+	}
+	def(&s.BucketNs, d.BucketNs)
+	def(&s.WindowNs, d.WindowNs)
+	def(&s.SliceNs, d.SliceNs)
+	def(&s.SampleNs, d.SampleNs)
+	def(&s.DrainNs, d.DrainNs)
+	if s.HeavyBytes == 0 {
+		s.HeavyBytes = d.HeavyBytes
+	}
+	g := &generator{s: s, rng: rand.New(rand.NewPCG(s.Seed, 0x5ca1ab1e)), startNs: StartMonoNs,
+		endNs: StartMonoNs + int64(s.Duration), dirs: map[string]*[record.NumDirections]dirState{},
+		devs: map[string]*deviceState{}, synPort: map[int]uint16{}, synAcc: make([]float64, len(s.SYNFloods))}
+	for _, ifc := range s.Interfaces {
+		ds := &[record.NumDirections]dirState{}
+		for dir := range ds {
+			ds[dir].totals = record.Totals{Interface: ifc.Name, Direction: record.Direction(dir)}
+			ds[dir].slice = record.SizeSlice{Interface: ifc.Name, Direction: record.Direction(dir), StartNs: -1, WidthNs: s.SliceNs}
+		}
+		g.dirs[ifc.Name] = ds
+		if ifc.ENA {
+			dev := &deviceState{spec: ifc, drops: map[string]float64{}, start: map[string]uint64{},
+				tracked: ifc.ConntrackEstablished, dropTimes: map[string][]int64{}}
+			for k, v := range ifc.StartCounters {
+				dev.start[k] = v
+			}
+			dev.resets = dev.start[counters.TotalResets]
+			slices.Sort(dev.spec.Resets)
+			slices.SortFunc(dev.spec.FailedReads, func(a, b FailedRead) int { return int(a.At - b.At) })
+			dev.ll.tokens = g.linkLocalPPS(ifc) * 0.01
+			g.devs[ifc.Name] = dev
+		}
+	}
+	for _, f := range s.Flows {
+		fs := &flowState{iface: f.Interface, dir: f.Dir, key: f.Key(), size: f.Size,
+			jitter: f.Jitter, phases: f.Phases, winIdx: -1,
+			stats: record.FlowStats{Service: ServiceOf(f.Dir, f.Key()), Directions: 1 << f.Dir,
+				TCPFlags: tcpFlags(f.Proto, 0x18), FirstSeenNs: -1}}
+		g.flows = append(g.flows, fs)
+		g.data = append(g.data, fs)
+	}
+	return g
+}
+
+func tcpFlags(proto uint8, flags uint8) uint8 {
+	if proto == 6 {
+		return flags
+	}
+	return 0
+}
+
+func (g *generator) linkLocalPPS(ifc Interface) float64 {
+	if ifc.LinkLocalPPS > 0 {
+		return ifc.LinkLocalPPS
+	}
+	return 1024
+}
+
+func (g *generator) run() {
+	B := g.s.BucketNs
+	dt := float64(B) / 1e9
+	nextSample, nextDrain := g.startNs, g.startNs+g.s.DrainNs
+	var shaped []*flowState
+	for t := g.startNs; t < g.endNs; t += B {
+		off := time.Duration(t - g.startNs)
+		for nextSample <= t {
+			g.sample(nextSample)
+			nextSample += g.s.SampleNs
+		}
+		for nextDrain <= t {
+			g.drain(nextDrain)
+			nextDrain += g.s.DrainNs
+		}
+		g.applyResets(off)
+		// Offered packets of every flow this bucket.
+		shaped = shaped[:0]
+		for _, f := range g.data {
+			bps := rateAt(f.phases, off)
+			if bps <= 0 {
+				continue
+			}
+			if f.jitter > 0 {
+				bps *= 1 + f.jitter*(2*g.rng.Float64()-1)
+			}
+			f.acc += bps * dt / 8 / float64(f.size)
+			n := math.Floor(f.acc)
+			f.acc -= n
+			if n > 0 {
+				f.pending = uint64(n)
+				shaped = append(shaped, f)
+			}
+		}
+		newSYNs := g.synFlows(t, off, dt)
+		g.shape(t, dt, shaped, newSYNs)
+		for _, f := range shaped {
+			g.record(f, t, f.pending)
+		}
+		for _, f := range newSYNs {
+			if f.pending > 0 {
+				g.record(f, t, 1)
+			}
+		}
+	}
+	for nextSample <= g.endNs {
+		g.sample(nextSample)
+		nextSample += g.s.SampleNs
+	}
+	g.drain(g.endNs)
+	for _, f := range g.data {
+		g.flushWindow(f)
+	}
+	for _, ds := range g.dirs {
+		for dir := range ds {
+			g.flushSlice(&ds[dir])
+		}
+	}
+}
+
+func rateAt(phases []Phase, off time.Duration) float64 {
+	for _, p := range phases {
+		if off >= p.From && off < p.To {
+			return p.Bps
+		}
+	}
+	return 0
+}
+
+// synFlows creates the SYNs of every flood for this bucket, one new flow
+// each; pending is 1 for a SYN the device lets through or that is seen
+// anyway (egress).
+func (g *generator) synFlows(t int64, off time.Duration, dt float64) []*flowState {
+	var out []*flowState
+	for i, fl := range g.s.SYNFloods {
+		if off < fl.From || off >= fl.To {
+			continue
+		}
+		g.synAcc[i] += fl.PerSecond * dt
+		n := math.Floor(g.synAcc[i])
+		g.synAcc[i] -= n
+		for range int(n) {
+			g.synPort[i]++
+			port := 10000 + g.synPort[i]%50000
+			key := record.FlowKey{Proto: 6, Src: netip.AddrPortFrom(fl.Src, port), Dst: fl.Dst}
+			f := &flowState{iface: fl.Interface, dir: fl.Dir, key: key, size: 60, syn: true, winIdx: -1, pending: 1,
+				stats: record.FlowStats{Directions: 1 << fl.Dir, TCPFlags: 0x02, FirstSeenNs: -1}}
+			g.flows = append(g.flows, f)
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// shape runs the emulated devices over one bucket: it counts what goes over
+// each allowance and removes from the ingress flows what the device dropped
+// before the host could see it (egress packets are seen by tc before the
+// device, dropped or not).
+func (g *generator) shape(t int64, dt float64, flows, syns []*flowState) {
+	for name, dev := range g.devs {
+		var bytes, packets [record.NumDirections]float64
+		var linkLocal float64
+		for _, f := range flows {
+			if f.iface != name {
+				continue
+			}
+			bytes[f.dir] += float64(f.pending) * float64(f.size)
+			packets[f.dir] += float64(f.pending)
+			if f.dir == record.Egress && f.stats.Service != record.ServiceNone {
+				linkLocal += float64(f.pending)
+			}
+		}
+		var synsIn, synsOut float64
+		for _, f := range syns {
+			if f.iface == name {
+				bytes[f.dir] += 60
+				packets[f.dir]++
+				if f.dir == record.Ingress {
+					synsIn++
+				} else {
+					synsOut++
+				}
+			}
+		}
+		pass := [record.NumDirections]float64{1, 1}
+		window := float64(g.s.WindowNs) / 1e9
+		if rate := g.bandwidth(dev.spec, time.Duration(t-g.startNs)); rate > 0 {
+			for dir, counter := range []string{counters.BwInAllowanceExceeded, counters.BwOutAllowanceExceeded} {
+				ex := dev.bw[dir].take(bytes[dir], rate/8, rate/8*window, dt)
+				if ex > 0 && bytes[dir] > 0 {
+					dev.drop(counter, ex/bytes[dir]*packets[dir], t)
+					pass[dir] *= 1 - ex/bytes[dir]
+				}
+			}
+		}
+		if dev.spec.PPS > 0 {
+			total := packets[0] + packets[1]
+			if ex := dev.pps.take(total, dev.spec.PPS, dev.spec.PPS*window, dt); ex > 0 && total > 0 {
+				dev.drop(counters.PPSAllowanceExceeded, ex, t)
+				pass[record.Ingress] *= 1 - ex/total
+			}
+		}
+		llRate := g.linkLocalPPS(dev.spec)
+		if ex := dev.ll.take(linkLocal, llRate, llRate*0.01, dt); ex > 0 {
+			dev.drop(counters.LinklocalAllowanceExceeded, ex, t)
+		}
+		for _, f := range syns {
+			if f.iface != name || dev.spec.ConntrackCapacity == 0 {
+				continue
+			}
+			if dev.tracked < dev.spec.ConntrackCapacity {
+				dev.tracked++
+				continue
+			}
+			dev.drop(counters.ConntrackAllowanceExceeded, 1, t)
+			if f.dir == record.Ingress {
+				f.pending = 0
+			}
+		}
+		if pass[record.Ingress] < 1 {
+			for _, f := range flows {
+				if f.iface == name && f.dir == record.Ingress {
+					f.pending = uint64(math.Floor(float64(f.pending) * pass[record.Ingress]))
+				}
+			}
+		}
+	}
+}
+
+// bandwidth is the aggregate allowance per direction at an offset.
+func (g *generator) bandwidth(ifc Interface, off time.Duration) float64 {
+	if ifc.BurstBps > 0 && (ifc.CreditsEnd == 0 || off < ifc.CreditsEnd) {
+		return ifc.BurstBps
+	}
+	return ifc.BaselineBps
+}
+
+func (dev *deviceState) drop(name string, n float64, t int64) {
+	dev.drops[name] += n
+	dev.dropTimes[name] = append(dev.dropTimes[name], t)
+}
+
+func (g *generator) applyResets(off time.Duration) {
+	for _, dev := range g.devs {
+		for dev.nextReset < len(dev.spec.Resets) && dev.spec.Resets[dev.nextReset] <= off {
+			dev.nextReset++
+			dev.resets++
+			clear(dev.drops)
+			clear(dev.start)
+		}
+	}
+}
+
+// record adds n packets of a flow in the bucket starting at t.
+func (g *generator) record(f *flowState, t int64, n uint64) {
+	if n == 0 {
+		return
+	}
+	bytes := n * uint64(f.size)
+	ds := &g.dirs[f.iface][f.dir]
+	if len(ds.buckets) == 0 || ds.buckets[len(ds.buckets)-1].StartNs != t {
+		ds.buckets = append(ds.buckets, record.Bucket{StartNs: t})
+	}
+	b := &ds.buckets[len(ds.buckets)-1]
+	b.Packets += n
+	b.Bytes += bytes
+	if f.syn {
+		b.SYNs += n
+	}
+	if i := f.stats.Service.Index(); i >= 0 {
+		b.LinkLocal[i] += n
+	}
+	class := classOf(f.key.Proto)
+	ds.totals.Packets[class] += n
+	ds.totals.Bytes[class] += bytes
+	if f.syn {
+		ds.totals.SYNs += n
+	}
+	sliceStart := t / g.s.SliceNs * g.s.SliceNs
+	if ds.slice.StartNs != sliceStart {
+		g.flushSlice(ds)
+		ds.slice.StartNs = sliceStart
+	}
+	ds.slice.Counts[record.SizeClassOf(f.size)] += n
+	win := t / g.s.WindowNs
+	if f.winIdx != win {
+		g.flushWindow(f)
+		f.winIdx = win
+	}
+	f.winB += bytes
+	f.winP += n
+	st := &f.stats
+	if st.FirstSeenNs < 0 {
+		st.FirstSeenNs = t
+		st.MinSize, st.MaxSize = uint32(f.size), uint32(f.size)
+	}
+	st.Packets += n
+	st.Bytes += bytes
+	if f.syn {
+		st.SYNs += n
+	}
+	st.LastSeenNs = t
+	f.active = true
+}
+
+func classOf(proto uint8) record.Class {
+	switch proto {
+	case 6:
+		return record.ClassTCP
+	case 17:
+		return record.ClassUDP
+	case 1, 58:
+		return record.ClassICMP
+	}
+	return record.ClassOther
+}
+
+func (g *generator) flushSlice(ds *dirState) {
+	var n uint64
+	for _, c := range ds.slice.Counts {
+		n += c
+	}
+	if n > 0 {
+		ds.slices = append(ds.slices, ds.slice)
+	}
+	ds.slice.Counts = [record.NumSizeClasses]uint64{}
+}
+
+func (g *generator) flushWindow(f *flowState) {
+	if f.winIdx >= 0 && f.winB >= g.s.HeavyBytes {
+		g.events = append(g.events, record.WindowEvent{Interface: f.iface, Direction: f.dir, Key: f.key,
+			StartNs: f.winIdx * g.s.WindowNs, WidthNs: g.s.WindowNs, Packets: f.winP, Bytes: f.winB})
+	}
+	f.winB, f.winP = 0, 0
+}
+
+// drain snapshots every flow that moved since the last drain.
+func (g *generator) drain(t int64) {
+	for _, f := range g.flows {
+		if !f.active {
+			continue
+		}
+		f.active = false
+		g.snaps = append(g.snaps, record.FlowSnapshot{TimeNs: t, Interface: f.iface, Key: f.key, FlowStats: f.stats})
+	}
+}
+
+// sample reads every ENA device at t.
+func (g *generator) sample(t int64) {
+	names := make([]string, 0, len(g.devs))
+	for n := range g.devs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	k := (t - g.startNs) / g.s.SampleNs
+	for _, name := range names {
+		dev := g.devs[name]
+		s := record.CounterSample{Interface: name, BeforeNs: t, AfterNs: t + 35_000 + (k*7919%30)*1000}
+		off := time.Duration(t - g.startNs)
+		failed, zero := false, false
+		for dev.nextFail < len(dev.spec.FailedReads) && dev.spec.FailedReads[dev.nextFail].At <= off {
+			failed, zero = true, dev.spec.FailedReads[dev.nextFail].ZeroRead
+			dev.nextFail++
+		}
+		switch {
+		case failed && !zero:
+			s.Err = "ETHTOOL_GSTATS: admin queue command timed out"
+		default:
+			s.Values = map[string]uint64{counters.TotalResets: dev.resets}
+			for _, c := range counters.AllowanceExceeded {
+				s.Values[c] = dev.start[c] + uint64(dev.drops[c])
+				if zero {
+					s.Values[c] = 0
+				}
+			}
+			if dev.spec.ConntrackCapacity > 0 {
+				s.Values[counters.ConntrackAllowanceAvailable] = uint64(max(dev.spec.ConntrackCapacity-dev.tracked, 0))
+				if zero {
+					s.Values[counters.ConntrackAllowanceAvailable] = 0
+				}
+			}
+		}
+		g.samples = append(g.samples, s)
+	}
+}
+
+func (g *generator) recording() *record.Recording {
+	s := g.s
+	rec := &record.Recording{Meta: record.Meta{
+		Version: "scenario", Kernel: "6.1.0-scenario", Hostname: "scenario-" + s.Name, InstanceType: s.InstanceType,
+		AttachMode: "tcx", BucketNs: s.BucketNs, WindowNs: s.WindowNs, SliceNs: s.SliceNs, HeavyBytes: s.HeavyBytes,
+		SampleNs: s.SampleNs, FlowLimitBps: s.FlowLimitBps,
+		Start:         record.ClockPair{MonoNs: g.startNs, Wall: StartWall},
+		End:           record.ClockPair{MonoNs: g.endNs, Wall: StartWall.Add(s.Duration)},
+		CounterSource: "lab",
+	}}
+	for i, ifc := range s.Interfaces {
+		info := record.InterfaceInfo{Name: ifc.Name, Index: i + 2, Driver: "veth", MTU: 9001}
+		if ifc.ENA {
+			info.Driver, info.DriverVersion, info.ENA = "ena", "2.13.0g", true
+		}
+		rec.Meta.Interfaces = append(rec.Meta.Interfaces, info)
+		ds := g.dirs[ifc.Name]
+		for dir := range ds {
+			rec.Series = append(rec.Series, record.Series{Interface: ifc.Name, Direction: record.Direction(dir),
+				WidthNs: s.BucketNs, Buckets: ds[dir].buckets})
+			rec.Totals = append(rec.Totals, ds[dir].totals)
+			rec.Sizes = append(rec.Sizes, ds[dir].slices...)
+		}
+		rec.Loss = append(rec.Loss, record.Loss{Interface: ifc.Name})
+	}
+	rec.Flows = g.snaps
+	slices.SortStableFunc(g.events, func(a, b record.WindowEvent) int { return int(a.StartNs - b.StartNs) })
+	rec.Windows = g.events
+	rec.Counters = g.samples
+	return rec
+}
+
+func (g *generator) truth() Truth {
+	tr := Truth{Drops: map[string]map[string][]Episode{}}
+	for name, dev := range g.devs {
+		m := map[string][]Episode{}
+		for c, times := range dev.dropTimes {
+			var eps []Episode
+			for _, t := range times {
+				from := time.Duration(t - g.startNs)
+				to := from + time.Duration(g.s.BucketNs)
+				if n := len(eps); n > 0 && from-eps[n-1].To < time.Duration(g.s.WindowNs) {
+					eps[n-1].To = to
+					continue
+				}
+				eps = append(eps, Episode{from, to})
+			}
+			m[c] = eps
+		}
+		tr.Drops[name] = m
+	}
+	return tr
+}
