@@ -80,6 +80,13 @@ func (l *Lab) setupNamespaces() error {
 	if l.vpc, err = newNamedNetns("enalab-" + l.id + "-vpc"); err != nil {
 		return err
 	}
+	// Without DAD, IPv6 (link-local addresses included, which neighbour
+	// discovery needs) works the moment a link is up, not a second later.
+	for _, ns := range []*namedNetns{l.inst, l.vpc} {
+		if err := ns.setSysctls(map[string]string{"net/ipv6/conf/all/accept_dad": "0", "net/ipv6/conf/default/accept_dad": "0"}); err != nil {
+			return err
+		}
+	}
 	if l.instNl, err = netlink.NewHandleAt(l.inst.handle); err != nil {
 		return fmt.Errorf("netlink in %s: %w", l.inst.name, err)
 	}

@@ -41,6 +41,15 @@ func (l *Lab) setupLinks() error {
 	if l.vpcLink, err = l.vpcNl.LinkByName(vpcIfc); err != nil {
 		return fmt.Errorf("find %s: %w", vpcIfc, err)
 	}
+	// Up before addressing: an IPv6 address added to a down link joins its
+	// solicited-node group late, and the first neighbour solicitation for
+	// it is lost (a one-second stall on the first IPv6 connection).
+	if err := l.instNl.LinkSetUp(l.instLink); err != nil {
+		return fmt.Errorf("set %s up: %w", instanceIfc, err)
+	}
+	if err := l.vpcNl.LinkSetUp(l.vpcLink); err != nil {
+		return fmt.Errorf("set %s up: %w", vpcIfc, err)
+	}
 
 	instAddrs := []netip.Prefix{netip.PrefixFrom(InstanceAddr, subnetBits), netip.PrefixFrom(InstanceAddr6, subnet6Bits)}
 	vpcAddrs := []netip.Prefix{netip.PrefixFrom(GatewayAddr, subnetBits), netip.PrefixFrom(GatewayAddr6, subnet6Bits)}
@@ -52,12 +61,6 @@ func (l *Lab) setupLinks() error {
 	}
 	if err := addAddrs(l.vpcNl, l.vpcLink, vpcAddrs); err != nil {
 		return err
-	}
-	if err := l.instNl.LinkSetUp(l.instLink); err != nil {
-		return fmt.Errorf("set %s up: %w", instanceIfc, err)
-	}
-	if err := l.vpcNl.LinkSetUp(l.vpcLink); err != nil {
-		return fmt.Errorf("set %s up: %w", vpcIfc, err)
 	}
 	for _, gw := range []netip.Addr{GatewayAddr, GatewayAddr6} {
 		r := &netlink.Route{LinkIndex: l.instLink.Attrs().Index, Gw: net.IP(gw.AsSlice())}

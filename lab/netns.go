@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -101,4 +102,17 @@ func (n *namedNetns) run(stdin []byte, name string, args ...string) ([]byte, err
 		return nil, fmt.Errorf("%s %v in netns %s: %w: %s", name, args, n.name, err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return stdout.Bytes(), nil
+}
+
+// setSysctls writes /proc/sys/<key> values inside the namespace: /proc/sys/net
+// resolves to the namespace of the thread that opens the file.
+func (n *namedNetns) setSysctls(kv map[string]string) error {
+	return n.do(func() error {
+		for k, v := range kv {
+			if err := os.WriteFile(filepath.Join("/proc/sys", k), []byte(v), 0o644); err != nil {
+				return fmt.Errorf("sysctl %s=%s in netns %s: %w", k, v, n.name, err)
+			}
+		}
+		return nil
+	})
 }
