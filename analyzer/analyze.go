@@ -5,6 +5,7 @@
 package analyzer
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -185,3 +186,18 @@ func (a *analysis) moved(iface, name string, fromNs, toNs int64) bool {
 func (a *analysis) wall(ns int64) time.Time  { return a.rec.Meta.Wall(ns) }
 func (a *analysis) offsetS(ns int64) float64 { return a.rec.Meta.Offset(ns).Seconds() }
 func (a *analysis) durationNs() int64        { return max(a.rec.Meta.End.MonoNs-a.rec.Meta.Start.MonoNs, 0) }
+
+// findings runs every rule and orders the findings by time.
+func (a *analysis) findings() []Finding {
+	baseline, explained := a.baselineFindings()
+	out := append([]Finding{}, baseline...)
+	out = append(out, a.microbursts(explained)...)
+	out = append(out, a.ppsFindings()...)
+	out = append(out, a.conntrackFindings()...)
+	out = append(out, a.linkLocalFindings()...)
+	out = append(out, a.flowCapFindings()...)
+	slices.SortStableFunc(out, func(x, y Finding) int {
+		return cmp.Or(cmp.Compare(x.StartOffsetS, y.StartOffsetS), cmp.Compare(x.Kind, y.Kind))
+	})
+	return out
+}

@@ -146,17 +146,3 @@ func (a *analysis) baselineFinding(dir record.Direction, counter string, ifaces 
 	return f
 }
 
-// findings runs every rule and orders the findings by time.
-func (a *analysis) findings() []Finding {
-	baseline, explained := a.baselineFindings()
-	out := append([]Finding{}, baseline...)
-	out = append(out, a.microbursts(explained)...)
-	out = append(out, a.ppsFindings()...)
-	out = append(out, a.conntrackFindings()...)
-	out = append(out, a.linkLocalFindings()...)
-	out = append(out, a.flowCapFindings()...)
-	slices.SortStableFunc(out, func(x, y Finding) int {
-		return cmp.Or(cmp.Compare(x.StartOffsetS, y.StartOffsetS), cmp.Compare(x.Kind, y.Kind))
-	})
-	return out
-}

@@ -14,11 +14,16 @@ const (
 	limitUnknown       = "unknown"
 )
 
-// tableSource names the embedded instance table by its first provenance
-// lines (what it is, where and when it was taken).
+// tableSource names the embedded instance table (package limits) by the
+// first line of its provenance and the line saying when it was taken.
 func tableSource(burstable bool) string {
-	lines := strings.SplitN(limits.Provenance(), "\n", 4)
-	src := "table: " + strings.Join(lines[:min(len(lines), 3)], " ")
+	lines := strings.Split(limits.Provenance(), "\n")
+	src := "table (package limits): " + lines[0]
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "Taken:") {
+			src += " " + strings.SplitN(l, ",", 2)[0]
+		}
+	}
 	if !burstable {
 		src += " (no burst for this size: the baseline holds)"
 	}

@@ -43,7 +43,6 @@ var (
 	peerA   = netip.MustParseAddr("10.0.1.20")
 	peerB   = netip.MustParseAddr("10.0.1.21")
 	peerC   = netip.MustParseAddr("10.0.1.22")
-	client  = netip.MustParseAddr("10.0.2.30")
 	backend = netip.MustParseAddrPort("10.0.3.40:5432")
 )
 
@@ -263,12 +262,16 @@ func Bench() Scenario {
 	flows := steady("eth0", d)
 	for i := range 8 {
 		at := sec(1.5 + 3.3*float64(i))
-		flows = append(flows, Flow{Interface: "eth0", Dir: record.Direction(i % 2), Proto: 6,
+		f := Flow{Interface: "eth0", Dir: record.Direction(i % 2), Proto: 6,
 			Src: ap(host, uint16(47000+i)), Dst: ap(peerC, uint16(9200+i)), Size: 9001, Jitter: 0.1,
-			Phases: []Phase{{at, at + 20*time.Millisecond, 14e9}, {at + time.Second, at + 2*time.Second, 2e9}}})
+			Phases: []Phase{{at, at + 20*time.Millisecond, 14e9}, {at + time.Second, at + 2*time.Second, 2e9}}}
+		if f.Dir == record.Ingress {
+			f.Src, f.Dst = f.Dst, f.Src
+		}
+		flows = append(flows, f)
 	}
 	flows = append(flows, Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: ap(host, 53536), Dst: ap(DNSAddr, 53),
 		Size: 80, Phases: []Phase{{sec(12), sec(14), 2500 * 80 * 8}}})
 	return Scenario{Name: "bench", Duration: d, InstanceType: "c5.large", Seed: 99, Interfaces: []Interface{ifc}, Flows: flows,
-		SYNFloods: []SYNFlood{{Interface: "eth0", Dir: record.Egress, Src: host, Dst: backend, PerSecond: 1500, From: sec(20), To: sec(26)}}}
+		SYNFloods: []SYNFlood{{Interface: "eth0", Dir: record.Egress, Src: host, Dst: backend, PerSecond: 2500, From: sec(20), To: sec(26)}}}
 }
