@@ -145,4 +145,3 @@ func (a *analysis) baselineFinding(dir record.Direction, counter string, ifaces 
 	f.Recommendation = recommendBaseline
 	return f
 }
-
