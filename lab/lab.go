@@ -68,9 +68,18 @@ func Up(ctx context.Context, cfg Config) (_ *Lab, err error) {
 		if err := s.do(); err != nil {
 			return nil, fmt.Errorf("lab up: %s: %w", s.what, err)
 		}
+		if upStepHook != nil {
+			if err := upStepHook(l, s.what); err != nil {
+				return nil, fmt.Errorf("lab up: %s: %w", s.what, err)
+			}
+		}
 	}
 	return l, nil
 }
+
+// upStepHook, set only by tests, runs after each step of Up and can fail
+// it, to check that a partial Up leaves nothing behind.
+var upStepHook func(l *Lab, step string) error
 
 func (l *Lab) setupNamespaces() error {
 	var err error

@@ -1,0 +1,79 @@
+package lab
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestFormatEthtool(t *testing.T) {
+	got := FormatEthtool(map[string]uint64{
+		ConntrackAllowanceAvailable: 7, BWInAllowanceExceeded: 1, BWOutAllowanceExceeded: 2,
+		PPSAllowanceExceeded: 3, ConntrackAllowanceExceeded: 4, LinkLocalAllowanceExceeded: 5,
+	})
+	want := "NIC statistics:\n" +
+		"     bw_in_allowance_exceeded: 1\n" +
+		"     bw_out_allowance_exceeded: 2\n" +
+		"     pps_allowance_exceeded: 3\n" +
+		"     conntrack_allowance_exceeded: 4\n" +
+		"     linklocal_allowance_exceeded: 5\n" +
+		"     conntrack_allowance_available: 7\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if got := FormatEthtool(map[string]uint64{PPSAllowanceExceeded: 9}); got != "NIC statistics:\n     pps_allowance_exceeded: 9\n" {
+		t.Errorf("absent names must be left out, got %q", got)
+	}
+}
+
+func TestParseNftCounters(t *testing.T) {
+	js := `{"nftables": [{"metainfo": {"version": "1.0.6", "json_schema_version": 1}},
+	{"counter": {"family": "netdev", "name": "pps_exceeded", "table": "enalab", "handle": 3, "packets": 12, "bytes": 900}},
+	{"counter": {"family": "inet", "name": "conntrack_exceeded", "table": "enalab", "handle": 3, "packets": 4, "bytes": 240}},
+	{"counter": {"family": "inet", "name": "pps_exceeded", "table": "someone_else", "handle": 9, "packets": 99, "bytes": 1}}]}`
+	got, err := parseNftCounters([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[nftPPSExceeded] != 12 || got[nftConntrackExceeded] != 4 {
+		t.Errorf("got %v", got)
+	}
+	if _, err := parseNftCounters([]byte("Error: no such table")); err == nil {
+		t.Error("want an error for non-JSON output")
+	}
+}
+
+func TestWriteCountersFile(t *testing.T) {
+	l := upLab(t, Config{ConntrackMax: 77})
+	path := filepath.Join(t.TempDir(), "ena.stats")
+	if err := l.WriteCountersFile(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if !sc.Scan() || sc.Text() != "NIC statistics:" {
+		t.Fatalf("first line %q", sc.Text())
+	}
+	got := map[string]uint64{}
+	for sc.Scan() {
+		name, val, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "     "), ": ")
+		v, err := strconv.ParseUint(val, 10, 64)
+		if !ok || err != nil || !strings.HasPrefix(sc.Text(), "     ") {
+			t.Fatalf("line %q is not ethtool's '     name: value'", sc.Text())
+		}
+		got[name] = v
+	}
+	if len(got) != len(CounterNames) || got[ConntrackAllowanceAvailable] != 77 {
+		t.Errorf("file holds %v", got)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+		t.Errorf("temporary files left beside the counters file: %v", entries)
+	}
+}
