@@ -24,6 +24,7 @@ func TestCases(t *testing.T) {
 	for _, name := range sortedNames(cases) {
 		c := cases[name]
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			rec, err := record.ReadFile(recordingPath(name))
 			if err != nil {
 				t.Fatal(err)

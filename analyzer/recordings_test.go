@@ -45,6 +45,7 @@ func TestGenerateRecordings(t *testing.T) {
 	}
 	for _, name := range sortedNames(cases) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			rec, _ := scenario.Generate(cases[name].Scenario)
 			if *update {
 				if err := record.WriteFile(recordingPath(name), rec); err != nil {
