@@ -134,8 +134,13 @@ static __always_inline void count_bucket(struct cpu_state *cs, __u64 now, __u32 
 			b->link_local[2] = 0;
 		}
 	}
-	__sync_fetch_and_add(&b->packets, w->packets);
-	__sync_fetch_and_add(&b->bytes, w->bytes);
+	if (atomic_adds) {
+		__sync_fetch_and_add(&b->packets, w->packets);
+		__sync_fetch_and_add(&b->bytes, w->bytes);
+	} else {
+		b->packets += w->packets;
+		b->bytes += w->bytes;
+	}
 	if (syn)
 		__sync_fetch_and_add(&b->syns, 1);
 	if (svc >= LL_IMDS && svc <= LL_NTP)
@@ -230,8 +235,13 @@ static __always_inline void count_flow(struct cpu_state *cs, __u64 now, __u32 di
 			return;
 	}
 
-	__sync_fetch_and_add(&v->packets, w->packets);
-	__sync_fetch_and_add(&v->bytes, w->bytes);
+	if (atomic_adds) {
+		__sync_fetch_and_add(&v->packets, w->packets);
+		__sync_fetch_and_add(&v->bytes, w->bytes);
+	} else {
+		v->packets += w->packets;
+		v->bytes += w->bytes;
+	}
 	if (syn)
 		__sync_fetch_and_add(&v->syns, 1);
 	v->last_seen_ns = now;

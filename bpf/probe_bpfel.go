@@ -135,6 +135,7 @@ const (
 	ProbeProgEnaprobeEgress   = "enaprobe_egress"
 	ProbeProgEnaprobeEmpty    = "enaprobe_empty"
 	ProbeProgEnaprobeIngress  = "enaprobe_ingress"
+	ProbeVarAtomicAdds        = "atomic_adds"
 	ProbeVarBucketDrained     = "bucket_drained"
 	ProbeVarBucketMask        = "bucket_mask"
 	ProbeVarBucketNs          = "bucket_ns"
@@ -214,6 +215,7 @@ type ProbeMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProbeVariableSpecs struct {
+	AtomicAdds        *ebpf.VariableSpec `ebpf:"atomic_adds"`
 	BucketDrained     *ebpf.VariableSpec `ebpf:"bucket_drained"`
 	BucketMask        *ebpf.VariableSpec `ebpf:"bucket_mask"`
 	BucketNs          *ebpf.VariableSpec `ebpf:"bucket_ns"`
@@ -271,6 +273,7 @@ func (m *ProbeMaps) Close() error {
 //
 // It can be passed to LoadProbeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProbeVariables struct {
+	AtomicAdds        *ebpf.Variable `ebpf:"atomic_adds"`
 	BucketDrained     *ebpf.Variable `ebpf:"bucket_drained"`
 	BucketMask        *ebpf.Variable `ebpf:"bucket_mask"`
 	BucketNs          *ebpf.Variable `ebpf:"bucket_ns"`

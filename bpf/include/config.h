@@ -20,6 +20,11 @@ volatile const __u32 slice_mask = 63;
  * unknown. 169.254.169.253 is always recognised. */
 volatile const __u32 vpc_resolver = 0;
 
+/* Shared counters are added with atomic instructions. 0 makes them plain
+ * read-modify-write adds, which lose counts when CPUs race: it exists only
+ * so the benchmarks can measure what the atomics cost. */
+volatile const __u8 atomic_adds = 1;
+
 /* Written by userspace through the memory-mapped .bss: the newest bucket
  * and size-slice epochs up to which it has read everything. A slot reused
  * while its old epoch is newer than these still held unread counts: those

@@ -1,0 +1,238 @@
+//go:build linux
+
+package loader
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/enaprobe/enaprobe/bpf"
+	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/wire"
+)
+
+// The datapath benchmarks report costs as ratios to an empty tc program
+// measured in the same run, alternating the two, because this machine is
+// shared and noisy: absolute nanoseconds mean little, ratios travel.
+//
+//	make bench   (or: go test -run '^$' -bench . ./loader)
+
+// benchRepeat is how many times the kernel runs a program per measurement.
+const benchRepeat = 200_000
+
+// ratioRounds alternates empty and measured program this many times; the
+// median ratio is reported.
+const ratioRounds = 7
+
+func loadBenchCollection(b *testing.B, opts Options, set map[string]any) *ebpf.Collection {
+	b.Helper()
+	requirePrivileges(b)
+	spec, err := Spec(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for k, v := range set {
+		if err := spec.Variables[k].Set(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		b.Fatalf("%+v", err)
+	}
+	b.Cleanup(func() { coll.Close() })
+	return coll
+}
+
+// medianRatio measures prog against base on frame, alternating them.
+func medianRatio(b *testing.B, prog, base *ebpf.Program, frame []byte) (ratio float64, progNs float64) {
+	b.Helper()
+	var ratios, times []float64
+	for range ratioRounds {
+		_, d0, err := base.Benchmark(frame, benchRepeat, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, d1, err := prog.Benchmark(frame, benchRepeat, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ratios = append(ratios, float64(d1)/float64(d0))
+		times = append(times, float64(d1))
+	}
+	slices.Sort(ratios)
+	slices.Sort(times)
+	return ratios[len(ratios)/2], times[len(times)/2]
+}
+
+func benchFrames(b *testing.B) []struct {
+	name  string
+	frame []byte
+} {
+	return []struct {
+		name  string
+		frame []byte
+	}{
+		{"ipv4_udp_64B", udpFrame(b, v4A, v4B, 1000, 2000, 64-42)},
+		{"ipv4_tcp_1500B", tcpFrame(b, v4A, v4B, 40000, 443, false, true, 1500-40)},
+		{"ipv6_tcp_syn", tcpFrame(b, v6A, v6B, 40000, 443, true, false, 0)},
+		{"vlan_ipv4_udp", vlanFrame(b, layers.EthernetTypeDot1Q)},
+		{"linklocal_dns", udpFrame(b, v4A, net.IPv4(169, 254, 169, 253), 33000, 53, 40)},
+	}
+}
+
+// BenchmarkDatapath is the established-flow path: the flow exists, as for
+// every packet of a connection but its first. Budget: 4.5x the empty program.
+func BenchmarkDatapath(b *testing.B) {
+	coll := loadBenchCollection(b, DefaultOptions(), nil)
+	empty, clock, egress := coll.Programs["enaprobe_empty"], coll.Programs["enaprobe_clock"], coll.Programs["enaprobe_egress"]
+	for _, f := range benchFrames(b) {
+		b.Run(f.name, func(b *testing.B) {
+			for b.Loop() {
+				r, ns := medianRatio(b, egress, empty, f.frame)
+				b.ReportMetric(r, "x_empty")
+				b.ReportMetric(ns, "prog_ns")
+			}
+		})
+	}
+	b.Run("clock_only", func(b *testing.B) {
+		for b.Loop() {
+			r, _ := medianRatio(b, clock, empty, benchFrames(b)[0].frame)
+			b.ReportMetric(r, "x_empty")
+		}
+	})
+}
+
+// BenchmarkAtomics measures what the atomic adds on shared counters cost,
+// alone and with both CPUs of this machine hammering the same flow and
+// bucket, against plain adds (which lose counts under that race).
+func BenchmarkAtomics(b *testing.B) {
+	frame := benchFrames(b)[0].frame
+	for _, atomic := range []uint8{1, 0} {
+		coll := loadBenchCollection(b, DefaultOptions(), map[string]any{"atomic_adds": atomic})
+		empty, egress := coll.Programs["enaprobe_empty"], coll.Programs["enaprobe_egress"]
+		b.Run(fmt.Sprintf("atomic=%d/one_cpu", atomic), func(b *testing.B) {
+			for b.Loop() {
+				r, _ := medianRatio(b, egress, empty, frame)
+				b.ReportMetric(r, "x_empty")
+			}
+		})
+		b.Run(fmt.Sprintf("atomic=%d/two_cpus", atomic), func(b *testing.B) {
+			for b.Loop() {
+				// Both goroutines run the program at once; the ratio is the
+				// concurrent run's per-packet time over a lone empty run.
+				_, d0, _ := empty.Benchmark(frame, benchRepeat, nil)
+				var wg sync.WaitGroup
+				ds := make([]time.Duration, 2)
+				for i := range ds {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						_, ds[i], _ = egress.Benchmark(frame, benchRepeat, nil)
+					}()
+				}
+				wg.Wait()
+				b.ReportMetric(float64(ds[0]+ds[1])/2/float64(d0), "x_empty")
+			}
+		})
+	}
+}
+
+// BenchmarkNewFlow is the first packet of each flow: a map insert. Measured
+// with one kernel run per frame over distinct flows, against the same frames
+// once their flows exist, and against the empty program run the same way.
+func BenchmarkNewFlow(b *testing.B) {
+	const flows = 20_000
+	opts := DefaultOptions()
+	opts.FlowEntries = 2 * flows
+	coll := loadBenchCollection(b, opts, nil)
+	empty, egress := coll.Programs["enaprobe_empty"], coll.Programs["enaprobe_egress"]
+	frames := make([][]byte, flows)
+	for i := range frames {
+		frames[i] = udpFrame(b, v4A, v4B, uint16(1024+i), 53, 22)
+	}
+	runAll := func(p *ebpf.Program) time.Duration {
+		var sum time.Duration
+		for _, f := range frames {
+			_, d, err := p.Benchmark(f, 1, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum += d
+		}
+		return sum
+	}
+	for b.Loop() {
+		if err := clearMap(coll.Maps["flows"]); err != nil {
+			b.Fatal(err)
+		}
+		base := runAll(empty)
+		inserts := runAll(egress)
+		established := runAll(egress)
+		b.ReportMetric(float64(inserts)/float64(base), "new_x_empty")
+		b.ReportMetric(float64(established)/float64(base), "est_x_empty")
+		b.ReportMetric(float64(inserts)/float64(established), "new_x_est")
+	}
+}
+
+// BenchmarkFullMap is the established path with 100,000 other flows in the
+// map, against the same path with the map holding only this flow.
+func BenchmarkFullMap(b *testing.B) {
+	const others = 100_000
+	opts := DefaultOptions()
+	opts.FlowEntries = 131072
+	coll := loadBenchCollection(b, opts, nil)
+	empty, egress := coll.Programs["enaprobe_empty"], coll.Programs["enaprobe_egress"]
+	frame := benchFrames(b)[0].frame
+	small, _ := medianRatio(b, egress, empty, frame)
+
+	keys := make([]bpf.ProbeFlowKey, others)
+	vals := make([]bpf.ProbeFlowStats, others)
+	for i := range keys {
+		a := netip.AddrFrom4([4]byte{10, 9, byte(i >> 8), byte(i)})
+		keys[i] = probeKey(record.FlowKey{Proto: 17, Src: netip.AddrPortFrom(a, uint16(i)), Dst: netip.AddrPortFrom(a, 443)})
+	}
+	if _, err := coll.Maps["flows"].BatchUpdate(keys, vals, nil); err != nil {
+		b.Fatalf("fill flow map: %v", err)
+	}
+	for b.Loop() {
+		full, _ := medianRatio(b, egress, empty, frame)
+		b.ReportMetric(full, "x_empty")
+		b.ReportMetric(full/small, "x_small_map")
+	}
+}
+
+// BenchmarkReference is the Go reference's cost per frame, for scale when
+// the fuzz target runs.
+func BenchmarkReference(b *testing.B) {
+	frame := benchFrames(b)[1].frame
+	for b.Loop() {
+		wire.Count(frame, 0, 0, netip.Addr{})
+	}
+}
+
+func clearMap(m *ebpf.Map) error {
+	var keys []bpf.ProbeFlowKey
+	var k bpf.ProbeFlowKey
+	var v bpf.ProbeFlowStats
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		keys = append(keys, k)
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := m.BatchDelete(keys, nil)
+	return err
+}
