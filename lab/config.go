@@ -64,7 +64,7 @@ func DefaultConfig() Config {
 		InBurst:        1 << 20,
 		FlowRate:       10_000_000,
 		FlowBurst:      32 << 10,
-		FlowBuckets:    64,
+		FlowBuckets:    256,
 		QueuePackets:   128,
 		PPS:            8000,
 		PPSBurst:       800,

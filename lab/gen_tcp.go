@@ -35,11 +35,12 @@ func (r TCPBulkResult) Bps() float64 {
 	return float64(r.Bytes) * 8 / r.Elapsed.Seconds()
 }
 
-// bulkSndBuf fixes the uploader's send buffer (the kernel doubles it):
-// enough for the lab's rates, small enough that draining it after the last
-// write takes about a second at 10 Mbit/s (autotuning would grow it to
-// megabytes behind a slow flow cap).
-const bulkSndBuf = 512 << 10
+// bulkSndBuf fixes the sender's send buffer, both ways (the kernel doubles
+// it): far above the bandwidth-delay product of the lab's rates, small
+// enough that draining it after the last write takes a fraction of a
+// second even when ten flows share 40 Mbit/s (autotuning would grow it to
+// megabytes, seconds of drain behind a cap).
+const bulkSndBuf = 128 << 10
 
 // drainGrace bounds the wait for the last bytes after the planned end.
 const drainGrace = 10 * time.Second

@@ -135,6 +135,9 @@ func serveBulk(c net.Conn) {
 			return
 		}
 		dur := min(time.Duration(binary.BigEndian.Uint64(d[:])), maxTrafficDuration)
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetWriteBuffer(bulkSndBuf)
+		}
 		c.SetWriteDeadline(time.Now().Add(dur))
 		buf := make([]byte, 64<<10)
 		for {
