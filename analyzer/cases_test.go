@@ -99,6 +99,17 @@ func checkExpected(t *testing.T, res *Result, want scenario.Expect, window float
 			near = append(near, f)
 		}
 	}
+	if want.Severity != SeverityInfo {
+		var n int
+		for _, f := range near {
+			if f.Severity == want.Severity {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d %s findings of severity %s on %s, want one", n, want.Kind, want.Severity, want.Interface)
+		}
+	}
 	for _, f := range near {
 		if math.Abs(f.StartOffsetS-from) > window || math.Abs(f.EndOffsetS-to) > window {
 			continue
@@ -112,6 +123,9 @@ func checkExpected(t *testing.T, res *Result, want scenario.Expect, window float
 		}
 		if top := f.Flows[0]; top.Src != want.Src || top.Dst != want.Dst {
 			t.Errorf("%s [%.4f, %.4f): top flow %s -> %s, want %s -> %s", f.Kind, f.StartOffsetS, f.EndOffsetS, top.Src, top.Dst, want.Src, want.Dst)
+		}
+		if want.Source != "" && f.Flows[0].Source != want.Source {
+			t.Errorf("%s: top flow from %s, want %s", f.Kind, f.Flows[0].Source, want.Source)
 		}
 		return
 	}

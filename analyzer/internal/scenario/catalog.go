@@ -16,6 +16,9 @@ type Expect struct {
 	Severity  string
 	From, To  time.Duration
 	Src, Dst  string
+	// Source, when set, is where the top culprit must come from
+	// ("window_events" or "snapshots").
+	Source string
 }
 
 // Case is a scenario with what the analysis must and must not say about it.
@@ -92,9 +95,31 @@ func Cases() map[string]Case {
 		Expect: func(Truth) []Expect {
 			p := burstOut.Phases[0]
 			return []Expect{{Kind: "microburst_out", Interface: "eth0", Severity: "warning", From: p.From, To: p.To,
-				Src: burstOut.Src.String(), Dst: burstOut.Dst.String()}}
+				Src: burstOut.Src.String(), Dst: burstOut.Dst.String(), Source: "window_events"}}
 		},
 		Forbid: []string{"microburst_in", "baseline_exhausted"}})
+
+	// The same burst with window events off (HeavyBytes above anything a
+	// flow moves in a window): the culprit comes from the flow snapshots.
+	add(Case{Scenario: Scenario{Name: "microburst_out_snapshots", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 2,
+		HeavyBytes: 1 << 40, Interfaces: []Interface{ena("eth0")}, Flows: append(steady("eth0", 8*time.Second), burstOut)},
+		Expect: func(Truth) []Expect {
+			p := burstOut.Phases[0]
+			return []Expect{{Kind: "microburst_out", Interface: "eth0", Severity: "warning", From: p.From, To: p.To,
+				Src: burstOut.Src.String(), Dst: burstOut.Dst.String(), Source: "snapshots"}}
+		}})
+
+	// A 17 ms burst straddling the counter read at 4 s: both reads see a
+	// jump, and the finding is one burst.
+	straddle := Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: ap(host, 41002), Dst: ap(peerC, 9002), Size: 9001,
+		Phases: []Phase{{sec(3.9952), sec(4.0122), 16e9}}}
+	add(Case{Scenario: Scenario{Name: "microburst_straddle", Duration: 6 * time.Second, InstanceType: "c5.large", Seed: 14,
+		Interfaces: []Interface{ena("eth0")}, Flows: append(steady("eth0", 6*time.Second), straddle)},
+		Expect: func(Truth) []Expect {
+			p := straddle.Phases[0]
+			return []Expect{{Kind: "microburst_out", Interface: "eth0", Severity: "warning", From: p.From, To: p.To,
+				Src: straddle.Src.String(), Dst: straddle.Dst.String()}}
+		}})
 
 	// Incast: two senders answer at once for 15 ms, 9 and 6 Gbps, over the
 	// 10 Gbps burst allowance. The device drops what is over before the
