@@ -14,12 +14,15 @@ type flowRef struct {
 }
 
 // flowDelta is what one flow moved between two of its snapshots, in
-// (fromNs, toNs].
+// (fromNs, toNs]. Its packets were seen within [activeFrom, activeTo): the
+// flow's first and last sighting narrow the drain interval, down to the
+// instant for a single-packet flow such as a SYN.
 type flowDelta struct {
-	flow           int // index into flowIndex.flows
-	fromNs, toNs   int64
-	bytes, packets uint64
-	syns           uint64
+	flow                 int // index into flowIndex.flows
+	fromNs, toNs         int64
+	activeFrom, activeTo int64
+	bytes, packets       uint64
+	syns                 uint64
 }
 
 // flowInfo is one flow over the whole trace.
@@ -88,6 +91,13 @@ func buildFlowIndex(snaps []record.FlowSnapshot) *flowIndex {
 			d.bytes, d.packets = s.Bytes-f.last.Bytes, s.Packets-f.last.Packets
 			d.syns = s.SYNs - min(f.last.SYNs, s.SYNs)
 		}
+		d.activeFrom, d.activeTo = d.fromNs, d.toNs
+		if s.FirstSeenNs > d.activeFrom && s.FirstSeenNs <= d.toNs {
+			d.activeFrom = s.FirstSeenNs
+		}
+		if s.LastSeenNs >= d.activeFrom && s.LastSeenNs < d.toNs {
+			d.activeTo = s.LastSeenNs + 1
+		}
 		f.last = s.FlowStats
 		if d.packets == 0 && d.bytes == 0 && d.syns == 0 {
 			continue
@@ -117,8 +127,8 @@ func (fi *flowIndex) lastTo(f *flowInfo) int64 {
 	return f.firstSeenNs
 }
 
-// overlapping calls fn for every delta of the interface whose interval
-// overlaps [fromNs, toNs).
+// overlapping calls fn for every delta of the interface whose packets were
+// seen in an interval overlapping [fromNs, toNs).
 func (fi *flowIndex) overlapping(iface string, fromNs, toNs int64, fn func(d *flowDelta, f *flowInfo)) {
 	i, _ := slices.BinarySearchFunc(fi.deltas, fromNs, func(d flowDelta, t int64) int { return cmp.Compare(d.toNs, t+1) })
 	for ; i < len(fi.deltas); i++ {
@@ -127,7 +137,7 @@ func (fi *flowIndex) overlapping(iface string, fromNs, toNs int64, fn func(d *fl
 			break
 		}
 		f := &fi.flows[d.flow]
-		if f.iface != iface || d.fromNs >= toNs || d.toNs <= fromNs {
+		if f.iface != iface || d.activeFrom >= toNs || d.activeTo <= fromNs {
 			continue
 		}
 		fn(d, f)

@@ -28,8 +28,9 @@ func TestFlowIndexRestart(t *testing.T) {
 	if f.bytes != 3500 || f.packets != 35 {
 		t.Errorf("flow totals %d bytes %d packets, want 3500 and 35", f.bytes, f.packets)
 	}
-	want := []flowDelta{{fromNs: 50, toNs: 100, bytes: 1000, packets: 10}, {fromNs: 100, toNs: 200, bytes: 2000, packets: 20},
-		{fromNs: 350, toNs: 400, bytes: 500, packets: 5}}
+	want := []flowDelta{{fromNs: 50, toNs: 100, activeFrom: 50, activeTo: 100, bytes: 1000, packets: 10},
+		{fromNs: 100, toNs: 200, activeFrom: 100, activeTo: 200, bytes: 2000, packets: 20},
+		{fromNs: 350, toNs: 400, activeFrom: 350, activeTo: 400, bytes: 500, packets: 5}}
 	if len(fi.deltas) != len(want) {
 		t.Fatalf("deltas %+v, want %+v", fi.deltas, want)
 	}
@@ -68,5 +69,23 @@ func TestAnalyzeEmpty(t *testing.T) {
 	def := DefaultOptions()
 	if res.Trace.Limits.LinkLocalPPS.Value != def.LinkLocalPPS || res.Trace.FineWindowUs != def.FineWindow.Microseconds() {
 		t.Errorf("defaults not applied: %+v", res.Trace)
+	}
+}
+
+// TestFlowIndexSinglePacket: a one-packet flow (a SYN) is placed at its
+// packet, not over the whole drain interval.
+func TestFlowIndexSinglePacket(t *testing.T) {
+	key := record.FlowKey{Proto: 6, Src: netip.MustParseAddrPort("10.0.0.1:1001"), Dst: netip.MustParseAddrPort("10.0.0.2:80")}
+	const synAt, drainAt = 150, 200
+	fi := buildFlowIndex([]record.FlowSnapshot{{TimeNs: drainAt, Interface: "eth0", Key: key,
+		FlowStats: record.FlowStats{Packets: 1, Bytes: 60, SYNs: 1, FirstSeenNs: synAt, LastSeenNs: synAt, Directions: 2}}})
+	count := func(from, to int64) int {
+		n := 0
+		fi.overlapping("eth0", from, to, func(*flowDelta, *flowInfo) { n++ })
+		return n
+	}
+	if count(synAt+1, drainAt) != 0 || count(0, synAt) != 0 || count(synAt, synAt+1) != 1 {
+		t.Errorf("SYN at %d found in [%d, %d): %d, [0, %d): %d, [%d, %d): %d; want 0, 0, 1", synAt,
+			synAt+1, drainAt, count(synAt+1, drainAt), synAt, count(0, synAt), synAt, synAt+1, count(synAt, synAt+1))
 	}
 }
