@@ -1,0 +1,51 @@
+# enaprobe: `make help` lists the targets.
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+BIN       := bin/enaprobe
+# Benchmarks: packages with BPF_PROG_TEST_RUN and overhead benchmarks.
+BENCH_PKGS ?= ./loader ./analyzer ./ena ./lab/...
+
+export BPF2GO_CFLAGS := -O2 -g -Wall -Werror
+
+.PHONY: help deps generate build test test-as-root test-short bench fuzz lint clean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+deps: ## install what the tests need from Debian (iproute2, nftables, ethtool, chromium)
+	./.ci/deps
+
+generate: ## rebuild the eBPF objects and their Go bindings with clang (installs clang, llvm, libbpf-dev)
+	./.ci/deps --generate
+	$(GO) generate ./bpf/... ./lab/...
+
+build: ## build bin/enaprobe
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/enaprobe
+
+test: ## run every test, privileged ones included: as root, through sudo when not root
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory test-as-root; \
+	else sudo env "PATH=$$PATH" "CI=$${CI:-}" "GOCACHE=$$($(GO) env GOCACHE)" "GOMODCACHE=$$($(GO) env GOMODCACHE)" $(MAKE) --no-print-directory test-as-root; fi
+
+# Under CI=true a privileged test that cannot run fails instead of skipping.
+test-as-root: deps
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 45m ./...
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./...
+
+test-short: ## unit tests only: no root, no kernel
+	$(GO) test -short ./record ./wire ./counters ./analyzer ./limits ./report ./schema ./capture
+
+bench: ## benchmarks with ratios measured in one run (see BENCHMARKS.md)
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
+
+fuzz: ## fuzz the datapath against the Go reference for 2 minutes
+	$(GO) test -run '^$$' -fuzz FuzzDatapath -fuzztime 2m ./loader
+
+lint: ## gofmt, go vet, staticcheck
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+clean: ## remove build output
+	rm -rf bin

@@ -1,0 +1,380 @@
+//go:build linux
+
+// Package capture runs one trace: it attaches the datapath to the traced
+// interfaces, drains it and samples their NIC counters on timers, detaches
+// on every exit path, and returns the recording.
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/enaprobe/enaprobe/ena"
+	"github.com/enaprobe/enaprobe/loader"
+	"github.com/enaprobe/enaprobe/record"
+)
+
+// Config is one trace's settings.
+type Config struct {
+	Interfaces []string
+	Duration   time.Duration // 0: until ctx ends
+	Datapath   loader.Options
+	Attach     loader.AttachMode
+	// SampleInterval is the NIC counter sample interval.
+	SampleInterval time.Duration
+	// CounterSources overrides, per interface, where counters come from
+	// (a counters file, the lab). Interfaces not in it get the ENA ethtool
+	// reader when their driver is ena, and no counters otherwise.
+	CounterSources map[string]ena.Source
+	// DrainInterval is how often buckets, size slices and events are read;
+	// FlowInterval how often the flow map is snapshotted (the resolution of
+	// per-flow throughput); EvictIdle removes flows idle that long.
+	DrainInterval time.Duration
+	FlowInterval  time.Duration
+	EvictIdle     time.Duration
+	// Meta fields the caller knows (version, instance type, flow limit).
+	Meta record.Meta
+	// Progress, when set, is called about every 200 ms and at the end.
+	Progress func(Progress)
+	// Attached, when set, is called once the programs are attached: the
+	// moment traffic starts being counted.
+	Attached func()
+	// VerifierLog asks for the full verifier log on load errors.
+	VerifierLog bool
+}
+
+// Progress is what a live status line shows.
+type Progress struct {
+	Elapsed      time.Duration
+	Remaining    time.Duration // 0 when open-ended
+	Packets      uint64        // both directions, every interface
+	Bytes        uint64
+	CounterJumps int // allowance counter increases seen so far
+}
+
+// DefaultConfig holds the defaults the CLI documents.
+func DefaultConfig() Config {
+	return Config{
+		Duration:       30 * time.Second,
+		Datapath:       loader.DefaultOptions(),
+		Attach:         loader.AttachAuto,
+		SampleInterval: ena.DefaultInterval,
+		DrainInterval:  50 * time.Millisecond,
+		FlowInterval:   100 * time.Millisecond,
+		EvictIdle:      10 * time.Second,
+	}
+}
+
+// tracedInterface is one interface's datapath, collector and counters.
+type tracedInterface struct {
+	info    record.InterfaceInfo
+	probe   *loader.Probe
+	col     *loader.Collector
+	att     *loader.Attachment
+	sampler *ena.Sampler
+	closer  func() error // the counter source's, when it has one
+	mode    loader.AttachMode
+
+	mu      sync.Mutex
+	samples []record.CounterSample
+	jumps   int
+}
+
+// Run traces until cfg.Duration has passed or ctx ends, whichever is first.
+// Ending through ctx (Ctrl-C) is not an error: the recording is returned.
+func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
+	if len(cfg.Interfaces) == 0 {
+		return nil, errors.New("no interface to trace")
+	}
+	if os.Geteuid() != 0 {
+		// Not fatal by itself (capabilities may suffice), but say why a
+		// load failure is likely.
+		if err := checkCapabilities(); err != nil {
+			return nil, err
+		}
+	}
+	var traced []*tracedInterface
+	defer func() {
+		for _, ti := range traced {
+			err = errors.Join(err, ti.close())
+		}
+	}()
+	for _, name := range cfg.Interfaces {
+		ti, err := setUp(cfg, name)
+		if ti != nil {
+			traced = append(traced, ti)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	start := clockPair()
+	for _, ti := range traced {
+		a, err := loader.Attach(ti.probe, ti.info.Name, cfg.Attach)
+		if err != nil {
+			return nil, err
+		}
+		ti.att, ti.mode = a, a.Mode
+	}
+	if cfg.Attached != nil {
+		cfg.Attached()
+	}
+
+	sampleCtx, stopSampling := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, ti := range traced {
+		if ti.sampler == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ti.sampler.Run(sampleCtx, ti.addSample)
+		}()
+	}
+	stopSamplers := func() {
+		stopSampling()
+		wg.Wait()
+	}
+	defer stopSamplers() // on error paths; a no-op after the first call
+
+	if err := loop(ctx, cfg, traced, start.MonoNs); err != nil {
+		return nil, err
+	}
+
+	// Detach first so the final drain sees every bucket complete.
+	for _, ti := range traced {
+		if err := ti.att.Close(); err != nil {
+			return nil, err
+		}
+		ti.att = nil
+	}
+	stopSamplers()
+	end := clockPair()
+	for _, ti := range traced {
+		if err := ti.col.Drain(end.MonoNs, true); err != nil {
+			return nil, err
+		}
+		if err := ti.col.SnapshotFlows(end.MonoNs, 0); err != nil {
+			return nil, err
+		}
+	}
+	rec = assemble(cfg, traced, start, end)
+	if cfg.Progress != nil {
+		cfg.Progress(progress(traced, end.MonoNs-start.MonoNs, 0))
+	}
+	return rec, nil
+}
+
+func setUp(cfg Config, name string) (*tracedInterface, error) {
+	info, err := ena.DescribeInterface(name)
+	if err != nil {
+		// Interfaces without ethtool driver info (lo, some tunnels) can
+		// still be traced.
+		info = record.InterfaceInfo{Name: name}
+		if !errors.Is(err, unix.EOPNOTSUPP) {
+			return nil, fmt.Errorf("describe interface %s: %w", name, err)
+		}
+	}
+	ti := &tracedInterface{info: info}
+	ti.probe, err = loader.Load(cfg.Datapath, cfg.VerifierLog)
+	if err != nil {
+		return nil, fmt.Errorf("interface %s: %w", name, err)
+	}
+	ti.col, err = loader.NewCollector(ti.probe, name, loader.MonotonicNow())
+	if err != nil {
+		return ti, err
+	}
+
+	src, ok := cfg.CounterSources[name]
+	if !ok && info.ENA {
+		es, err := ena.NewEthtoolSource(name)
+		if err != nil {
+			return ti, fmt.Errorf("open ENA counters of %s: %w", name, err)
+		}
+		src, ti.closer = es, es.Close
+	}
+	if src != nil {
+		ti.info.ENA = true
+		ti.sampler, err = ena.NewSampler(name, src, cfg.SampleInterval)
+		if err != nil {
+			return ti, err
+		}
+	}
+	return ti, nil
+}
+
+func (ti *tracedInterface) addSample(s record.CounterSample) {
+	ti.mu.Lock()
+	defer ti.mu.Unlock()
+	if n := len(ti.samples); n > 0 && s.Err == "" {
+		prev := ti.samples[n-1]
+		for _, name := range allowanceCounters {
+			if v, ok := s.Values[name]; ok && v > prev.Values[name] && prev.Err == "" {
+				ti.jumps++
+			}
+		}
+	}
+	ti.samples = append(ti.samples, s)
+}
+
+var allowanceCounters = []string{
+	"bw_in_allowance_exceeded", "bw_out_allowance_exceeded", "pps_allowance_exceeded",
+	"conntrack_allowance_exceeded", "linklocal_allowance_exceeded",
+}
+
+func (ti *tracedInterface) close() error {
+	var errs []error
+	if ti.att != nil {
+		errs = append(errs, ti.att.Close())
+	}
+	if ti.col != nil {
+		errs = append(errs, ti.col.Close())
+	}
+	if ti.probe != nil {
+		errs = append(errs, ti.probe.Close())
+	}
+	if ti.closer != nil {
+		errs = append(errs, ti.closer())
+	}
+	return errors.Join(errs...)
+}
+
+// loop drains on timers until the duration is over or ctx ends.
+func loop(ctx context.Context, cfg Config, traced []*tracedInterface, startNs int64) error {
+	var deadline <-chan time.Time
+	if cfg.Duration > 0 {
+		t := time.NewTimer(cfg.Duration)
+		defer t.Stop()
+		deadline = t.C
+	}
+	drain := time.NewTicker(cfg.DrainInterval)
+	defer drain.Stop()
+	flows := time.NewTicker(cfg.FlowInterval)
+	defer flows.Stop()
+	status := time.NewTicker(200 * time.Millisecond)
+	defer status.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-deadline:
+			return nil
+		case <-drain.C:
+			now := loader.MonotonicNow()
+			for _, ti := range traced {
+				if err := ti.col.Drain(now, false); err != nil {
+					return err
+				}
+			}
+		case <-flows.C:
+			now := loader.MonotonicNow()
+			for _, ti := range traced {
+				if err := ti.col.SnapshotFlows(now, cfg.EvictIdle); err != nil {
+					return err
+				}
+			}
+		case <-status.C:
+			if cfg.Progress != nil {
+				elapsed := time.Duration(loader.MonotonicNow() - startNs)
+				var remaining time.Duration
+				if cfg.Duration > 0 {
+					remaining = max(cfg.Duration-elapsed, 0)
+				}
+				cfg.Progress(progress(traced, int64(elapsed), remaining))
+			}
+		}
+	}
+}
+
+func progress(traced []*tracedInterface, elapsedNs int64, remaining time.Duration) Progress {
+	p := Progress{Elapsed: time.Duration(elapsedNs), Remaining: remaining}
+	for _, ti := range traced {
+		for _, t := range ti.col.Totals() {
+			p.Packets += t.SumPackets()
+			p.Bytes += t.SumBytes()
+		}
+		ti.mu.Lock()
+		p.CounterJumps += ti.jumps
+		ti.mu.Unlock()
+	}
+	return p
+}
+
+func assemble(cfg Config, traced []*tracedInterface, start, end record.ClockPair) *record.Recording {
+	rec := &record.Recording{Meta: cfg.Meta}
+	m := &rec.Meta
+	m.Start, m.End = start, end
+	m.BucketNs = int64(cfg.Datapath.Bucket)
+	m.WindowNs = int64(cfg.Datapath.Window)
+	m.SliceNs = int64(cfg.Datapath.Slice)
+	m.HeavyBytes = cfg.Datapath.HeavyBytes
+	m.SampleNs = int64(cfg.SampleInterval)
+	m.VPCResolver = cfg.Datapath.VPCResolver
+	if m.Kernel == "" {
+		m.Kernel = kernelRelease()
+	}
+	if m.Hostname == "" {
+		m.Hostname, _ = os.Hostname()
+	}
+	m.CounterSource = "none"
+	for _, ti := range traced {
+		m.Interfaces = append(m.Interfaces, ti.info)
+		m.AttachMode = string(ti.mode)
+		r := ti.col.Result()
+		rec.Series = append(rec.Series, r.Series...)
+		rec.Sizes = append(rec.Sizes, r.Sizes...)
+		rec.Flows = append(rec.Flows, r.Flows...)
+		rec.Windows = append(rec.Windows, r.Windows...)
+		rec.Totals = append(rec.Totals, r.Totals...)
+		rec.Loss = append(rec.Loss, r.Loss)
+		ti.mu.Lock()
+		rec.Counters = append(rec.Counters, ti.samples...)
+		ti.mu.Unlock()
+		if ti.sampler != nil {
+			m.CounterSource = counterSourceName(cfg, ti.info.Name)
+		}
+	}
+	return rec
+}
+
+func counterSourceName(cfg Config, iface string) string {
+	if s, ok := cfg.CounterSources[iface]; ok {
+		return s.Kind()
+	}
+	return "ethtool"
+}
+
+// clockPair reads the monotonic and the wall clock back to back.
+func clockPair() record.ClockPair {
+	return record.ClockPair{MonoNs: loader.MonotonicNow(), Wall: time.Now()}
+}
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+// checkCapabilities explains what a non-root user lacks.
+func checkCapabilities() error {
+	var hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("read capabilities: %w", err)
+	}
+	has := func(c int) bool { return data[c/32].Effective&(1<<(uint(c)%32)) != 0 }
+	if (has(unix.CAP_BPF) || has(unix.CAP_SYS_ADMIN)) && has(unix.CAP_NET_ADMIN) {
+		return nil
+	}
+	return errors.New("enaprobe trace needs root, or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON: run it with sudo")
+}
