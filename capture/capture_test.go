@@ -1,0 +1,180 @@
+//go:build linux
+
+package capture
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/enaprobe/enaprobe/internal/vethpair"
+	"github.com/enaprobe/enaprobe/record"
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("needs root, and CI=true forbids skipping")
+	}
+	t.Skip("needs root")
+}
+
+func newPair(t *testing.T, octet byte) *vethpair.Pair {
+	t.Helper()
+	requireRoot(t)
+	p, err := vethpair.New(vethpair.Options{Octet: octet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// runIn runs a capture inside the pair's namespace A in the background.
+func runIn(t *testing.T, ctx context.Context, pair *vethpair.Pair, cfg Config) (<-chan *record.Recording, <-chan struct{}) {
+	t.Helper()
+	out := make(chan *record.Recording, 1)
+	attached := make(chan struct{})
+	cfg.Attached = func() { close(attached) }
+	go func() {
+		var rec *record.Recording
+		err := vethpair.Do(pair.NSA, func() (err error) {
+			rec, err = Run(ctx, cfg)
+			return err
+		})
+		if err != nil {
+			t.Errorf("capture: %+v", err)
+		}
+		out <- rec
+	}()
+	select {
+	case <-attached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("capture did not attach within 10 s")
+	}
+	return out, attached
+}
+
+func TestCaptureRecording(t *testing.T) {
+	pair := newPair(t, 21)
+	cfg := DefaultConfig()
+	cfg.Interfaces = []string{pair.IfA}
+	cfg.Duration = 1500 * time.Millisecond
+	done, _ := runIn(t, context.Background(), pair, cfg)
+
+	const n = 300
+	err := vethpair.Do(pair.NSA, func() error {
+		// Unconnected: nobody listens, and the port unreachable answers
+		// must not fail the writes.
+		c, err := net.ListenUDP("udp", nil)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		dst := netip.AddrPortFrom(pair.AddrB, 9999)
+		for i := 0; i < n; i++ {
+			if _, err := c.WriteToUDPAddrPort(make([]byte, 64), dst); err != nil {
+				return err
+			}
+			if i%30 == 0 {
+				time.Sleep(50 * time.Millisecond) // spread over several drains and snapshots
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := <-done
+	if rec == nil {
+		t.Fatal("no recording")
+	}
+	m := rec.Meta
+	if len(m.Interfaces) != 1 || m.Interfaces[0].Name != pair.IfA || m.Interfaces[0].Driver != "veth" || m.Interfaces[0].ENA {
+		t.Errorf("interfaces %+v", m.Interfaces)
+	}
+	if m.AttachMode != "tcx" || m.CounterSource != "none" || m.End.MonoNs-m.Start.MonoNs < int64(cfg.Duration) {
+		t.Errorf("meta %+v", m)
+	}
+	var egress record.Totals
+	for _, tt := range rec.Totals {
+		if tt.Direction == record.Egress {
+			egress = tt
+		}
+	}
+	if egress.Packets[record.ClassUDP] != n {
+		t.Errorf("egress udp packets %d, want %d", egress.Packets[record.ClassUDP], n)
+	}
+	var inBuckets uint64
+	for _, s := range rec.Series {
+		if s.Direction == record.Egress {
+			for _, b := range s.Buckets {
+				inBuckets += b.Packets
+			}
+		}
+	}
+	if inBuckets != egress.SumPackets() {
+		t.Errorf("buckets hold %d packets, totals %d", inBuckets, egress.SumPackets())
+	}
+	// Several snapshots of the one flow, cumulative and increasing.
+	var last uint64
+	snaps := 0
+	for _, f := range rec.Flows {
+		if f.Key.Dst.Port() != 9999 {
+			continue
+		}
+		if f.Packets < last {
+			t.Errorf("snapshot went down: %d after %d", f.Packets, last)
+		}
+		last = f.Packets
+		snaps++
+	}
+	if snaps < 3 || last != n {
+		t.Errorf("%d snapshots ending at %d packets; want several ending at %d", snaps, last, n)
+	}
+	assertDetached(t, pair)
+}
+
+// TestCaptureCancel ends a trace early, as Ctrl-C does: the recording is
+// still returned and nothing stays attached.
+func TestCaptureCancel(t *testing.T) {
+	pair := newPair(t, 22)
+	cfg := DefaultConfig()
+	cfg.Interfaces = []string{pair.IfA}
+	cfg.Duration = time.Minute
+	cfg.Attach = "tc"
+	ctx, cancel := context.WithCancel(context.Background())
+	done, _ := runIn(t, ctx, pair, cfg)
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	select {
+	case rec := <-done:
+		if rec == nil || rec.Meta.AttachMode != "tc" {
+			t.Fatalf("recording after cancel: %+v", rec)
+		}
+		if d := time.Duration(rec.Meta.End.MonoNs - rec.Meta.Start.MonoNs); d > 10*time.Second {
+			t.Errorf("trace lasted %v after cancel", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("capture did not end within 10 s of cancel")
+	}
+	assertDetached(t, pair)
+}
+
+func assertDetached(t *testing.T, pair *vethpair.Pair) {
+	t.Helper()
+	for _, args := range [][]string{{"tc", "filter", "show", "dev", pair.IfA, "ingress"}, {"tc", "filter", "show", "dev", pair.IfA, "egress"}, {"tc", "qdisc", "show", "dev", pair.IfA}, {"bpftool", "net", "show", "dev", pair.IfA}} {
+		out, _ := exec.Command("ip", append([]string{"netns", "exec", pair.NSA}, args...)...).CombinedOutput()
+		if strings.Contains(string(out), "enaprobe") || strings.Contains(string(out), "clsact") || strings.Contains(string(out), "tcx/") {
+			t.Errorf("%v shows something of ours after the trace: %s", args, out)
+		}
+	}
+}
