@@ -1,7 +1,3 @@
-// Package analyzer reads a recording and says what limited the traffic:
-// which EC2 allowance was exceeded, when to the millisecond, by which flows,
-// and what to do about it. It is pure Go and reads nothing but the
-// recording: no kernel, no clock.
 package analyzer
 
 import (

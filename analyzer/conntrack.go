@@ -75,6 +75,9 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 		if v, ok := gaugeAt(gauges, s.fromNs); ok {
 			f.Evidence = append(f.Evidence, ev("conntrack_available_before", float64(v), "count"))
 		}
+		if v, ok := gaugeFrom(gauges, s.toNs); ok {
+			f.Evidence = append(f.Evidence, ev("conntrack_available_after", float64(v), "count"))
+		}
 		f.FlowsRankedBy = rankSYNs
 		f.Flows = a.synSources(iface, a.g.startNs(s.lo), a.g.startNs(s.hi))
 		f.Summary = fmt.Sprintf("%s rose by %d: connection tracking was full and new connections were dropped; %.0f SYNs in %.0f ms (%s), %s",
@@ -104,6 +107,15 @@ func gaugeAt(gauges []counters.GaugeValue, ns int64) (uint64, bool) {
 		return 0, false
 	}
 	return gauges[i-1].Value, true
+}
+
+// gaugeFrom is the value of the first read that began at or after ns.
+func gaugeFrom(gauges []counters.GaugeValue, ns int64) (uint64, bool) {
+	i, _ := slices.BinarySearchFunc(gauges, ns, func(g counters.GaugeValue, t int64) int { return cmp.Compare(g.BeforeNs, t) })
+	if i == len(gauges) {
+		return 0, false
+	}
+	return gauges[i].Value, true
 }
 
 // conntrackNearLimit finds falls of the available-connections gauge: to at
