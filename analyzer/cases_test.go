@@ -1,6 +1,7 @@
 package analyzer
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"slices"
@@ -30,8 +31,13 @@ func TestCases(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := Analyze(rec, DefaultOptions())
-			if _, err := json.Marshal(res); err != nil {
+			b, err := json.Marshal(res)
+			if err != nil {
 				t.Fatalf("result does not encode: %v", err)
+			}
+			// Empty lists are [], never null, for the JSON Schema.
+			if i := bytes.Index(b, []byte("null")); i >= 0 {
+				t.Errorf("null in the JSON result: ...%s...", b[max(i-80, 0):min(i+20, len(b))])
 			}
 			checkCase(t, c, res)
 			if t.Failed() {

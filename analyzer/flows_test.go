@@ -1,6 +1,8 @@
 package analyzer
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/netip"
 	"testing"
 
@@ -65,6 +67,9 @@ func TestAnalyzeEmpty(t *testing.T) {
 	res := Analyze(&record.Recording{}, Options{})
 	if len(res.Findings) != 0 || res.SchemaVersion != SchemaVersion {
 		t.Errorf("empty recording: %+v", res)
+	}
+	if b, err := json.Marshal(res); err != nil || bytes.Contains(b, []byte("null")) {
+		t.Errorf("empty recording as JSON (%v): %s", err, b)
 	}
 	def := DefaultOptions()
 	if res.Trace.Limits.LinkLocalPPS.Value != def.LinkLocalPPS || res.Trace.FineWindowUs != def.FineWindow.Microseconds() {

@@ -18,7 +18,7 @@ func (a *analysis) traceInfo() TraceInfo {
 		Start:         m.Start.Wall,
 		End:           a.wall(m.End.MonoNs),
 		DurationS:     float64(a.durationNs()) / 1e9,
-		Interfaces:    a.ifaces,
+		Interfaces:    nonNil(a.ifaces),
 		BucketUs:      m.BucketNs / 1000,
 		FineWindowUs:  a.g.widthNs / 1000,
 		SampleMs:      float64(m.SampleNs) / 1e6,
@@ -54,6 +54,7 @@ func (a *analysis) traceInfo() TraceInfo {
 		}
 		t.ENA = append(t.ENA, e)
 	}
+	t.ENA = nonNil(t.ENA)
 	if !anyCounter {
 		t.Notes = append(t.Notes, "no interface had allowance counters: no counter-based finding is possible")
 	}
