@@ -197,3 +197,39 @@ func TestConntrackFlood(t *testing.T) {
 	}
 	assertStill(t, before, during, BWOutAllowanceExceeded, BWInAllowanceExceeded, LinkLocalAllowanceExceeded)
 }
+
+// sinkRate runs 12 UDP flows of 8 Mbit/s (96 Mbit/s offered, above every
+// cap but the per-flow ones) for d and returns the sink's receive rate
+// while the sender ran (what is still queued at the end is not counted).
+func sinkRate(t *testing.T, l *Lab, d time.Duration) float64 {
+	t.Helper()
+	s0 := l.SinkStats()
+	res, err := l.UDPFlows(context.Background(), UDPFlowsSpec{Flows: 12, Rate: 8_000_000, PacketSize: 1400, Duration: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return float64(l.SinkStats().UDPBytes-s0.UDPBytes) * 8 / res.Elapsed.Seconds()
+}
+
+func TestBurstBucketAndPeakRate(t *testing.T) {
+	const d = 600 * time.Millisecond
+	// A 4 MiB bucket (0.84 s at 40 Mbit/s) covers a 0.6 s run at 96.
+	bucket := upLab(t, Config{OutBurst: 4 << 20})
+	got := sinkRate(t, bucket, d)
+	t.Logf("4 MiB bucket, no peak: %.1f Mbit/s for %v", got/1e6, d)
+	if got < 70e6 {
+		t.Errorf("with a full bucket the run got %.1f Mbit/s, want most of the 96 offered", got/1e6)
+	}
+	// The same bucket drained at a 50 Mbit/s peak rate.
+	peak := upLab(t, Config{OutBurst: 4 << 20, OutPeakRate: 50_000_000})
+	before := readCounters(t, peak)
+	got = sinkRate(t, peak, d)
+	after := readCounters(t, peak)
+	t.Logf("4 MiB bucket, 50 Mbit/s peak: %.1f Mbit/s; bw_out +%d", got/1e6, delta(before, after, BWOutAllowanceExceeded))
+	if got > 56e6 || got < 35e6 {
+		t.Errorf("peak-limited run got %.1f Mbit/s, want about 50", got/1e6)
+	}
+	if delta(before, after, BWOutAllowanceExceeded) <= 0 {
+		t.Errorf("%s did not move while the peak rate held traffic back", BWOutAllowanceExceeded)
+	}
+}
