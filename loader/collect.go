@@ -437,6 +437,9 @@ type Result struct {
 	Loss    record.Loss
 }
 
+// Totals are the exact totals as of the last drain.
+func (c *Collector) Totals() []record.Totals { return c.totals[:] }
+
 // Result returns the data gathered so far.
 func (c *Collector) Result() Result {
 	r := Result{Sizes: c.sizes, Flows: c.snapshots, Windows: c.windows, Loss: c.loss}
