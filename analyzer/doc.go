@@ -27,8 +27,10 @@
 //     ConntrackLowShare (0.2) of its highest value, or fallen by
 //     ConntrackFallShare (0.5) of it within ConntrackFallWindow (10 s), with
 //     no exceeded finding overlapping; the window is the SYN span of the fall.
-//   - linklocal_exceeded: the span of egress link-local packets (DNS, IMDS,
-//     NTP together) above LinkLocalPPS (1024/s) per window. linklocal_hot: a
+//   - linklocal_exceeded: the span of link-local packets (DNS, IMDS, NTP
+//     together) above LinkLocalPPS (1024/s) per window, counted in the
+//     direction the interface sees requests to the services (egress on ENA,
+//     ingress on a container's veth). linklocal_hot: a
 //     1 s rate at LinkLocalHotShare (0.7) of the limit with no exceeded
 //     finding, placed as the span above half that rate.
 //   - flow_at_cap: a flow's throughput per drain interval flat (coefficient of

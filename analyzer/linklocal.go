@@ -7,12 +7,33 @@ import (
 
 	"github.com/enaprobe/enaprobe/counters"
 	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/wire"
 )
 
-// Link-local packets are counted on egress: the limit is on traffic sent to
-// the services (AWS-LIMITS.md), and their answers would count each request
-// twice.
-const linkLocalDir = record.Egress
+// linkLocalDirection is the direction an interface sees the packets sent to
+// link-local services in: the limit is on traffic to the services
+// (AWS-LIMITS.md), and counting their answers too would count each request
+// twice. On an ENA interface that is egress; on the host side of a
+// container's veth, requests arrive on ingress. The flows tell: the
+// direction of those whose destination is a service, by packets.
+func (a *analysis) linkLocalDirection(iface string) record.Direction {
+	var packets [record.NumDirections]uint64
+	for i := range a.flows.flows {
+		f := &a.flows.flows[i]
+		if f.iface != iface || wire.ServiceOf(f.key.Dst.Addr(), a.rec.Meta.VPCResolver) == record.ServiceNone {
+			continue
+		}
+		for _, d := range bothDirections {
+			if hasDirection(f.last, d) {
+				packets[d] += f.packets
+			}
+		}
+	}
+	if packets[record.Ingress] > packets[record.Egress] {
+		return record.Ingress
+	}
+	return record.Egress
+}
 
 // linkLocalFindings reports jumps of linklocal_allowance_exceeded, located
 // where the link-local packet rate went over the per-interface limit, and
@@ -21,7 +42,7 @@ const linkLocalDir = record.Egress
 func (a *analysis) linkLocalFindings() []Finding {
 	var out []Finding
 	for _, iface := range a.ifaces {
-		fs := a.seriesOrEmpty(iface, linkLocalDir)
+		fs := a.seriesOrEmpty(iface, a.linkLocalDirection(iface))
 		var exceeded []Finding
 		if a.hasCounter(iface, counters.LinklocalAllowanceExceeded) {
 			exceeded = a.linkLocalExceeded(iface, fs)
@@ -45,13 +66,13 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 	}
 	var out []Finding
 	for _, s := range mergeSpans(spans, a.mergeGapWindows()) {
-		f := a.newFinding(KindLinkLocalExceeded, SeverityCritical, iface, []record.Direction{linkLocalDir}, s.lo, s.hi)
+		f := a.newFinding(KindLinkLocalExceeded, SeverityCritical, iface, []record.Direction{fs.dir}, s.lo, s.hi)
 		f.Evidence = append(f.Evidence,
 			ev(counters.LinklocalAllowanceExceeded, float64(s.delta), "packets"),
 			ev("sample_interval_s", float64(s.toNs-s.fromNs)/1e9, "s"))
 		f.Evidence = append(f.Evidence, a.linkLocalEvidence(fs, s.lo, s.hi)...)
 		f.FlowsRankedBy = rankPackets
-		f.Flows = a.linkLocalFlows(iface, s.lo, s.hi)
+		f.Flows = a.linkLocalFlows(iface, fs.dir, s.lo, s.hi)
 		f.Summary = fmt.Sprintf("%s rose by %d: link-local packets were dropped; %s over %.0f ms against %.0f pps per interface; %s",
 			counters.LinklocalAllowanceExceeded, s.delta, a.linkLocalRates(fs, s.lo, s.hi), float64(s.hi-s.lo)*sec*1e3,
 			a.opt.LinkLocalPPS, topFlowText(f.Flows))
@@ -97,13 +118,13 @@ func (a *analysis) linkLocalHot(iface string, fs *fineSeries, exceeded []Finding
 		if overlapsFinding(exceeded, a.offsetS(a.g.startNs(lo)), a.offsetS(a.g.startNs(hi))) {
 			continue
 		}
-		f := a.newFinding(KindLinkLocalHot, SeverityWarning, iface, []record.Direction{linkLocalDir}, lo, hi)
+		f := a.newFinding(KindLinkLocalHot, SeverityWarning, iface, []record.Direction{fs.dir}, lo, hi)
 		f.Evidence = append(f.Evidence, a.linkLocalEvidence(fs, lo, hi)...)
 		if !a.hasCounter(iface, counters.LinklocalAllowanceExceeded) {
 			f.Evidence = append(f.Evidence, ev("counter_available", 0, "bool"))
 		}
 		f.FlowsRankedBy = rankPackets
-		f.Flows = a.linkLocalFlows(iface, lo, hi)
+		f.Flows = a.linkLocalFlows(iface, fs.dir, lo, hi)
 		peak1s := a.peakRateIn(packetsAt, lo, hi, time.Second)
 		f.Summary = fmt.Sprintf("link-local traffic reached %.0f pps over 1 s (%.0f%% of the %.0f pps limit) for %.1f s; %s; %s",
 			peak1s, 100*peak1s/a.opt.LinkLocalPPS, a.opt.LinkLocalPPS, float64(hi-lo)*float64(a.g.widthNs)/1e9,
@@ -165,8 +186,11 @@ func (a *analysis) linkLocalRates(fs *fineSeries, lo, hi int) string {
 	return strings.Join(parts, ", ")
 }
 
-// linkLocalFlows ranks the link-local flows sent in [lo, hi) by packets.
-func (a *analysis) linkLocalFlows(iface string, lo, hi int) []FlowShare {
-	isLinkLocal := func(f *flowInfo) bool { return f.last.Service != record.ServiceNone }
-	return a.culprits(iface, []record.Direction{linkLocalDir}, lo, hi, nil, rankPackets, isLinkLocal)
+// linkLocalFlows ranks the flows to link-local services in [lo, hi) by
+// packets.
+func (a *analysis) linkLocalFlows(iface string, dir record.Direction, lo, hi int) []FlowShare {
+	toService := func(f *flowInfo) bool {
+		return wire.ServiceOf(f.key.Dst.Addr(), a.rec.Meta.VPCResolver) != record.ServiceNone
+	}
+	return a.culprits(iface, []record.Direction{dir}, lo, hi, nil, rankPackets, toService)
 }

@@ -30,7 +30,7 @@ func TestProfileSteady(t *testing.T) {
 		if top.Phases == nil || f.Phases[0].Bps > top.Phases[0].Bps {
 			top = f
 		}
-		if f.Dir == record.Egress && scenario.ServiceOf(f.Dir, f.Key()) == record.ServiceDNS {
+		if f.Dir == record.Egress && scenario.ServiceOf(f.Key()) == record.ServiceDNS {
 			dnsPPS += f.Phases[0].Bps / 8 / float64(f.Size)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/counters"
 	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/wire"
 )
 
 // Link-local service addresses (AWS-LIMITS.md).
@@ -18,21 +19,18 @@ var (
 	NTPAddr  = netip.MustParseAddr("169.254.169.123")
 )
 
-// ServiceOf classifies a flow by its link-local peer, as the datapath does.
-func ServiceOf(dir record.Direction, k record.FlowKey) record.Service {
-	peer := k.Dst
-	if dir == record.Ingress {
-		peer = k.Src
+// ServiceOf classifies a flow as the datapath does (package wire): by its
+// destination, else its source.
+func ServiceOf(k record.FlowKey) record.Service {
+	if svc := wire.ServiceOf(k.Dst.Addr(), netip.Addr{}); svc != record.ServiceNone {
+		return svc
 	}
-	switch {
-	case peer.Addr() == IMDSAddr && peer.Port() == 80:
-		return record.ServiceIMDS
-	case peer.Addr() == DNSAddr && peer.Port() == 53:
-		return record.ServiceDNS
-	case peer.Addr() == NTPAddr && peer.Port() == 123:
-		return record.ServiceNTP
-	}
-	return record.ServiceNone
+	return wire.ServiceOf(k.Src.Addr(), netip.Addr{})
+}
+
+// isRequest tells a packet to a link-local service from its answer.
+func isRequest(k record.FlowKey) bool {
+	return wire.ServiceOf(k.Dst.Addr(), netip.Addr{}) != record.ServiceNone
 }
 
 // tokenBucket is an allowance: rate per second, depth in the same unit.
@@ -152,7 +150,7 @@ func newGenerator(s Scenario) *generator {
 	for _, f := range s.Flows {
 		fs := &flowState{iface: f.Interface, dir: f.Dir, key: f.Key(), size: f.Size,
 			jitter: f.Jitter, phases: f.Phases, winIdx: -1,
-			stats: record.FlowStats{Service: ServiceOf(f.Dir, f.Key()), Directions: 1 << f.Dir,
+			stats: record.FlowStats{Service: ServiceOf(f.Key()), Directions: 1 << f.Dir,
 				TCPFlags: tcpFlags(f.Proto, 0x18), FirstSeenNs: -1}}
 		g.flows = append(g.flows, fs)
 		g.data = append(g.data, fs)
@@ -282,7 +280,7 @@ func (g *generator) shape(t int64, dt float64, flows, syns []*flowState) {
 			}
 			bytes[f.dir] += float64(f.pending) * float64(f.size)
 			packets[f.dir] += float64(f.pending)
-			if f.dir == record.Egress && f.stats.Service != record.ServiceNone {
+			if f.dir == record.Egress && isRequest(f.key) {
 				linkLocal += float64(f.pending)
 			}
 		}
