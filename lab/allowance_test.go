@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -196,6 +197,16 @@ func TestConntrackFlood(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	assertStill(t, before, during, BWOutAllowanceExceeded, BWInAllowanceExceeded, LinkLocalAllowanceExceeded)
+
+	// IPv6 connections count against the same cap.
+	v6, err := l.OpenConns(ctx, ConnFloodSpec{Count: 5, Dst: netip.AddrPortFrom(PeerAddr6, HoldPort)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v6.Close()
+	if got := readCounters(t, l)[ConntrackAllowanceAvailable]; v6.Established != 5 || got != max-5 {
+		t.Errorf("5 IPv6 connections (%d established) left %s at %d, want %d", v6.Established, ConntrackAllowanceAvailable, got, max-5)
+	}
 }
 
 // sinkRate runs 12 UDP flows of 8 Mbit/s (96 Mbit/s offered, above every
