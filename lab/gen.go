@@ -117,6 +117,7 @@ func (c *sendCounts) send(fd int, payload []byte, ipBytes int) error {
 // now, in catch-up batches after each sleep. It stops early when ctx ends,
 // when send fails, or one second past the planned end.
 func pace(ctx context.Context, total int, interval time.Duration, send func(k int) error) error {
+	interval = max(interval, time.Nanosecond)
 	start := time.Now()
 	hardStop := start.Add(time.Duration(total)*interval + time.Second)
 	for k := 0; k < total; {

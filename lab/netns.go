@@ -69,23 +69,25 @@ func (n *namedNetns) do(fn func() error) error {
 }
 
 // onLockedThread runs fn with the calling goroutine locked to its thread
-// and puts the thread back in its original namespace afterwards. If that
-// fails the thread stays locked, so no other goroutine ever runs in the
-// wrong namespace, and the error says so.
-func onLockedThread(fn func() error) error {
+// and puts the thread back in its original namespace afterwards, even if
+// fn panics. If that fails the thread stays locked, so no other goroutine
+// ever runs in the wrong namespace, and the error says so.
+func onLockedThread(fn func() error) (err error) {
 	runtime.LockOSThread()
 	orig, err := netns.Get()
 	if err != nil {
 		runtime.UnlockOSThread()
 		return fmt.Errorf("get current netns: %w", err)
 	}
-	defer orig.Close()
-	fnErr := fn()
-	if err := netns.Set(orig); err != nil {
-		return errors.Join(fnErr, fmt.Errorf("restore netns, thread left locked: %w", err))
-	}
-	runtime.UnlockOSThread()
-	return fnErr
+	defer func() {
+		defer orig.Close()
+		if rerr := netns.Set(orig); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("restore netns, thread left locked: %w", rerr))
+			return
+		}
+		runtime.UnlockOSThread()
+	}()
+	return fn()
 }
 
 // run execs a command inside the namespace: the child is forked from the

@@ -69,9 +69,6 @@ table inet enalab {
 
 var nftTemplate = template.Must(template.New("ruleset").Parse(nftRuleset))
 
-// nftTables are the tables the ruleset creates, for removal.
-var nftTables = []string{"netdev enalab", "inet enalab"}
-
 // Counter names in the ruleset.
 const (
 	nftPPSExceeded       = "pps_exceeded"
@@ -104,15 +101,6 @@ func (l *Lab) setupNftables() error {
 	}
 	if _, err := l.vpc.run(rules, "nft", "-f", "-"); err != nil {
 		return fmt.Errorf("load nftables ruleset: %w", err)
-	}
-	return nil
-}
-
-func (l *Lab) removeNftables() error {
-	for _, t := range nftTables {
-		if _, err := l.vpc.run(nil, "nft", "delete", "table", t); err != nil {
-			return err
-		}
 	}
 	return nil
 }
