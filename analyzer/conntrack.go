@@ -44,15 +44,26 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 		s.fromNs, s.toNs, s.delta = j.FromNs, j.ToNs, j.Delta
 		// The table filled when the new connections since the previous
 		// read used up what it said was available: the first SYN past that
-		// is the first one dropped, and the finding starts with it.
+		// is the first one dropped, and the finding starts with it. Inbound
+		// SYNs dropped by the device never reach the host, so past the
+		// fill the drops may be unseen: they then lie in the rest of the
+		// interval.
 		if avail, ok := gaugeAt(gauges, j.FromNs); ok && avail > 0 {
 			var sum float64
-			for i := lo; i < s.hi; i++ {
+			for i := lo; i < hi; i++ {
 				sum += synsAt(i)
-				if sum > float64(avail) {
-					s.lo = max(s.lo, i)
-					break
+				if sum < float64(avail) {
+					continue
 				}
+				fill := i
+				if sum == float64(avail) {
+					fill = i + 1
+				}
+				s.lo = max(s.lo, fill)
+				if s.lo >= s.hi {
+					s.hi = hi
+				}
+				break
 			}
 		}
 		spans = append(spans, s)
@@ -78,10 +89,16 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 		if v, ok := gaugeFrom(gauges, s.toNs); ok {
 			f.Evidence = append(f.Evidence, ev("conntrack_available_after", float64(v), "count"))
 		}
+		// The connections that filled the table were opened before it was
+		// full, and inbound SYNs dropped after are not seen: the culprits
+		// are the SYN sources from the read before the jump on.
+		ilo, _ := a.g.span(s.fromNs, s.toNs)
+		intervalSYNs := sumIn(synsAt, ilo, s.hi)
+		f.Evidence = append(f.Evidence, ev("interval_syns", intervalSYNs, "count"))
 		f.FlowsRankedBy = rankSYNs
-		f.Flows = a.synSources(iface, a.g.startNs(s.lo), a.g.startNs(s.hi))
-		f.Summary = fmt.Sprintf("%s rose by %d: connection tracking was full and new connections were dropped; %.0f SYNs in %.0f ms (%s), %s",
-			counters.ConntrackAllowanceExceeded, s.delta, syns, dur*1e3, fmtRate(share(syns, dur), "SYN/s"), synSourceText(f.Flows))
+		f.Flows = a.synSources(iface, a.g.startNs(ilo), a.g.startNs(s.hi))
+		f.Summary = fmt.Sprintf("%s rose by %d: connection tracking was full and new connections were dropped; %.0f SYNs seen in the %.0f ms of drops (%s), %.0f since the read before; %s",
+			counters.ConntrackAllowanceExceeded, s.delta, syns, dur*1e3, fmtRate(share(syns, dur), "SYN/s"), intervalSYNs, synSourceText(f.Flows))
 		f.Recommendation = recommendConntrack
 		out = append(out, f)
 	}

@@ -180,6 +180,23 @@ func Cases() map[string]Case {
 				Src: host.String() + ":*", Dst: backend.String()}}
 		}})
 
+	// A SYN flood from outside for 2.6 s into the same table. The device
+	// drops the SYNs it cannot track before the host sees them, so the
+	// analyzer can place the start of the drops (the table filling) but
+	// only bound their end by the read that counted the last of them.
+	attacker := netip.MustParseAddr("198.51.100.7")
+	web := ap(host, 443)
+	synFlood := SYNFlood{Interface: "eth0", Dir: record.Ingress, Src: attacker, Dst: web, PerSecond: 4000, From: sec(3), To: sec(5.6)}
+	add(Case{Scenario: Scenario{Name: "conntrack_exceeded_inbound", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 15,
+		Interfaces: []Interface{ctIface}, Flows: steady("eth0", 8*time.Second), SYNFloods: []SYNFlood{synFlood}},
+		Expect: func(tr Truth) []Expect {
+			d := tr.Drops["eth0"][counters.ConntrackAllowanceExceeded]
+			read := time.Duration(Defaults.SampleNs)
+			countedBy := (d[len(d)-1].To + read - 1) / read * read
+			return []Expect{{Kind: "conntrack_exceeded", Interface: "eth0", Severity: "critical", From: d[0].From, To: countedBy,
+				Src: attacker.String() + ":*", Dst: web.String()}}
+		}})
+
 	// The same churn for 2 s into a table of 12000: available falls from
 	// 11000 to 3000 (27%, a fall of 67% of its highest) without drops.
 	nearIface := ena("eth0")
