@@ -23,7 +23,9 @@
 //     against Options.PPSAllowance when given (AWS does not publish it).
 //   - conntrack_exceeded: the SYN span of the jump interval, started where the
 //     SYNs since the previous read exceeded what conntrack_allowance_available
-//     said was left. conntrack_near_limit: the gauge at or below
+//     said was left (inbound SYNs dropped after that are never seen, so the
+//     span may run to the read); culprits are the SYN sources from the read
+//     before, grouped by source address and destination. conntrack_near_limit: the gauge at or below
 //     ConntrackLowShare (0.2) of its highest value, or fallen by
 //     ConntrackFallShare (0.5) of it within ConntrackFallWindow (10 s), with
 //     no exceeded finding overlapping; the window is the SYN span of the fall.

@@ -163,7 +163,10 @@ type FlowShare struct {
 	MeanSize float64 `json:"mean_size"`          // bytes per packet in the window
 	MinSize  uint32  `json:"min_size,omitempty"` // smallest packet of the flow so far
 	MaxSize  uint32  `json:"max_size,omitempty"`
-	Share    float64 `json:"share"` // of the window's total, by Finding.FlowsRankedBy
+	// Share is of the window's total by Finding.FlowsRankedBy; for Source
+	// "snapshots", of all flows' traffic in the drain intervals overlapping
+	// the window.
+	Share float64 `json:"share"`
 	// Flows is how many 5-tuples the row sums, when more than one: SYN
 	// sources are grouped per source address and destination, and a source
 	// port that varies is shown as "*" (Src "10.0.0.7:*").
