@@ -90,8 +90,8 @@ func closeFds(fds []int) {
 	}
 }
 
-// sendCounts tallies non-blocking sends.
-type sendCounts struct {
+// SendCounts tallies a generator's non-blocking sends.
+type SendCounts struct {
 	Sent, SentBytes uint64
 	// Blocked counts sends refused because the socket buffer was full.
 	Blocked uint64
@@ -99,7 +99,7 @@ type sendCounts struct {
 
 // send sends one datagram without blocking. A full socket buffer is
 // counted, not waited for, so pacing holds; other errors are returned.
-func (c *sendCounts) send(fd int, payload []byte, ipBytes int) error {
+func (c *SendCounts) send(fd int, payload []byte, ipBytes int) error {
 	err := unix.Send(fd, payload, unix.MSG_DONTWAIT)
 	switch {
 	case err == nil:

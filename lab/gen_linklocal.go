@@ -27,7 +27,7 @@ type LinkLocalSpec struct {
 
 // LinkLocalResult counts requests sent and answers received.
 type LinkLocalResult struct {
-	sendCounts
+	SendCounts
 	Answered uint64
 }
 

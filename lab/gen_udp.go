@@ -22,12 +22,12 @@ type UDPFlowsSpec struct {
 
 // UDPFlowsResult is what the sender did.
 type UDPFlowsResult struct {
-	sendCounts
+	SendCounts
 	Elapsed time.Duration
 }
 
 // UDPFlows sends the flows, round robin, paced to the total rate, and
-// returns when done. Sends never block (see sendCounts.Blocked).
+// returns when done. Sends never block (see SendCounts.Blocked).
 func (l *Lab) UDPFlows(ctx context.Context, spec UDPFlowsSpec) (UDPFlowsResult, error) {
 	if spec.Flows == 0 {
 		spec.Flows = 1
@@ -84,7 +84,7 @@ type BurstSpec struct {
 // BurstResult holds the sender's CLOCK_MONOTONIC times around the burst:
 // StartNs just before the first send, EndNs just after the last.
 type BurstResult struct {
-	sendCounts
+	SendCounts
 	StartNs, EndNs int64
 }
 
