@@ -84,6 +84,21 @@ func sockaddr(ap netip.AddrPort) unix.Sockaddr {
 	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
 }
 
+// localAddr is the address a socket sends from.
+func localAddr(fd int) (netip.AddrPort, error) {
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("getsockname: %w", err)
+	}
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port)), nil
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr).Unmap(), uint16(a.Port)), nil
+	}
+	return netip.AddrPort{}, fmt.Errorf("getsockname: unexpected %T", sa)
+}
+
 func closeFds(fds []int) {
 	for _, fd := range fds {
 		unix.Close(fd)

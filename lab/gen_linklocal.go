@@ -29,6 +29,8 @@ type LinkLocalSpec struct {
 type LinkLocalResult struct {
 	SendCounts
 	Answered uint64
+	// Src is the client socket's address: its flow in a trace.
+	Src netip.AddrPort
 }
 
 // answerWait is how long answers are awaited after the last request.
@@ -68,6 +70,8 @@ func (l *Lab) LinkLocal(ctx context.Context, spec LinkLocalSpec) (LinkLocalResul
 	}
 	defer conn.Close()
 
+	var res LinkLocalResult
+	res.Src = conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	var answered atomic.Uint64
 	readerDone := make(chan struct{})
 	go func() {
@@ -84,7 +88,6 @@ func (l *Lab) LinkLocal(ctx context.Context, spec LinkLocalSpec) (LinkLocalResul
 		}
 	}()
 
-	var res LinkLocalResult
 	raw, err := conn.SyscallConn()
 	if err != nil {
 		return res, fmt.Errorf("link-local client: %w", err)

@@ -86,6 +86,8 @@ type BurstSpec struct {
 type BurstResult struct {
 	SendCounts
 	StartNs, EndNs int64
+	// Src is the burst socket's address: its flow in a trace.
+	Src netip.AddrPort
 }
 
 // Burst sends Packets datagrams from one socket as fast as the sender
@@ -113,6 +115,9 @@ func (l *Lab) Burst(ctx context.Context, spec BurstSpec) (BurstResult, error) {
 	}
 	defer closeFds(fds)
 	var res BurstResult
+	if res.Src, err = localAddr(fds[0]); err != nil {
+		return res, fmt.Errorf("burst: %w", err)
+	}
 	payload := make([]byte, spec.PacketSize-hdr)
 	res.StartNs = monotonicNs()
 	for range spec.Packets {
