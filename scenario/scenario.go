@@ -1,0 +1,169 @@
+//go:build linux
+
+// Package scenario reproduces EC2 network limits in the lab: each scenario
+// brings a lab up, traces its instance interface with the lab's emulated
+// allowance counters, drives traffic, and returns the recording with the
+// truth the traffic generators know, so tests and users can check that the
+// report finds what happened.
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/capture"
+	"github.com/enaprobe/enaprobe/ena"
+	"github.com/enaprobe/enaprobe/lab"
+	"github.com/enaprobe/enaprobe/record"
+)
+
+// Scenario is one reproducible situation.
+type Scenario struct {
+	Name    string
+	Summary string
+	// Expect is what the report should show, for people.
+	Expect string
+	// Lab returns the lab's allowances.
+	Lab func() lab.Config
+	// Drive makes the traffic once the trace is attached; it returns what
+	// it knows about what it did.
+	Drive func(ctx context.Context, l *lab.Lab) (Truth, error)
+}
+
+// Truth is what the traffic generators know, to compare a report with.
+type Truth struct {
+	// Culprit is the flow (source) the expected finding should name first.
+	Culprit netip.AddrPort
+	// Bursts are sender-side CLOCK_MONOTONIC spans of deliberate bursts.
+	Bursts []Span
+	Notes  []string
+}
+
+// Span is a [StartNs, EndNs] interval on the monotonic clock.
+type Span struct{ StartNs, EndNs int64 }
+
+// Outcome is a finished scenario.
+type Outcome struct {
+	Recording *record.Recording
+	Truth     Truth
+	// Analysis holds the lab's allowances as analyzer options, since the
+	// lab is an instance scaled down from any real type.
+	Analysis analyzer.Options
+}
+
+// All lists the scenarios by name.
+func All() []Scenario {
+	s := []Scenario{microBurst(), flowAtCap(), linkLocal(), connFlood(), clean()}
+	sort.Slice(s, func(i, j int) bool { return s[i].Name < s[j].Name })
+	return s
+}
+
+// Lookup finds a scenario by name.
+func Lookup(name string) (Scenario, bool) {
+	for _, s := range All() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
+
+// Names lists the scenario names.
+func Names() []string {
+	var n []string
+	for _, s := range All() {
+		n = append(n, s.Name)
+	}
+	return n
+}
+
+// Run brings the lab up, traces its instance interface while Drive runs,
+// and tears everything down. cfg carries the trace settings (bucket, window,
+// sample interval, meta); interfaces and counter sources are the lab's.
+func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err error) {
+	lcfg := s.Lab()
+	l, err := lab.Up(ctx, lcfg)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
+	}
+	defer func() { err = errors.Join(err, l.Close()) }()
+	lcfg = l.Config()
+
+	iface := l.InstanceInterface()
+	cfg.Interfaces = []string{iface}
+	cfg.CounterSources = map[string]ena.Source{iface: l.Counters()}
+	cfg.Duration = 0 // until Drive is done
+	if cfg.Meta.InstanceType == "" {
+		cfg.Meta.InstanceType = "lab"
+	}
+	cfg.Meta.FlowLimitBps = float64(lcfg.FlowRate)
+	cfg.Datapath.HeavyBytes = max(uint64(float64(lcfg.FlowRate)/8*cfg.Datapath.Window.Seconds()*0.5), 1500)
+
+	traceCtx, stopTrace := context.WithCancel(ctx)
+	defer stopTrace()
+	attached := make(chan struct{})
+	userAttached := cfg.Attached
+	cfg.Attached = func() {
+		if userAttached != nil {
+			userAttached()
+		}
+		close(attached)
+	}
+	var rec *record.Recording
+	var traceErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		traceErr = l.InInstance(func() error {
+			var err error
+			rec, err = capture.Run(traceCtx, cfg)
+			return err
+		})
+		if traceErr != nil {
+			select {
+			case <-attached:
+			default:
+				close(attached) // unblock the wait below
+			}
+		}
+	}()
+	select {
+	case <-attached:
+	case <-ctx.Done():
+		stopTrace()
+		wg.Wait()
+		return nil, ctx.Err()
+	}
+	if traceErr != nil {
+		wg.Wait()
+		return nil, traceErr
+	}
+
+	// A quiet lead-in and tail, so findings are not at the trace's edges.
+	time.Sleep(300 * time.Millisecond)
+	truth, driveErr := s.Drive(ctx, l)
+	time.Sleep(300 * time.Millisecond)
+	stopTrace()
+	wg.Wait()
+	if driveErr != nil {
+		return nil, fmt.Errorf("scenario %s: drive traffic: %w", s.Name, driveErr)
+	}
+	if traceErr != nil {
+		return nil, fmt.Errorf("scenario %s: %w", s.Name, traceErr)
+	}
+	opts := analyzer.DefaultOptions()
+	opts.InstanceType = cfg.Meta.InstanceType
+	opts.BaselineBps = float64(lcfg.OutRate)
+	opts.BurstBps = float64(max(lcfg.OutPeakRate, lcfg.OutRate))
+	opts.FlowLimitBps = float64(lcfg.FlowRate)
+	opts.LinkLocalPPS = float64(lcfg.LinkLocalPPS)
+	opts.PPSAllowance = float64(lcfg.PPS)
+	return &Outcome{Recording: rec, Truth: truth, Analysis: opts}, nil
+}
