@@ -1,0 +1,129 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/enaprobe/enaprobe/analyzer"
+)
+
+// Text writes the report for a terminal (the default output of `enaprobe
+// trace`): a header saying what was traced and against which limits, the
+// findings ranked by severity then time, the traffic profile, the NIC
+// counters and what the trace could not see. Lines are at most 100
+// columns.
+func Text(w io.Writer, in Input) error {
+	if in.Result == nil {
+		return errors.New("text report: no result")
+	}
+	var p page
+	textHeader(&p, in)
+	textFindings(&p, in.Result)
+	textProfile(&p, in.Result)
+	textCounters(&p, in.Result)
+	textLoss(&p, in.Result)
+	if _, err := io.WriteString(w, p.b.String()); err != nil {
+		return fmt.Errorf("write text report: %w", err)
+	}
+	return nil
+}
+
+const labelWidth = 13
+
+func textHeader(p *page, in Input) {
+	res, env := in.Result, in.Env
+	tr := res.Trace
+	host := firstNonEmpty(env.Hostname, tr.Hostname, "unknown host")
+	itype := firstNonEmpty(tr.InstanceType, env.InstanceType, "instance type unknown")
+	title := fmt.Sprintf("enaprobe report: %s (%s)", host, itype)
+	p.line(title)
+	p.line(strings.Repeat("=", len([]rune(title))))
+	p.field("", "Host", labelWidth, fmt.Sprintf("%s, %s, kernel %s", host, itype,
+		firstNonEmpty(env.Kernel, tr.Kernel, "unknown")))
+	version := firstNonEmpty(env.EnaprobeVersion, tr.ProbeVersion, "unknown")
+	if env.CommandLine != "" {
+		version += "; " + env.CommandLine
+	}
+	p.field("", "enaprobe", labelWidth, version)
+	p.field("", "Trace", labelWidth, fmt.Sprintf("%s -> %s UTC (%s)",
+		tr.Start.UTC().Format("2006-01-02 15:04:05.000"), fmtClock(tr.End, tr.Start), fmtSeconds(tr.DurationS)))
+	p.field("", "Capture", labelWidth, fmt.Sprintf(
+		"%s attach; %s buckets; findings located to %s windows; counters read every %s (source: %s)",
+		firstNonEmpty(env.AttachMode, tr.AttachMode, "unknown"), fmtSeconds(float64(tr.BucketUs)/1e6),
+		fmtSeconds(float64(tr.FineWindowUs)/1e6), fmtSeconds(tr.SampleMs/1e3), firstNonEmpty(tr.CounterSource, "none")))
+	for i, e := range tr.ENA {
+		label := ""
+		if i == 0 {
+			label = "Interfaces"
+		}
+		p.field("", label, labelWidth, interfaceLine(e, env))
+	}
+	for i, l := range limitLines(tr.Limits) {
+		label := ""
+		if i == 0 {
+			label = "Limits"
+		}
+		p.field("", label, labelWidth, l)
+	}
+	for i, n := range tr.Notes {
+		label := ""
+		if i == 0 {
+			label = "Notes"
+		}
+		p.field("", label, labelWidth, n)
+	}
+}
+
+// interfaceLine describes an interface's driver and allowance counters.
+func interfaceLine(e analyzer.InterfaceENA, env Environment) string {
+	driver := firstNonEmpty(e.Driver, "driver unknown")
+	mtu := 0
+	for _, i := range env.Interfaces {
+		if i.Name == e.Interface {
+			driver = firstNonEmpty(e.Driver, i.Driver, "driver unknown")
+			mtu = i.MTU
+		}
+	}
+	if !e.ENA {
+		return fmt.Sprintf("%s (%s): no ENA allowance counters; packet profile only", e.Interface, driver)
+	}
+	s := e.Interface + ": " + strings.TrimSpace(driver+" "+e.DriverVersion)
+	if mtu > 0 {
+		s += fmt.Sprintf(", MTU %d", mtu)
+	}
+	total := len(e.Present) + len(e.Absent)
+	s += fmt.Sprintf("; allowance counters: %d of %d read in %s samples", len(e.Present), total, fmtCount(e.Reads))
+	if len(e.Absent) > 0 {
+		s += " (absent, nothing can be concluded from them: " + strings.Join(e.Absent, ", ") + ")"
+	}
+	return s
+}
+
+// limitLines say each limit and where its value came from.
+func limitLines(l analyzer.Limits) []string {
+	source := func(x analyzer.Limit) string { return firstNonEmpty(x.Source, "unknown") }
+	var out []string
+	if l.BaselineBps.Source == l.BurstBps.Source {
+		out = append(out, fmt.Sprintf("baseline %s, burst %s per direction (from %s)",
+			fmtLimit(l.BaselineBps, fmtBps), fmtLimit(l.BurstBps, fmtBps), source(l.BaselineBps)))
+	} else {
+		out = append(out, fmt.Sprintf("baseline %s per direction (from %s)", fmtLimit(l.BaselineBps, fmtBps), source(l.BaselineBps)),
+			fmt.Sprintf("burst %s per direction (from %s)", fmtLimit(l.BurstBps, fmtBps), source(l.BurstBps)))
+	}
+	out = append(out,
+		fmt.Sprintf("per flow (5-tuple) %s (from %s)", fmtLimit(l.FlowLimitBps, fmtBps), source(l.FlowLimitBps)),
+		fmt.Sprintf("link-local (DNS + IMDS + NTP) %s per interface (from %s)",
+			fmtLimit(l.LinkLocalPPS, fmtPPS), source(l.LinkLocalPPS)))
+	return out
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

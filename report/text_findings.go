@@ -1,0 +1,177 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/counters"
+)
+
+// rankedFindings returns the findings most severe first, then by time.
+func rankedFindings(res *analyzer.Result) []analyzer.Finding {
+	fs := slices.Clone(res.Findings)
+	slices.SortStableFunc(fs, func(a, b analyzer.Finding) int {
+		return cmp.Or(cmp.Compare(severityRank(a.Severity), severityRank(b.Severity)),
+			a.Start.Compare(b.Start), cmp.Compare(a.Kind, b.Kind))
+	})
+	return fs
+}
+
+// findingCounters names the allowance counters a finding kind is about.
+func findingCounters(f analyzer.Finding) []string {
+	switch f.Kind {
+	case analyzer.KindMicroburstIn:
+		return []string{counters.BwInAllowanceExceeded}
+	case analyzer.KindMicroburstOut:
+		return []string{counters.BwOutAllowanceExceeded}
+	case analyzer.KindBaselineExhausted:
+		switch f.Direction {
+		case "ingress":
+			return []string{counters.BwInAllowanceExceeded}
+		case "egress":
+			return []string{counters.BwOutAllowanceExceeded}
+		}
+		return []string{counters.BwInAllowanceExceeded, counters.BwOutAllowanceExceeded}
+	case analyzer.KindPPSExceeded:
+		return []string{counters.PPSAllowanceExceeded}
+	case analyzer.KindConntrackExceeded, analyzer.KindConntrackNearLimit:
+		return []string{counters.ConntrackAllowanceExceeded, counters.ConntrackAllowanceAvailable}
+	case analyzer.KindLinkLocalExceeded, analyzer.KindLinkLocalHot:
+		return []string{counters.LinklocalAllowanceExceeded}
+	}
+	return nil
+}
+
+// counterDeltaText describes how one counter moved over the trace.
+func counterDeltaText(c analyzer.CounterDelta) string {
+	if c.Gauge != nil {
+		g := c.Gauge
+		return fmt.Sprintf("%s: first %s, lowest %s, highest %s, last %s", c.Name,
+			fmtCount(g.First), fmtCount(g.Min), fmtCount(g.Max), fmtCount(g.Last))
+	}
+	s := fmt.Sprintf("%s +%s", c.Name, fmtCount(c.Delta))
+	if c.Resets > 0 {
+		s += fmt.Sprintf(" (%d resets: a lower bound)", c.Resets)
+	}
+	return s
+}
+
+// findingCounterText says how the finding's counters moved over the trace.
+func findingCounterText(res *analyzer.Result, f analyzer.Finding) string {
+	names := findingCounters(f)
+	if len(names) == 0 {
+		return "none: the per-flow limit has no counter, only the traffic shows it"
+	}
+	for _, e := range res.Trace.ENA {
+		if e.Interface == f.Interface && !e.ENA {
+			return "none: " + f.Interface + " has no ENA allowance counters"
+		}
+	}
+	var parts []string
+	for _, name := range names {
+		for _, c := range res.Counters {
+			if c.Interface == f.Interface && c.Name == name {
+				parts = append(parts, counterDeltaText(c))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "not read on " + f.Interface
+	}
+	return strings.Join(parts, "; ") + " over the whole trace"
+}
+
+func findingTitle(i int, f analyzer.Finding) string {
+	where := f.Interface
+	if f.Direction != "" {
+		where += " " + f.Direction
+	}
+	return fmt.Sprintf("#%d  %s  %s  %s", i+1, strings.ToUpper(f.Severity), f.Kind, where)
+}
+
+func findingWhen(f analyzer.Finding, traceStart time.Time) string {
+	return fmt.Sprintf("%s -> %s UTC (%s -> %s, %s)", fmtClock(f.Start, traceStart), fmtClock(f.End, traceStart),
+		fmtOffset(f.StartOffsetS), fmtOffset(f.EndOffsetS), fmtSeconds(f.EndOffsetS-f.StartOffsetS))
+}
+
+// flowSourceText says how precisely a culprit flow is placed in the window.
+func flowSourceText(s string) string {
+	switch s {
+	case "window_events":
+		return "per window"
+	case "snapshots":
+		return "per drain"
+	}
+	return s
+}
+
+func textFindings(p *page, res *analyzer.Result) {
+	fs := rankedFindings(res)
+	count := map[string]int{}
+	for _, f := range fs {
+		count[f.Severity]++
+	}
+	p.heading(fmt.Sprintf("FINDINGS: %d (%d critical, %d warning, %d info)", len(fs),
+		count[analyzer.SeverityCritical], count[analyzer.SeverityWarning], count[analyzer.SeverityInfo]))
+	if len(fs) == 0 {
+		p.para("", "Nothing exceeded or came near a known allowance, and no allowance counter moved.")
+		return
+	}
+	const ind, lw = "    ", 10
+	for i, f := range fs {
+		p.blank()
+		p.line(findingTitle(i, f))
+		p.field(ind, "When", lw, findingWhen(f, res.Trace.Start))
+		p.field(ind, "What", lw, f.Summary)
+		ev := &table{right: []bool{false, true}} // no header
+		for _, e := range f.Evidence {
+			ev.add(e.Name, fmtEvidence(e))
+		}
+		for j, l := range ev.render("") {
+			label := ""
+			if j == 0 {
+				label = "How big"
+			}
+			p.field(ind, label, lw, l)
+		}
+		p.field(ind, "Counters", lw, findingCounterText(res, f))
+		if len(f.Flows) == 0 {
+			p.field(ind, "Flows", lw, "none recorded in the window")
+		} else {
+			p.field(ind, "Flows", lw, "ranked by "+f.FlowsRankedBy+" in the window")
+			p.lines(flowShareTable(f).renderFitting(ind + "  "))
+		}
+		p.field(ind, "Fix", lw, f.Recommendation)
+	}
+}
+
+func flowShareTable(f analyzer.Finding) *table {
+	withSYNs := f.FlowsRankedBy == "syns"
+	for _, fl := range f.Flows {
+		withSYNs = withSYNs || fl.SYNs > 0
+	}
+	t := newTable("FLOW", "BYTES", "PACKETS", "SYNS", "SHARE", "PLACED").rightAlign(1, 2, 3, 4)
+	if !withSYNs {
+		t = newTable("FLOW", "BYTES", "PACKETS", "SHARE", "PLACED").rightAlign(1, 2, 3)
+	}
+	for _, fl := range f.Flows {
+		name := flowString(fl.Proto, fl.Src, fl.Dst)
+		if fl.Service != "" {
+			name += " (" + fl.Service + ")"
+		}
+		if fl.Flows > 1 {
+			name += fmt.Sprintf(" [%s flows]", fmtCount(fl.Flows))
+		}
+		row := []string{name, fmtBytes(float64(fl.Bytes)), fmtCount(fl.Packets), fmtCount(fl.SYNs),
+			fmtShare(fl.Share), flowSourceText(fl.Source)}
+		if !withSYNs {
+			row = slices.Delete(row, 3, 4)
+		}
+		t.add(row...)
+	}
+	return t
+}
