@@ -50,7 +50,8 @@ func scaled(v float64, unit string) string {
 	return sig(v) + " " + unit
 }
 
-func fmtBps(v float64) string   { return scaled(v, "bit/s") }
+func fmtBps(v float64) string { return scaled(v, "bit/s") }
+
 // fmtPPS writes packet rates below 10,000 whole (1,024 pps, the link-local
 // limit, reads better than 1.02 kpps).
 func fmtPPS(v float64) string {
