@@ -26,23 +26,10 @@ func textTotals(p *page, totals []analyzer.Total) {
 		p.para("  ", "No totals recorded.")
 		return
 	}
-	header := []string{"IFACE", "DIR", "PACKETS", "BYTES", "SYNS"}
-	for c := range record.Class(record.NumClasses) {
-		header = append(header, strings.ToUpper(c.String()))
-	}
+	header, rows := totalsRows(totals)
 	t := newTable(header...).rightAlign(2, 3, 4, 5, 6, 7, 8)
-	for _, tot := range totals {
-		row := []string{tot.Interface, tot.Direction, fmtCount(tot.Packets), fmtBytes(float64(tot.Bytes)), fmtCount(tot.SYNs)}
-		for c := range record.Class(record.NumClasses) {
-			v := uint64(0)
-			for _, ct := range tot.Classes {
-				if ct.Class == c.String() {
-					v = ct.Packets
-				}
-			}
-			row = append(row, fmtCount(v))
-		}
-		t.add(row...)
+	for _, r := range rows {
+		t.add(r...)
 	}
 	p.lines(t.render("  "))
 }
@@ -100,50 +87,14 @@ func textRates(p *page, rates []analyzer.RateProfile) {
 		p.para("  ", "No bucket series recorded.")
 		return
 	}
-	t := newTable("IFACE", "DIR", "", "1 ms PEAK", "100 ms PEAK", "1 s PEAK", "1-min AVG", "5-min AVG").
-		rightAlign(3, 4, 5, 6, 7)
-	for _, r := range rates {
-		bps := []string{r.Interface, r.Direction, "bits/s"}
-		pps := []string{"", "", "packets/s"}
-		for _, w := range []float64{0.001, 0.1, 1} {
-			pk, ok := peakAt(r, w)
-			if !ok {
-				bps, pps = append(bps, "-"), append(pps, "-")
-				continue
-			}
-			mark := ""
-			if pk.Partial {
-				mark = "*"
-			}
-			bps, pps = append(bps, fmtBps(pk.Bps)+mark), append(pps, fmtPPS(pk.PPS)+mark)
-		}
-		for _, per := range []float64{60, 300} {
-			a, ok := averageOf(r, per)
-			if !ok {
-				bps, pps = append(bps, "-"), append(pps, "-")
-				continue
-			}
-			mark := ""
-			if a.Partial {
-				mark = "*"
-			}
-			bps, pps = append(bps, fmtBps(a.Bps)+mark), append(pps, fmtPPS(a.PPS)+mark)
-		}
-		t.add(bps...)
-		t.add(pps...)
+	header, rows, partial := rateRows(rates)
+	t := newTable(header...).rightAlign(3, 4, 5, 6, 7)
+	for _, r := range rows {
+		t.add(r...)
 	}
 	p.lines(t.render("  "))
-	partial := false
-	for _, r := range rates {
-		for _, a := range r.Averages {
-			partial = partial || a.Partial
-		}
-		for _, pk := range r.Peaks {
-			partial = partial || pk.Partial
-		}
-	}
 	if partial {
-		p.para("  ", "* trace shorter than the window or period: the value is the average over the whole trace.")
+		p.para("  ", partialNote)
 	}
 	p.blank()
 	for _, r := range rates {
@@ -291,57 +242,24 @@ func textCounters(p *page, res *analyzer.Result) {
 func textLoss(p *page, res *analyzer.Result) {
 	l := res.Loss
 	p.heading("LOSS (what the trace could not see)")
-	datapathZero := l.Total == (analyzer.LossCounts{})
-	readsClean := l.CounterReadFailures == 0 && l.CounterResets == 0
-	switch {
-	case datapathZero && readsClean:
-		p.para("", "All loss counters are zero: every packet was counted, no flow or window event was "+
-			"dropped, and every counter read succeeded without a reset.")
-	case datapathZero:
-		p.para("", fmt.Sprintf("The datapath lost nothing (every packet counted, no flow or window event dropped); "+
-			"the counter reads had %d failures and %d resets, listed below.", l.CounterReadFailures, l.CounterResets))
-	default:
-		p.para("", "The datapath did not see everything: totals are exact, but buckets, flows or window "+
-			"events below were lost, so rates and culprits can be understated.")
-	}
-	header := []string{"", "TOTAL"}
-	for _, i := range l.Interfaces {
-		header = append(header, i.Interface)
-	}
+	p.para("", lossSentence(l))
+	header, rows := lossRows(l)
 	t := newTable(header...)
 	for i := 1; i < len(header); i++ {
 		t.rightAlign(i)
 	}
-	row := func(name string, total uint64, per func(analyzer.InterfaceLoss) uint64) {
-		r := []string{name, fmtCount(total)}
-		for _, i := range l.Interfaces {
-			r = append(r, fmtCount(per(i)))
-		}
+	for _, r := range rows {
 		t.add(r...)
 	}
-	row("flow_map_full (packets of new flows)", l.Total.FlowMapFull, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.FlowMapFull })
-	row("ringbuf_full (window events)", l.Total.RingbufFull, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.RingbufFull })
-	row("bucket_overwritten (packets)", l.Total.BucketOverwritten, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.BucketOverwritten })
-	row("slice_overwritten (packets)", l.Total.SliceOverwritten, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.SliceOverwritten })
-	row("flows_evicted (idle flows)", l.Total.FlowsEvicted, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.FlowsEvicted })
-	var reads uint64
-	for _, i := range l.Interfaces {
-		reads += uint64(i.CounterReads)
-	}
-	row("counter reads", reads, func(i analyzer.InterfaceLoss) uint64 { return uint64(i.CounterReads) })
-	row("counter read failures", uint64(l.CounterReadFailures), func(i analyzer.InterfaceLoss) uint64 { return uint64(i.CounterReadFailures) })
-	row("counter resets", uint64(l.CounterResets), func(i analyzer.InterfaceLoss) uint64 { return uint64(i.CounterResets) })
 	p.blank()
 	p.lines(t.render("  "))
 	if len(l.ReadFailures)+len(l.Resets) > 0 {
 		p.blank()
 	}
 	for _, f := range l.ReadFailures {
-		p.field("  ", "read failed", 13, fmt.Sprintf("%s at %s (%s): %s", f.Interface, fmtClock(f.Time, res.Trace.Start),
-			fmtOffset(f.OffsetS), f.Error))
+		p.field("  ", "read failed", 13, readFailureText(f, res.Trace.Start))
 	}
 	for _, r := range l.Resets {
-		p.field("  ", "reset", 13, fmt.Sprintf("%s %s went from %s to %s at %s (%s)", r.Interface, r.Name,
-			fmtCount(r.From), fmtCount(r.To), fmtClock(r.Time, res.Trace.Start), fmtOffset(r.OffsetS)))
+		p.field("  ", "reset", 13, resetText(r, res.Trace.Start))
 	}
 }

@@ -1,0 +1,205 @@
+package report
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/enaprobe/enaprobe/analyzer"
+)
+
+// The page is one file that opens offline: the style sheet and the script
+// are inlined, the charts are SVG generated here, fonts are the system's.
+var (
+	//go:embed html/report.tmpl
+	htmlTemplate string
+	//go:embed html/style.css
+	htmlStyle string
+	//go:embed html/errors.js
+	htmlErrorsScript string
+	//go:embed html/hover.js
+	htmlHoverScript string
+)
+
+var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"bps":      fmtBps,
+	"pps":      fmtPPS,
+	"bytes":    func(v uint64) string { return fmtBytes(float64(v)) },
+	"count":    func(v uint64) string { return fmtCount(v) },
+	"int":      func(v int) string { return fmtCount(v) },
+	"share":    fmtShare,
+	"seconds":  fmtSeconds,
+	"offset":   fmtOffset,
+	"evidence": fmtEvidence,
+	"limitpps": func(l analyzer.Limit) string { return fmtLimit(l, fmtPPS) },
+	"flow":     flowString,
+	"us":       func(v float64) string { return fmtSeconds(v / 1e6) },
+	"upper":    strings.ToUpper,
+}).Parse(htmlTemplate))
+
+// htmlPage is what the template renders.
+type htmlPage struct {
+	Title       string
+	Res         *analyzer.Result
+	Env         Environment
+	Header      []htmlField
+	Findings    []htmlFinding
+	Interfaces  []htmlInterface
+	Gaps        []string
+	LinkLocal   []figure
+	SizeMix     []figure
+	NoRecording bool
+	Severities  map[string]int
+
+	Rates, Totals, TopFlows, LinkLocalTable htmlTable
+	SizeTable, Latency, Counters, Loss      htmlTable
+	RatesPartial                            bool
+	PartialNote, LossSentence               string
+	LossDetails                             []string
+	LossClean                               bool
+	Generated   string
+	Style       template.CSS
+	ErrorsJS    template.JS
+	HoverJS     template.JS
+}
+
+type htmlField struct {
+	Label  string
+	Values []string
+}
+
+type htmlFinding struct {
+	N        int
+	F        analyzer.Finding
+	When     string
+	Counters string
+	Evidence htmlTable
+	Flows    htmlTable
+	Zoom     *figure
+}
+
+type htmlInterface struct {
+	Name    string
+	Note    string
+	Figures []figure
+}
+
+// HTML writes the report as one self-contained page: the header, the
+// findings with a zoom chart of each, whole-trace throughput and packet
+// rate charts per interface at bucket resolution with counter jumps, the
+// link-local and packet-size charts, and the tables of the text report.
+// Without in.Recording the time charts are left out (and the page says so).
+func HTML(w io.Writer, in Input) error {
+	if in.Result == nil {
+		return errors.New("html report: no result")
+	}
+	page := buildPage(in)
+	var buf bytes.Buffer
+	if err := pageTemplate.Execute(&buf, page); err != nil {
+		return fmt.Errorf("html report: %w", err)
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("write html report: %w", err)
+	}
+	return nil
+}
+
+func buildPage(in Input) htmlPage {
+	res, env := in.Result, in.Env
+	tr := res.Trace
+	host := firstNonEmpty(env.Hostname, tr.Hostname, "unknown host")
+	itype := firstNonEmpty(tr.InstanceType, env.InstanceType, "instance type unknown")
+	p := htmlPage{
+		Title: fmt.Sprintf("enaprobe report: %s (%s)", host, itype), Res: res, Env: env,
+		Style: template.CSS(htmlStyle), ErrorsJS: template.JS(htmlErrorsScript), HoverJS: template.JS(htmlHoverScript),
+		NoRecording: in.Recording == nil,
+	}
+	var ifaceLines []string
+	for _, e := range tr.ENA {
+		ifaceLines = append(ifaceLines, interfaceLine(e, env))
+	}
+	version := firstNonEmpty(env.EnaprobeVersion, tr.ProbeVersion, "unknown")
+	p.Header = []htmlField{
+		{"Host", []string{fmt.Sprintf("%s, %s, kernel %s", host, itype, firstNonEmpty(env.Kernel, tr.Kernel, "unknown"))}},
+		{"Trace", []string{fmt.Sprintf("%s to %s UTC (%s)", tr.Start.UTC().Format("2006-01-02 15:04:05.000"),
+			fmtClock(tr.End, tr.Start), fmtSeconds(tr.DurationS))}},
+		{"Capture", []string{fmt.Sprintf("%s attach; %s buckets; findings located to %s windows; counters read every %s (source: %s)",
+			firstNonEmpty(env.AttachMode, tr.AttachMode, "unknown"), fmtSeconds(float64(tr.BucketUs)/1e6),
+			fmtSeconds(float64(tr.FineWindowUs)/1e6), fmtSeconds(tr.SampleMs/1e3), firstNonEmpty(tr.CounterSource, "none"))}},
+		{"Interfaces", ifaceLines},
+		{"Limits", limitLines(tr.Limits)},
+		{"enaprobe", []string{version}},
+	}
+	if env.CommandLine != "" {
+		p.Header = append(p.Header, htmlField{"Command", []string{env.CommandLine}})
+	}
+	if len(tr.Notes) > 0 {
+		p.Header = append(p.Header, htmlField{"Notes", tr.Notes})
+	}
+	var tl *timeline
+	if in.Recording != nil {
+		tl = newTimeline(in.Recording, res)
+	}
+	for i, f := range rankedFindings(res) {
+		hf := htmlFinding{N: i + 1, F: f, When: findingWhen(f, tr.Start), Counters: findingCounterText(res, f),
+			Evidence: evidenceTable(f), Flows: flowShareHTMLTable(f)}
+		if tl != nil {
+			if z, ok := tl.zoom(i+1, f); ok {
+				hf.Zoom = &z
+			}
+		}
+		p.Findings = append(p.Findings, hf)
+	}
+	for _, name := range tr.Interfaces {
+		hi := htmlInterface{Name: name}
+		for _, e := range tr.ENA {
+			if e.Interface == name && !e.ENA {
+				hi.Note = fmt.Sprintf("%s (%s): no ENA allowance counters; packet profile only.", name,
+					firstNonEmpty(e.Driver, "driver unknown"))
+			}
+		}
+		if tl != nil {
+			hi.Figures = tl.interfaceFigures(name)
+		}
+		p.Interfaces = append(p.Interfaces, hi)
+	}
+	p.Severities = map[string]int{}
+	for _, f := range res.Findings {
+		p.Severities[f.Severity]++
+	}
+	h, rows, partial := rateRows(res.Profile.Rates)
+	p.Rates, p.RatesPartial, p.PartialNote = rowsTable(h, rows, 3), partial, partialNote
+	h, rows = totalsRows(res.Totals)
+	p.Totals = rowsTable(h, rows, 2)
+	p.TopFlows = topFlowsTable(res.Profile.TopFlows)
+	p.LinkLocalTable = linkLocalTable(res.Profile.LinkLocal)
+	p.SizeTable = sizeMixTable(res.Profile.SizeMix)
+	p.Latency = latencyTable(res.Profile.CounterReadLatency)
+	p.Counters = countersTable(res.Counters)
+	h, rows = lossRows(res.Loss)
+	p.Loss = rowsTable(h, rows, 1)
+	p.LossSentence = lossSentence(res.Loss)
+	p.LossClean = res.Loss.Total == (analyzer.LossCounts{}) && res.Loss.CounterReadFailures == 0 && res.Loss.CounterResets == 0
+	for _, f := range res.Loss.ReadFailures {
+		p.LossDetails = append(p.LossDetails, "read failed: "+readFailureText(f, tr.Start))
+	}
+	for _, r := range res.Loss.Resets {
+		p.LossDetails = append(p.LossDetails, "reset: "+resetText(r, tr.Start))
+	}
+	for _, r := range res.Profile.Rates {
+		if s := dashboardGap(r); s != "" {
+			p.Gaps = append(p.Gaps, s)
+		}
+	}
+	if tl != nil {
+		p.LinkLocal = tl.linkLocalFigures()
+	}
+	p.SizeMix = sizeMixFigures(res)
+	p.Generated = time.Now().UTC().Format(time.RFC3339)
+	return p
+}
