@@ -62,10 +62,10 @@ type htmlPage struct {
 	PartialNote, LossSentence               string
 	LossDetails                             []string
 	LossClean                               bool
-	Generated   string
-	Style       template.CSS
-	ErrorsJS    template.JS
-	HoverJS     template.JS
+	Generated                               string
+	Style                                   template.CSS
+	ErrorsJS                                template.JS
+	HoverJS                                 template.JS
 }
 
 type htmlField struct {
