@@ -56,8 +56,8 @@ func (l *Lab) readCounters() (map[string]uint64, error) {
 		c, err := l.nftCounters()
 		nftDone <- nftResult{c, err}
 	}()
-	out, outErr := shaperExceeded(l.instNl, l.instLink)
-	in, inErr := shaperExceeded(l.vpcNl, l.vpcLink)
+	out, outErr := shaperHeldBack(l.instNl, l.instLink)
+	in, inErr := shaperHeldBack(l.vpcNl, l.vpcLink)
 	tracked, ctErr := l.trackedConnections()
 	nftRes := <-nftDone
 	if outErr != nil {
@@ -73,7 +73,7 @@ func (l *Lab) readCounters() (map[string]uint64, error) {
 		return nil, fmt.Errorf("read nftables counters: %w", nftRes.err)
 	}
 	nft := nftRes.counters
-	for _, name := range []string{nftPPSExceeded, nftLinkLocalExceeded, nftConntrackExceeded} {
+	for _, name := range []string{nftPPSExceeded, nftLinkLocalExceeded, nftConntrackExceeded, nftBWInExceeded, nftBWOutExceeded} {
 		if _, ok := nft[name]; !ok {
 			return nil, fmt.Errorf("read nftables counters: %s missing", name)
 		}
@@ -83,8 +83,12 @@ func (l *Lab) readCounters() (map[string]uint64, error) {
 		available = max - tracked
 	}
 	return map[string]uint64{
-		BWInAllowanceExceeded:       in,
-		BWOutAllowanceExceeded:      out,
+		// Offered over the allowance (counted as the packets arrive, as an
+		// ENA counts them when it queues them), plus held back by the
+		// shaper: a local sender is throttled by the qdisc's backpressure,
+		// so a sustained overload shows there rather than as offered load.
+		BWInAllowanceExceeded:       nft[nftBWInExceeded] + in,
+		BWOutAllowanceExceeded:      nft[nftBWOutExceeded] + out,
 		PPSAllowanceExceeded:        nft[nftPPSExceeded],
 		ConntrackAllowanceExceeded:  nft[nftConntrackExceeded],
 		LinkLocalAllowanceExceeded:  nft[nftLinkLocalExceeded],

@@ -14,7 +14,11 @@
 // its ENA counter (Counters, WriteCountersFile):
 //
 //	bw_out   tbf root qdisc on ens5 egress (rate, burst bucket, optional
-//	         peak rate): overlimits + own drops
+//	         peak rate) shapes: its overlimits + own drops, plus the
+//	         packets an nftables limit of the same rate and bucket on
+//	         ens5's netdev egress hook saw offered over it (a burst counts
+//	         as it happens, as an ENA counts packets when it queues them,
+//	         not only while the qdisc's queue drains)
 //	bw_in    the same on the VPC end's egress, toward the instance
 //	per-flow htb under each tbf, one class per flow-hash bucket, chosen by
 //	         the flowclass cls_bpf program (bpf_get_hash_recalc): no counter

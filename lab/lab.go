@@ -137,14 +137,16 @@ func (l *Lab) Close() error {
 		}
 		l.vpcNl.Close()
 	}
-	if l.vpc != nil {
-		if _, err := l.vpc.run(nil, "nft", "flush", "ruleset"); err != nil {
+	// A netdev table outlives its device: flush both rulesets before the
+	// namespaces go, so one held open elsewhere is left empty.
+	for _, ns := range []*namedNetns{l.vpc, l.inst} {
+		if ns == nil {
+			continue
+		}
+		if _, err := ns.run(nil, "nft", "flush", "ruleset"); err != nil {
 			errs = append(errs, err)
 		}
-		errs = append(errs, l.vpc.close())
-	}
-	if l.inst != nil {
-		errs = append(errs, l.inst.close())
+		errs = append(errs, ns.close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("lab close: %w", err)

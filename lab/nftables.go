@@ -15,7 +15,10 @@ import (
 //     from and to the instance, before any IP processing. One named limit
 //     shared by both chains is the bidirectional packets/s allowance; a
 //     second limit covers packets to the link-local services (and the
-//     resolver at VPC base+2, also Amazon DNS).
+//     resolver at VPC base+2, also Amazon DNS). A third, in bytes, counts
+//     without dropping the inbound packets over the bandwidth allowance as
+//     they are offered, before the tbf queues or drops them: an ENA counts a
+//     packet when it is queued, not when the queue drains.
 //   - inet: connection tracking. Traffic to and from the link-local services
 //     is not tracked (security groups never see it on EC2). Every other new
 //     connection, from the instance (prerouting) or toward it (output), goes
@@ -26,7 +29,9 @@ import (
 const nftRuleset = `table netdev enalab {
 	counter pps_exceeded {}
 	counter linklocal_exceeded {}
+	counter bw_in_exceeded {}
 	limit pps { rate over {{.PPS}}/second burst {{.PPSBurst}} packets }
+	limit bw_in { rate over {{.InBytes}} bytes/second burst {{.InBurst}} bytes }
 	limit linklocal { rate over {{.LinkLocalPPS}}/second burst {{.LinkLocalBurst}} packets }
 	set linklocal4 { type ipv4_addr; flags interval; elements = { {{.LinkLocal4}} } }
 	set linklocal6 { type ipv6_addr; elements = { {{.LinkLocal6}} } }
@@ -39,6 +44,7 @@ const nftRuleset = `table netdev enalab {
 	chain to_instance {
 		type filter hook egress device "{{.Ifc}}" priority filter; policy accept;
 		limit name "pps" counter name "pps_exceeded" drop
+		limit name "bw_in" counter name "bw_in_exceeded"
 	}
 }
 table inet enalab {
@@ -67,40 +73,91 @@ table inet enalab {
 }
 `
 
-var nftTemplate = template.Must(template.New("ruleset").Parse(nftRuleset))
+// The instance namespace's ruleset: one netdev egress chain on the
+// instance's interface that counts, without dropping, the outbound packets
+// over the bandwidth allowance as they are offered (the tbf on the same
+// interface then shapes them). It runs before the qdisc, and before a
+// tracer's tcx egress hook, which still sees every packet.
+//
+// With a peak rate, a packet over it counts too, once: each limit jumps to
+// the counting chain with goto, which does not come back.
+const nftInstanceRuleset = `table netdev enalab {
+	counter bw_out_exceeded {}
+	limit bw_out { rate over {{.OutBytes}} bytes/second burst {{.OutBurst}} bytes }
+{{- if .OutPeakBytes}}
+	limit bw_out_peak { rate over {{.OutPeakBytes}} bytes/second burst {{.PeakBurst}} bytes }
+{{- end}}
+	chain over {
+		counter name "bw_out_exceeded"
+	}
+	chain offered {
+		type filter hook egress device "{{.Ifc}}" priority filter; policy accept;
+		limit name "bw_out" goto over
+{{- if .OutPeakBytes}}
+		limit name "bw_out_peak" goto over
+{{- end}}
+	}
+}
+`
+
+var (
+	nftTemplate         = template.Must(template.New("ruleset").Parse(nftRuleset))
+	nftInstanceTemplate = template.Must(template.New("instance").Parse(nftInstanceRuleset))
+)
 
 // Counter names in the ruleset.
 const (
 	nftPPSExceeded       = "pps_exceeded"
 	nftLinkLocalExceeded = "linklocal_exceeded"
 	nftConntrackExceeded = "conntrack_exceeded"
+	nftBWInExceeded      = "bw_in_exceeded"
+	nftBWOutExceeded     = "bw_out_exceeded"
 )
 
-func (l *Lab) nftRuleset() ([]byte, error) {
-	data := struct {
-		Config
-		Ifc                    string
-		LinkLocal4, LinkLocal6 string
-	}{
-		Config:     l.cfg,
-		Ifc:        vpcIfc,
-		LinkLocal4: fmt.Sprintf("%s, %s", LinkLocalServices, ResolverAddr),
-		LinkLocal6: fmt.Sprintf("%s, %s, %s", IMDSAddr6, DNSAddr6, NTPAddr6),
+// nftData is what the rulesets are rendered from. The bandwidth limits see
+// GSO super-packets whole: a bucket under 64 KiB counts every one as over.
+type nftData struct {
+	Config
+	Ifc                    string
+	LinkLocal4, LinkLocal6 string
+	InBytes, OutBytes      uint64 // bandwidth allowances in bytes/s
+	OutPeakBytes           uint64
+	// PeakBurst lets one GSO super-packet (up to 64 KiB, seen whole before
+	// segmentation) through at the peak rate.
+	PeakBurst uint32
+}
+
+func (l *Lab) nftRuleset(t *template.Template, ifc string) ([]byte, error) {
+	data := nftData{
+		Config:       l.cfg,
+		Ifc:          ifc,
+		LinkLocal4:   fmt.Sprintf("%s, %s", LinkLocalServices, ResolverAddr),
+		LinkLocal6:   fmt.Sprintf("%s, %s, %s", IMDSAddr6, DNSAddr6, NTPAddr6),
+		InBytes:      l.cfg.InRate / 8,
+		OutBytes:     l.cfg.OutRate / 8,
+		OutPeakBytes: l.cfg.OutPeakRate / 8,
+		PeakBurst:    64<<10 + maxPacketBytes,
 	}
 	var b bytes.Buffer
-	if err := nftTemplate.Execute(&b, data); err != nil {
-		return nil, fmt.Errorf("render nftables ruleset: %w", err)
+	if err := t.Execute(&b, data); err != nil {
+		return nil, fmt.Errorf("render nftables ruleset %s: %w", t.Name(), err)
 	}
 	return b.Bytes(), nil
 }
 
 func (l *Lab) setupNftables() error {
-	rules, err := l.nftRuleset()
-	if err != nil {
-		return err
-	}
-	if _, err := l.vpc.run(rules, "nft", "-f", "-"); err != nil {
-		return fmt.Errorf("load nftables ruleset: %w", err)
+	for _, r := range []struct {
+		ns  *namedNetns
+		t   *template.Template
+		ifc string
+	}{{l.vpc, nftTemplate, vpcIfc}, {l.inst, nftInstanceTemplate, instanceIfc}} {
+		rules, err := l.nftRuleset(r.t, r.ifc)
+		if err != nil {
+			return err
+		}
+		if _, err := r.ns.run(rules, "nft", "-f", "-"); err != nil {
+			return fmt.Errorf("load nftables ruleset %s: %w", r.t.Name(), err)
+		}
 	}
 	return nil
 }
@@ -108,11 +165,21 @@ func (l *Lab) setupNftables() error {
 // nftCounters returns the packets of every named counter in the VPC
 // namespace, from `nft -j` (JSON, stable across nft versions since 0.9).
 func (l *Lab) nftCounters() (map[string]uint64, error) {
-	out, err := l.vpc.run(nil, "nft", "-j", "list", "counters")
-	if err != nil {
-		return nil, err
+	all := map[string]uint64{}
+	for _, ns := range []*namedNetns{l.vpc, l.inst} {
+		out, err := ns.run(nil, "nft", "-j", "list", "counters")
+		if err != nil {
+			return nil, err
+		}
+		c, err := parseNftCounters(out)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range c {
+			all[k] = v
+		}
 	}
-	return parseNftCounters(out)
+	return all, nil
 }
 
 func parseNftCounters(js []byte) (map[string]uint64, error) {

@@ -11,15 +11,16 @@ import (
 
 // Each direction is shaped on the egress of the veth end that sends it:
 //
-//	root tbf 1:       aggregate bandwidth with its burst bucket: the
-//	                  allowance whose drops and overlimits are counted
+//	root tbf 1:       aggregate bandwidth with its burst bucket; its
+//	                  overlimits and drops count toward bw_*, with the
+//	                  packets an nftables limit of the same rate and bucket
+//	                  saw offered over it (nftables.go)
 //	  htb 10: (1:1)   per-flow caps, not counted
 //	    10:100+i      one leaf class per flow-hash bucket, rate = ceil =
 //	                  FlowRate; flowclass (cls_bpf) picks the class
 //
 // Per-flow shaping comes first, so the aggregate sees traffic that already
-// respects the flow caps, and the tbf's overlimits move only when the sum of
-// flows exceeds the allowance. Outbound sits on the instance end (after the
+// respects the flow caps. Outbound sits on the instance end (after the
 // instance's tcx egress hook, so a tracer sees what was offered, as on an
 // ENA whose shaping happens beyond the NIC). Inbound sits on the VPC end
 // toward the instance, so the instance, like on EC2, only ever receives what
@@ -96,12 +97,12 @@ func (l *Lab) installShaper(h *netlink.Handle, link netlink.Link, s shaperSpec, 
 	return nil
 }
 
-// shaperExceeded reads the aggregate allowance's counter on one link: the
+// shaperHeldBack reads what the aggregate shaper on one link held back: the
 // tbf's overlimits (a dequeue held back because the bucket was empty, in
 // practice one per packet arriving while throttled: "queued") plus the
 // tbf's own drops. tbf also counts drops of its child, which are per-flow
 // queue overflows, so those are subtracted: the per-flow cap moves nothing.
-func shaperExceeded(h *netlink.Handle, link netlink.Link) (uint64, error) {
+func shaperHeldBack(h *netlink.Handle, link netlink.Link) (uint64, error) {
 	qdiscs, err := h.QdiscList(link)
 	if err != nil {
 		return 0, fmt.Errorf("list qdiscs of %s: %w", link.Attrs().Name, err)

@@ -39,12 +39,17 @@ func TestPaceSendsEachOnceOnSchedule(t *testing.T) {
 }
 
 func TestNftRulesetCarriesTheConfig(t *testing.T) {
-	l := &Lab{cfg: Config{PPS: 1234, PPSBurst: 56, LinkLocalPPS: 1024, LinkLocalBurst: 64, ConntrackMax: 777}.withDefaults()}
-	b, err := l.nftRuleset()
+	l := &Lab{cfg: Config{PPS: 1234, PPSBurst: 56, LinkLocalPPS: 1024, LinkLocalBurst: 64, ConntrackMax: 777,
+		InRate: 8_000_000, InBurst: 4096, OutRate: 16_000_000, OutBurst: 8192}.withDefaults()}
+	b, err := l.nftRuleset(nftTemplate, vpcIfc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules := string(b)
+	inst, err := l.nftRuleset(nftInstanceTemplate, instanceIfc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := string(b) + string(inst)
 	for _, want := range []string{
 		"limit pps { rate over 1234/second burst 56 packets }",
 		"limit linklocal { rate over 1024/second burst 64 packets }",
@@ -52,6 +57,9 @@ func TestNftRulesetCarriesTheConfig(t *testing.T) {
 		"elements = { fd00:ec2::254, fd00:ec2::253, fd00:ec2::123 }",
 		`iifname ct count over 777`, `oifname ct count over 777`,
 		`hook ingress device "vpc0"`, `hook egress device "vpc0"`,
+		"limit bw_in { rate over 1000000 bytes/second burst 4096 bytes }",
+		"limit bw_out { rate over 2000000 bytes/second burst 8192 bytes }",
+		`hook egress device "ens5"`,
 	} {
 		if !strings.Contains(rules, want) {
 			t.Errorf("ruleset lacks %q", want)
