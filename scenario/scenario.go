@@ -40,13 +40,17 @@ type Scenario struct {
 type Truth struct {
 	// Culprit is the flow (source) the expected finding should name first.
 	Culprit netip.AddrPort
-	// Bursts are sender-side CLOCK_MONOTONIC spans of deliberate bursts.
-	Bursts []Span
+	// Bursts are the deliberate bursts, each from its own socket.
+	Bursts []Burst
 	Notes  []string
 }
 
-// Span is a [StartNs, EndNs] interval on the monotonic clock.
-type Span struct{ StartNs, EndNs int64 }
+// Burst is one burst as its sender saw it: CLOCK_MONOTONIC just before the
+// first packet and just after the last, and the socket it came from.
+type Burst struct {
+	StartNs, EndNs int64
+	Src            netip.AddrPort
+}
 
 // Outcome is a finished scenario.
 type Outcome struct {

@@ -39,8 +39,7 @@ func microBurst() Scenario {
 				if err != nil {
 					return t, err
 				}
-				t.Culprit = b.Src
-				t.Bursts = append(t.Bursts, Span{b.StartNs, b.EndNs})
+				t.Bursts = append(t.Bursts, Burst{StartNs: b.StartNs, EndNs: b.EndNs, Src: b.Src})
 			}
 			return t, <-bg
 		},
