@@ -254,7 +254,7 @@ func niceTicks(ymax float64) ([]float64, float64) {
 	if ymax <= 0 {
 		ymax = 1
 	}
-	step := niceStep(ymax / 4)
+	step := niceStep(ymax / 5)
 	top := math.Ceil(ymax*1.0001/step) * step
 	var ticks []float64
 	for v := 0.0; v <= top+step/2; v += step {

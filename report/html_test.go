@@ -148,6 +148,7 @@ func TestHTMLSelfContained(t *testing.T) {
 	external := regexp.MustCompile(`(?i)(<script[^>]+src=|<link[^>]+href=|<img[^>]+src=|@import|url\(|https?://|//cdn)`)
 	for _, name := range htmlRecordings {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			in := loadInput(t, name)
 			page := renderHTML(t, in)
 			if m := external.Find(page); m != nil {
@@ -178,6 +179,20 @@ func TestHTMLSelfContained(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHTMLWithoutRecording: from a result alone the page has no time
+// charts, says why, and still draws the packet sizes.
+func TestHTMLWithoutRecording(t *testing.T) {
+	in := loadInput(t, "microburst_out")
+	in.Recording = nil
+	page := renderHTML(t, in)
+	if !bytes.Contains(page, []byte("The recording was not available to this report")) {
+		t.Error("page does not say the time charts are missing")
+	}
+	if n := checkCharts(t, parseHTML(t, page)); n != 1 {
+		t.Errorf("%d charts without a recording, want the size-mix chart only", n)
 	}
 }
 
@@ -278,6 +293,7 @@ func TestHTMLInChromium(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range htmlRecordings {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			path := filepath.Join(dir, name+".html")
 			if err := os.WriteFile(path, renderHTML(t, loadInput(t, name)), 0o644); err != nil {
 				t.Fatal(err)

@@ -35,6 +35,7 @@ func TestJSONValidatesAgainstSchema(t *testing.T) {
 	sch := compileSchema(t)
 	for _, name := range allRecordings(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			in := loadInput(t, name)
 			for _, res := range []*analyzer.Result{in.Result, Redact(in).Result} {
 				var buf bytes.Buffer

@@ -72,6 +72,7 @@ func containsAddr(s string, a netip.Addr) bool {
 func TestRedactBundle(t *testing.T) {
 	for _, name := range []string{"linklocal_exceeded", "conntrack_exceeded", "non_ena", "microburst_in"} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			in := ticketInput(t, name)
 			addrs := originalAddrs(in)
 			var secret, kept []netip.Addr

@@ -37,6 +37,7 @@ var sections = []string{"FINDINGS: ", "PROFILE", "Traffic since attach", "Peaks 
 func TestTextAllRecordings(t *testing.T) {
 	for _, name := range allRecordings(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			in := loadInput(t, name)
 			text := renderText(t, in)
 			checkWidth(t, text)
