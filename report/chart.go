@@ -246,7 +246,10 @@ func fmtUnit(v float64, unit string) string {
 	case "%":
 		return sig(v) + "%"
 	}
-	return strings.TrimSuffix(fmtPPS(v), "pps") + unit
+	if v < 1e6 {
+		return fmtCount(uint64(math.Round(v))) + " " + unit
+	}
+	return scaled(v, unit)
 }
 
 // niceTicks returns y-axis ticks from 0 at a 1-2-5 step, and the axis top.

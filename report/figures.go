@@ -87,7 +87,10 @@ func (tl *timeline) zoom(n int, f analyzer.Finding) (figure, bool) {
 	case analyzer.KindPPSExceeded:
 		metric, what = metricPackets, "packet rate"
 	case analyzer.KindConntrackExceeded, analyzer.KindConntrackNearLimit:
+		// A SYN per bucket is already 10,000/s at 100 µs: count them
+		// per fine window, as the analyzer does.
 		metric, what = metricSYNs, "new connections (TCP SYNs)"
+		slot = tl.fineWindowNs()
 	case analyzer.KindLinkLocalExceeded, analyzer.KindLinkLocalHot:
 		metric, what = metricLinkLocal(-1), "link-local packet rate (DNS + IMDS + NTP)"
 		slot = tl.linkLocalSlotNs()
@@ -140,6 +143,12 @@ func (tl *timeline) zoom(n int, f analyzer.Finding) (figure, bool) {
 	}
 	caption += offScaleText(c)
 	return figure{Title: title, SVG: c.svg(title), Caption: caption}, true
+}
+
+// fineWindowNs is the analyzer's fine window, on the bucket grid.
+func (tl *timeline) fineWindowNs() int64 {
+	b := tl.bucketNs()
+	return max(tl.res.Trace.FineWindowUs*1000/b, 1) * b
 }
 
 // linkLocalSlotNs is the analyzer's short link-local window (100 ms by

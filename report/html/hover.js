@@ -5,6 +5,7 @@
   function si(v, unit) {
     var units = { bps: 'bit/s', pps: 'pps' };
     var u = units[unit] || unit;
+    if (!units[unit] && Math.abs(v) < 1e6) { return Math.round(v).toLocaleString('en-US') + ' ' + u; }
     var p = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']];
     for (var i = 0; i < p.length; i++) {
       if (Math.abs(v) >= p[i][0]) { return (v / p[i][0]).toPrecision(3) + ' ' + p[i][1] + u; }
