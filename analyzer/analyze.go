@@ -95,6 +95,7 @@ func withDefaults(opt Options) Options {
 	fill(&opt.ConntrackFallShare, def.ConntrackFallShare)
 	fillD(&opt.ConntrackFallWindow, def.ConntrackFallWindow)
 	fillD(&opt.PlateauMin, def.PlateauMin)
+	fillD(&opt.PlateauBin, def.PlateauBin)
 	fill(&opt.PlateauCV, def.PlateauCV)
 	fill(&opt.FlowCapBand, def.FlowCapBand)
 	fill(&opt.FlowPlateauMinBps, def.FlowPlateauMinBps)

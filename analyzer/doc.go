@@ -35,7 +35,7 @@
 //     ingress on a container's veth). linklocal_hot: a
 //     1 s rate at LinkLocalHotShare (0.7) of the limit with no exceeded
 //     finding, placed as the span above half that rate.
-//   - flow_at_cap: a flow's throughput per drain interval flat (coefficient of
+//   - flow_at_cap: a flow's throughput per PlateauBin (1 s) flat (coefficient of
 //     variation <= PlateauCV 0.05) for PlateauMin (3 s) within FlowCapBand
 //     (10%) of FlowLimitBps, with no bw or pps jump meanwhile; ends refined by
 //     the flow's window events. With the limit unknown, a flat plateau at the

@@ -10,7 +10,7 @@ import (
 	"github.com/enaprobe/enaprobe/record"
 )
 
-// flowCapFindings looks for flows whose throughput per drain interval stayed
+// flowCapFindings looks for flows whose throughput per PlateauBin stayed
 // flat (coefficient of variation at most PlateauCV) for at least PlateauMin
 // near the per-flow cap while no bandwidth or pps counter moved: the silent
 // per-flow limit. With the cap unknown, a flat plateau at the flow's own
@@ -36,33 +36,66 @@ type plateau struct {
 	meanBps, cv float64
 }
 
-// plateaus finds the maximal runs of deltas covered by some stretch of at
-// least PlateauMin whose rates are flat. Two pointers over the deltas keep it
+// rateBin is a run of consecutive deltas [first, last] spanning at least
+// PlateauBin (or what is left of the flow), with its mean rate.
+type rateBin struct {
+	first, last  int
+	fromNs, toNs int64
+	bps          float64
+}
+
+// rateBins groups a flow's deltas into bins of PlateauBin. A gap between
+// deltas (the flow idle for a drain interval) closes a bin early.
+func (a *analysis) rateBins(f *flowInfo) []rateBin {
+	d := func(i int) *flowDelta { return &a.flows.deltas[f.deltas[i]] }
+	binNs := int64(a.opt.PlateauBin)
+	var bins []rateBin
+	var cur rateBin
+	var bytes uint64
+	flush := func() {
+		if dt := cur.toNs - cur.fromNs; dt > 0 {
+			cur.bps = float64(bytes) * 8e9 / float64(dt)
+			bins = append(bins, cur)
+		}
+	}
+	for i := range f.deltas {
+		if i > 0 && (d(i).fromNs > cur.toNs || cur.toNs-cur.fromNs >= binNs) {
+			flush()
+			cur, bytes = rateBin{}, 0
+		}
+		if bytes == 0 && cur.toNs == 0 {
+			cur = rateBin{first: i, fromNs: d(i).fromNs}
+		}
+		cur.last, cur.toNs = i, d(i).toNs
+		bytes += d(i).bytes
+	}
+	if len(f.deltas) > 0 {
+		flush()
+	}
+	return bins
+}
+
+// plateaus finds the maximal runs of rate bins covered by some stretch of at
+// least PlateauMin whose rates are flat. Two pointers over the bins keep it
 // linear: for a left end the shortest long-enough right end only moves
 // forward.
 func (a *analysis) plateaus(f *flowInfo) []plateau {
-	n := len(f.deltas)
+	bins := a.rateBins(f)
+	n := len(bins)
 	if n < 2 {
 		return nil
-	}
-	d := func(i int) *flowDelta { return &a.flows.deltas[f.deltas[i]] }
-	rate := make([]float64, n)
-	for i := range rate {
-		if dt := d(i).toNs - d(i).fromNs; dt > 0 {
-			rate[i] = float64(d(i).bytes) * 8e9 / float64(dt)
-		}
 	}
 	minNs := int64(a.opt.PlateauMin)
 	flat := make([]bool, n)
 	var sum, sumSq float64
 	r := -1
 	for l := 0; l < n; l++ {
-		for r+1 < n && (r < l || d(r).toNs-d(l).fromNs < minNs) {
+		for r+1 < n && (r < l || bins[r].toNs-bins[l].fromNs < minNs) {
 			r++
-			sum += rate[r]
-			sumSq += rate[r] * rate[r]
+			sum += bins[r].bps
+			sumSq += bins[r].bps * bins[r].bps
 		}
-		if d(r).toNs-d(l).fromNs >= minNs && r > l {
+		if bins[r].toNs-bins[l].fromNs >= minNs && r > l {
 			k := float64(r - l + 1)
 			mean := sum / k
 			if mean > 0 && math.Sqrt(max(sumSq/k-mean*mean, 0))/mean <= a.opt.PlateauCV {
@@ -74,8 +107,8 @@ func (a *analysis) plateaus(f *flowInfo) []plateau {
 				}
 			}
 		}
-		sum -= rate[l]
-		sumSq -= rate[l] * rate[l]
+		sum -= bins[l].bps
+		sumSq -= bins[l].bps * bins[l].bps
 	}
 	var out []plateau
 	for i := 0; i < n; i++ {
@@ -83,20 +116,39 @@ func (a *analysis) plateaus(f *flowInfo) []plateau {
 			continue
 		}
 		j := i
-		for j+1 < n && flat[j+1] && d(j+1).fromNs <= d(j).toNs {
+		for j+1 < n && flat[j+1] && bins[j+1].fromNs <= bins[j].toNs {
 			j++
 		}
 		var s, ss float64
 		for k := i; k <= j; k++ {
-			s += rate[k]
-			ss += rate[k] * rate[k]
+			s += bins[k].bps
+			ss += bins[k].bps * bins[k].bps
 		}
 		k := float64(j - i + 1)
 		mean := s / k
-		out = append(out, plateau{first: i, last: j, meanBps: mean, cv: math.Sqrt(max(ss/k-mean*mean, 0)) / mean})
+		p := plateau{first: bins[i].first, last: bins[j].last, meanBps: mean, cv: math.Sqrt(max(ss/k-mean*mean, 0)) / mean}
+		out = append(out, a.trimPlateau(f, p))
 		i = j
 	}
 	return out
+}
+
+// trimPlateau drops the deltas at either end of a plateau that ran below
+// its rate: the flow starting or stopping inside them, which a bin of
+// PlateauBin averages away but the plateau's time span must not include.
+func (a *analysis) trimPlateau(f *flowInfo, p plateau) plateau {
+	d := func(i int) *flowDelta { return &a.flows.deltas[f.deltas[i]] }
+	low := func(i int) bool {
+		dt := d(i).toNs - d(i).fromNs
+		return dt <= 0 || float64(d(i).bytes)*8e9/float64(dt) < (1-a.opt.FlowCapBand)*p.meanBps
+	}
+	for p.first < p.last && low(p.first) {
+		p.first++
+	}
+	for p.last > p.first && low(p.last) {
+		p.last--
+	}
+	return p
 }
 
 func (a *analysis) flowCapFinding(f *flowInfo, p plateau) (Finding, bool) {

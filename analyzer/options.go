@@ -73,6 +73,12 @@ type Options struct {
 	// drain interval) that is still flat.
 	PlateauMin time.Duration
 	PlateauCV  float64
+	// PlateauBin is the span a flow's throughput is averaged over before
+	// its flatness is judged: one drain interval (100 ms) of a TCP flow
+	// held by a rate limit swings with its congestion window (a loss, a
+	// retransmit, a timer firing late), while the limit shows as a flat
+	// rate over seconds, as iperf reports it per second.
+	PlateauBin time.Duration
 	// FlowCapBand: a plateau whose mean is within this share below
 	// FlowLimitBps (or above it by at most the same share, for rounding in
 	// the path) sits at the per-flow cap.
@@ -118,6 +124,7 @@ func DefaultOptions() Options {
 		ConntrackFallWindow:  10 * time.Second,
 		PlateauMin:           3 * time.Second,
 		PlateauCV:            0.05,
+		PlateauBin:           time.Second,
 		FlowCapBand:          0.1,
 		FlowPlateauMinBps:    1e9,
 		BaselineBand:         0.15,

@@ -41,6 +41,16 @@ func (l *Lab) setupLinks() error {
 	if l.vpcLink, err = l.vpcNl.LinkByName(vpcIfc); err != nil {
 		return fmt.Errorf("find %s: %w", vpcIfc, err)
 	}
+	// One segment per skb: TSO/GSO super-packets are 64 KiB, which at the
+	// lab's Mbit/s rates would be milliseconds of traffic in one skb, where
+	// on EC2, at Gbit/s, they are microseconds. Without them the traffic
+	// keeps EC2's shape at the lab's scale.
+	if err := l.instNl.LinkSetGSOMaxSegs(l.instLink, 1); err != nil {
+		return fmt.Errorf("limit gso on %s: %w", instanceIfc, err)
+	}
+	if err := l.vpcNl.LinkSetGSOMaxSegs(l.vpcLink, 1); err != nil {
+		return fmt.Errorf("limit gso on %s: %w", vpcIfc, err)
+	}
 	// Up before addressing: an IPv6 address added to a down link joins its
 	// solicited-node group late, and the first neighbour solicitation for
 	// it is lost (a one-second stall on the first IPv6 connection).
