@@ -1,0 +1,244 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/enaprobe/enaprobe/capture"
+	"github.com/enaprobe/enaprobe/lab"
+	"github.com/enaprobe/enaprobe/loader"
+	"github.com/enaprobe/enaprobe/scenario"
+)
+
+func newLabCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "Reproduce EC2 network allowances on any Linux machine, with real kernel shaping",
+		Long: `lab builds an "instance" network namespace whose interface (ens5) leads to a
+"VPC" namespace that enforces scaled-down EC2 allowances with real kernel
+machinery (tbf and htb for bandwidth and the per-flow cap, nftables for packets/s,
+link-local packets/s and connection tracking) and serves IMDS, DNS and NTP on
+their link-local addresses. Its counters carry the ENA names. Nothing leaves
+the two namespaces. Needs root.`,
+	}
+	cmd.AddCommand(newLabRunCommand(), newLabListCommand(), newLabUpCommand())
+	return cmd
+}
+
+func newLabListCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the scenarios",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, s := range scenario.All() {
+				fmt.Fprintf(cmd.OutOrStdout(), "%-17s %s\n%-17s expect: %s\n", s.Name, s.Summary, "", s.Expect)
+			}
+			return nil
+		},
+	}
+}
+
+// labFlags override the lab's allowances; only flags given change anything.
+type labFlags struct {
+	fs                              *pflag.FlagSet
+	outRate, inRate, flowRate       float64
+	pps, linkLocalPPS, conntrackMax uint32
+	hopLimit                        int
+}
+
+func (f *labFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
+	fs.Var(rateValue{&f.outRate}, "out-rate", "aggregate outbound allowance (default 40Mbit)")
+	fs.Var(rateValue{&f.inRate}, "in-rate", "aggregate inbound allowance (default 40Mbit)")
+	fs.Var(rateValue{&f.flowRate}, "flow-rate", "per-flow cap (default 10Mbit)")
+	fs.Uint32Var(&f.pps, "pps", 0, "packets/s allowance, both directions (default 8000)")
+	fs.Uint32Var(&f.linkLocalPPS, "linklocal-pps", 0, "link-local packets/s allowance (default 1024, as on EC2)")
+	fs.Uint32Var(&f.conntrackMax, "conntrack-max", 0, "tracked connections allowed (default 1024)")
+	fs.IntVar(&f.hopLimit, "imds-hop-limit", 0, "IP TTL of the IMDS token response (default 1)")
+}
+
+func (f *labFlags) apply(c lab.Config) lab.Config {
+	set := func(name string) bool { return f.fs.Changed(name) }
+	if set("out-rate") {
+		c.OutRate = uint64(f.outRate)
+	}
+	if set("in-rate") {
+		c.InRate = uint64(f.inRate)
+	}
+	if set("flow-rate") {
+		c.FlowRate = uint64(f.flowRate)
+	}
+	if set("pps") {
+		c.PPS = f.pps
+	}
+	if set("linklocal-pps") {
+		c.LinkLocalPPS = f.linkLocalPPS
+	}
+	if set("conntrack-max") {
+		c.ConntrackMax = f.conntrackMax
+	}
+	if set("imds-hop-limit") {
+		c.IMDSHopLimit = f.hopLimit
+	}
+	return c
+}
+
+type labRunFlags struct {
+	truthFile      string
+	bucket         time.Duration
+	window         time.Duration
+	sampleInterval time.Duration
+	attach         string
+	lab            labFlags
+	out            outputFlags
+}
+
+func newLabRunCommand() *cobra.Command {
+	f := &labRunFlags{}
+	cmd := &cobra.Command{
+		Use:   "run SCENARIO",
+		Short: "Run a scenario in the lab and report on it (enaprobe lab list names them)",
+		Example: `  sudo enaprobe lab run micro-burst
+  sudo enaprobe lab run link-local --format json -o /tmp/ll
+  sudo enaprobe lab run flow-at-cap --flow-rate 20Mbit`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: scenario.Names(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runLabScenario(cmd.Context(), cmd, args[0], f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.DurationVar(&f.bucket, "bucket", 100*time.Microsecond, "time bucket width")
+	fs.DurationVar(&f.window, "window", time.Millisecond, "fine window")
+	fs.DurationVar(&f.sampleInterval, "sample-interval", 50*time.Millisecond, "lab counter read interval (a read costs about 13 ms: it dumps the conntrack table)")
+	fs.StringVar(&f.attach, "attach", "auto", "auto, tcx or tc")
+	fs.StringVar(&f.truthFile, "truth-file", "", "write what the traffic generators did (culprit, burst times on CLOCK_MONOTONIC) as JSON")
+	f.lab.register(fs)
+	f.out.register(fs)
+	return cmd
+}
+
+func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *labRunFlags) error {
+	s, ok := scenario.Lookup(name)
+	if !ok {
+		return usagef("no scenario %q: choose one of %s", name, strings.Join(scenario.Names(), ", "))
+	}
+	if err := f.out.validate(); err != nil {
+		return err
+	}
+	mode, err := loader.ParseAttachMode(f.attach)
+	if err != nil {
+		return usageError{err}
+	}
+	if os.Geteuid() != 0 {
+		return privilegeError{fmt.Errorf("the lab needs root: run it with sudo")}
+	}
+	base := s.Lab
+	s.Lab = func() lab.Config { return f.lab.apply(base()) }
+	log := newLogger(cmd.ErrOrStderr(), "info", false)
+	cfg := capture.DefaultConfig()
+	cfg.Attach = mode
+	cfg.SampleInterval = f.sampleInterval
+	cfg.Datapath.Bucket = f.bucket
+	cfg.Datapath.Window = f.window
+	cfg.Meta.Version = version
+	log.Info().Str("scenario", s.Name).Str("expect", s.Expect).Msg("running")
+	out, err := scenario.Run(ctx, s, cfg)
+	if err != nil {
+		return err
+	}
+	ev := log.Info()
+	if out.Truth.Culprit.IsValid() {
+		ev = ev.Str("culprit", out.Truth.Culprit.String())
+	}
+	for i, b := range out.Truth.Bursts {
+		ev = ev.Float64(fmt.Sprintf("burst%d_offset_s", i+1), float64(b.StartNs-out.Recording.Meta.Start.MonoNs)/1e9)
+	}
+	ev.Strs("notes", out.Truth.Notes).Msg("scenario done")
+	if f.truthFile != "" {
+		b, err := json.MarshalIndent(out.Truth, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.truthFile, b, 0o644); err != nil {
+			return fmt.Errorf("write truth file: %w", err)
+		}
+	}
+	return writeReports(cmd.OutOrStdout(), out.Recording, out.Analysis, f.out, environment(out.Recording, strings.Join(os.Args, " ")), log)
+}
+
+type labUpFlags struct {
+	duration     time.Duration
+	countersFile string
+	lab          labFlags
+}
+
+func newLabUpCommand() *cobra.Command {
+	f := &labUpFlags{}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Keep a lab running, writing its counters to a file, to trace it by hand",
+		Long: `up builds a lab and keeps it until Ctrl-C or --duration, rewriting its counters
+every 100 ms in ethtool -S format. It prints the commands to trace it and to
+make traffic from the instance namespace.`,
+		Example: `  sudo enaprobe lab up --counters-file /tmp/lab-counters.txt
+  # in another terminal, with the namespace name printed by "up":
+  sudo ip netns exec enalab-XXXX-inst enaprobe trace -i ens5 --counters-file /tmp/lab-counters.txt --baseline 40Mbit`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runLabUp(cmd.Context(), cmd, f) },
+	}
+	fs := cmd.Flags()
+	fs.DurationVar(&f.duration, "duration", time.Hour, "how long to keep the lab")
+	fs.StringVar(&f.countersFile, "counters-file", "/run/enaprobe-lab-counters.txt", "where to write the counters")
+	f.lab.register(fs)
+	return cmd
+}
+
+func runLabUp(ctx context.Context, cmd *cobra.Command, f *labUpFlags) error {
+	if os.Geteuid() != 0 {
+		return privilegeError{fmt.Errorf("the lab needs root: run it with sudo")}
+	}
+	l, err := lab.Up(ctx, f.lab.apply(lab.DefaultConfig()))
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	if err := l.WriteCountersFile(f.countersFile); err != nil {
+		return err
+	}
+	c := l.Config()
+	fmt.Fprintf(cmd.OutOrStdout(), `lab %s is up: instance namespace %s, interface %s
+  allowances: out %s, in %s, per flow %s, %d pps, %d link-local pps, %d connections
+  trace it:   sudo ip netns exec %s enaprobe trace -i %s --counters-file %s --no-imds --baseline %d --flow-limit %d
+  traffic:    sudo ip netns exec %s ping -c 3 %s
+Ctrl-C removes it.
+`, l.ID(), l.InstanceNetns(), l.InstanceInterface(), fmtBps(c.OutRate), fmtBps(c.InRate), fmtBps(c.FlowRate),
+		c.PPS, c.LinkLocalPPS, c.ConntrackMax, l.InstanceNetns(), l.InstanceInterface(), f.countersFile, c.OutRate, c.FlowRate,
+		l.InstanceNetns(), lab.PeerAddr)
+	ctx, cancel := context.WithTimeout(ctx, f.duration)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return os.Remove(f.countersFile)
+		case <-tick.C:
+			if err := l.WriteCountersFile(f.countersFile); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func fmtBps(v uint64) string { return fmt.Sprintf("%d bit/s", v) }

@@ -1,0 +1,94 @@
+// Command enaprobe is an eBPF packet profiler for EC2 hosts: it lines up
+// the ENA allowance counters with per-flow traffic at microsecond resolution
+// and says which burst, flow or process hit which limit, and what to do.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time: -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+// Exit codes, documented in the README.
+const (
+	exitOK         = 0
+	exitError      = 1
+	exitUsage      = 2
+	exitPrivileges = 3
+)
+
+// usageError marks errors in how the command was called.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// privilegeError marks a missing privilege or kernel feature.
+type privilegeError struct{ err error }
+
+func (e privilegeError) Error() string { return e.err.Error() }
+func (e privilegeError) Unwrap() error { return e.err }
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCommand()
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(os.Stderr, "enaprobe: %+v\n", err)
+	var ue usageError
+	var pe privilegeError
+	switch {
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.As(err, &pe):
+		return exitPrivileges
+	}
+	return exitError
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "enaprobe",
+		Short: "eBPF packet profiler for EC2: which burst, flow or process hit which network allowance",
+		Long: `enaprobe counts wire packets, bytes and new TCP connections per flow and per
+link-local service in microsecond buckets with eBPF on tc, samples the ENA
+allowance counters (ethtool -S) at high rate, and lines the two up: the
+report names the micro-bursts, the flows pinned at the per-flow cap, the
+link-local offenders and the connection floods, with time, culprit,
+evidence and a fix.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newTraceCommand(), newAnalyzeCommand(), newCountersCommand(), newVersionCommand(), newLabCommand())
+	return root
+}
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), "enaprobe", version)
+			return err
+		},
+	}
+}

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/enaprobe/enaprobe/capture"
+	"github.com/enaprobe/enaprobe/counters"
+	"github.com/enaprobe/enaprobe/ena"
+	"github.com/enaprobe/enaprobe/limits"
+	"github.com/enaprobe/enaprobe/loader"
+	"github.com/enaprobe/enaprobe/record"
+)
+
+type traceFlags struct {
+	duration       time.Duration
+	interfaces     []string
+	bucket         time.Duration
+	sampleInterval time.Duration
+	attach         string
+	countersFiles  []string
+	noIMDS         bool
+	heavyShare     float64
+	flowEntries    uint32
+	logLevel       string
+	debug          bool
+	readyFile      string
+	analysis       analysisFlags
+	out            outputFlags
+}
+
+func newTraceCommand() *cobra.Command {
+	f := &traceFlags{}
+	cmd := &cobra.Command{
+		Use:   "trace",
+		Short: "Trace interfaces and report which bursts, flows and services hit which allowance",
+		Long: `trace attaches the eBPF datapath to tc ingress and egress of each interface,
+samples its ENA allowance counters, and at the end (the duration, or Ctrl-C)
+prints a report: findings ranked by severity, then the traffic profile.
+
+It needs root (or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON). Nothing is ever
+dropped or changed: the programs only count.`,
+		Example: `  # 30 s on the default-route interface, text report on stdout
+  sudo enaprobe trace
+
+  # two interfaces for 2 minutes, JSON on stdout and a bundle for a ticket
+  sudo enaprobe trace -i ens5 -i ens6 --duration 2m --format json -o /tmp/ena.tar.gz --redact
+
+  # off EC2, with counters written by an emulator in ethtool -S format
+  sudo enaprobe trace -i veth0 --counters-file veth0=/run/lab/counters.txt --instance-type c6i.large`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTrace(cmd.Context(), cmd, f) },
+	}
+	fs := cmd.Flags()
+	fs.DurationVarP(&f.duration, "duration", "d", 30*time.Second, "how long to trace; Ctrl-C ends early and still writes the report")
+	fs.StringSliceVarP(&f.interfaces, "interface", "i", nil, "interface to trace, repeatable (default: the interface of the default route)")
+	fs.DurationVar(&f.bucket, "bucket", 100*time.Microsecond, "time bucket width, 10us to 10ms")
+	fs.DurationVar(&f.sampleInterval, "sample-interval", ena.DefaultInterval, "ENA counter sample interval, 1ms or more (each read is a device command)")
+	fs.StringVar(&f.attach, "attach", "auto", "how to hook into tc: auto, tcx (Linux 6.6+) or tc (clsact + cls_bpf)")
+	fs.StringArrayVar(&f.countersFiles, "counters-file", nil, "[IFACE=]PATH: read IFACE's counters from a file in ethtool -S format at every sample (labs, emulators, replays)")
+	fs.BoolVar(&f.noIMDS, "no-imds", false, "never ask the instance metadata service (instance type, placement group, VPC CIDR)")
+	fs.Float64Var(&f.heavyShare, "heavy-share", 0.1, "a flow moving this share of the per-flow cap within one fine window is recorded as a heavy window")
+	fs.Uint32Var(&f.flowEntries, "flow-entries", loader.DefaultOptions().FlowEntries, "flow table capacity per interface (kernel memory: about 150 bytes a flow)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.BoolVar(&f.debug, "debug", false, "debug logs, and the full verifier log if the kernel rejects the programs")
+	fs.StringVar(&f.readyFile, "ready-file", "", "write this file once the programs are attached (for scripts and tests)")
+	_ = fs.MarkHidden("ready-file")
+	f.analysis.register(fs)
+	f.out.register(fs)
+	return cmd
+}
+
+func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
+	if err := f.out.validate(); err != nil {
+		return err
+	}
+	if err := durationRange("bucket", f.bucket, 10*time.Microsecond, 10*time.Millisecond); err != nil {
+		return err
+	}
+	if f.sampleInterval < ena.MinInterval {
+		return usagef("--sample-interval %v: at least %v", f.sampleInterval, ena.MinInterval)
+	}
+	if f.duration < 0 {
+		return usagef("--duration %v: must not be negative", f.duration)
+	}
+	mode, err := loader.ParseAttachMode(f.attach)
+	if err != nil {
+		return usageError{err}
+	}
+	aopts, err := f.analysis.options()
+	if err != nil {
+		return err
+	}
+	if f.analysis.window < f.bucket {
+		return usagef("--window %v is shorter than --bucket %v", f.analysis.window, f.bucket)
+	}
+	log := newLogger(cmd.ErrOrStderr(), f.logLevel, f.debug)
+
+	ifaces := f.interfaces
+	if len(ifaces) == 0 {
+		name, err := capture.DefaultRouteInterface()
+		if err != nil {
+			return usagef("no --interface given and %v", err)
+		}
+		ifaces = []string{name}
+	}
+	sources, err := counterFiles(f.countersFiles, ifaces)
+	if err != nil {
+		return err
+	}
+
+	cfg := capture.DefaultConfig()
+	cfg.Interfaces = ifaces
+	cfg.Duration = f.duration
+	cfg.Attach = mode
+	cfg.SampleInterval = f.sampleInterval
+	cfg.CounterSources = sources
+	cfg.VerifierLog = f.debug
+	cfg.Datapath.Bucket = f.bucket
+	cfg.Datapath.Window = f.analysis.window
+	cfg.Datapath.FlowEntries = f.flowEntries
+	cfg.Meta.Version = version
+
+	// What the instance is: flags first, IMDS on EC2 (once, cached).
+	inst := discoverInstance(ctx, f, ifaces, log)
+	cfg.Meta.InstanceType = firstNonEmpty(f.analysis.instanceType, inst.InstanceType)
+	flowLimit, reason := limits.FlowLimitBps(inst.PlacementGroup, srdMode(ifaces), false, f.analysis.flowLimit)
+	cfg.Meta.FlowLimitBps = flowLimit
+	aopts.FlowLimitBps = flowLimit
+	log.Debug().Str("reason", reason).Float64("flow_limit_bps", flowLimit).Msg("per-flow cap")
+	if len(inst.VPCCIDRs) > 0 {
+		cfg.Datapath.VPCResolver = limits.VPCResolver(inst.VPCCIDRs[0])
+	}
+	cfg.Datapath.HeavyBytes = heavyBytes(flowLimit, f.heavyShare, f.analysis.window)
+
+	status := newStatusLine(cmd.ErrOrStderr(), log)
+	cfg.Progress = status.update
+	cfg.Attached = func() {
+		log.Info().Strs("interfaces", ifaces).Dur("duration", f.duration).Msg("attached; tracing (Ctrl-C ends early)")
+		if f.readyFile != "" {
+			if err := os.WriteFile(f.readyFile, []byte(fmt.Sprintln(os.Getpid())), 0o644); err != nil {
+				log.Warn().Err(err).Msg("write ready file")
+			}
+		}
+	}
+	rec, err := capture.Run(ctx, cfg)
+	status.done()
+	if err != nil {
+		if errors.Is(err, os.ErrPermission) {
+			return privilegeError{err}
+		}
+		return err
+	}
+	warnLoss(rec, log)
+	return writeReports(cmd.OutOrStdout(), rec, aopts, f.out, environment(rec, strings.Join(os.Args, " ")), log)
+}
+
+// heavyBytes is the window-event threshold: heavyShare of what a flow at the
+// per-flow cap moves in one fine window.
+func heavyBytes(flowLimitBps, share float64, window time.Duration) uint64 {
+	return max(uint64(flowLimitBps/8*window.Seconds()*share), 1500)
+}
+
+// counterFiles parses --counters-file [IFACE=]PATH values.
+func counterFiles(vals, ifaces []string) (map[string]ena.Source, error) {
+	out := map[string]ena.Source{}
+	for _, v := range vals {
+		iface, path, ok := strings.Cut(v, "=")
+		if !ok {
+			if len(ifaces) != 1 {
+				return nil, usagef("--counters-file %s: name the interface (IFACE=PATH) when tracing several", v)
+			}
+			iface, path = ifaces[0], v
+		}
+		if _, err := os.Stat(path); err != nil {
+			return nil, usagef("--counters-file %s: %v", v, err)
+		}
+		out[iface] = ena.NewFileSource(path)
+	}
+	return out, nil
+}
+
+// discoverInstance asks IMDS once, only when an ENA interface is traced (so
+// only on EC2), and never with --no-imds.
+func discoverInstance(ctx context.Context, f *traceFlags, ifaces []string, log zerolog.Logger) limits.Instance {
+	if f.noIMDS {
+		return limits.Instance{}
+	}
+	onEC2 := false
+	for _, name := range ifaces {
+		if d, _, err := ena.DriverInfo(name); err == nil && ena.IsENA(d) {
+			onEC2 = true
+		}
+	}
+	if !onEC2 {
+		log.Debug().Msg("no ENA interface traced: not asking IMDS")
+		return limits.Instance{}
+	}
+	imds := &limits.IMDS{}
+	inst, err := imds.Discover(ctx)
+	if err != nil {
+		log.Warn().Err(err).Msg("instance metadata unavailable; pass --instance-type for allowance findings")
+		return limits.Instance{}
+	}
+	log.Info().Str("instance_type", inst.InstanceType).Str("placement_group", inst.PlacementGroup).Int("imds_requests", inst.Requests).Msg("instance discovered")
+	return inst
+}
+
+// srdMode is ENA Express's state from the first interface that reports it.
+func srdMode(ifaces []string) uint64 {
+	for _, name := range ifaces {
+		src, err := ena.NewEthtoolSource(name)
+		if err != nil {
+			continue
+		}
+		vals, err := src.Read()
+		src.Close()
+		if v, ok := vals[counters.SRDMode]; err == nil && ok {
+			return v
+		}
+	}
+	return 0
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func warnLoss(rec *record.Recording, log zerolog.Logger) {
+	for _, l := range rec.Loss {
+		if l.FlowMapFull+l.RingbufFull+l.BucketOverwritten+l.SliceOverwritten > 0 {
+			log.Warn().Str("interface", l.Interface).Uint64("flow_map_full", l.FlowMapFull).
+				Uint64("ringbuf_full", l.RingbufFull).Uint64("bucket_overwritten", l.BucketOverwritten).
+				Uint64("slice_overwritten", l.SliceOverwritten).Msg("the trace lost data; see the loss section")
+		}
+	}
+}
+
+func newLogger(w io.Writer, level string, debug bool) zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		lvl = zerolog.InfoLevel
+	}
+	if debug {
+		lvl = zerolog.DebugLevel
+	}
+	out := w
+	if isTerminal(w) {
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+	}
+	return zerolog.New(out).Level(lvl).With().Timestamp().Logger()
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// statusLine shows progress on a terminal, and logs it now and then
+// otherwise.
+type statusLine struct {
+	w       io.Writer
+	tty     bool
+	log     zerolog.Logger
+	lastLog time.Time
+	shown   bool
+}
+
+func newStatusLine(w io.Writer, log zerolog.Logger) *statusLine {
+	return &statusLine{w: w, tty: isTerminal(w), log: log}
+}
+
+func (s *statusLine) update(p capture.Progress) {
+	left := "open-ended"
+	if p.Remaining > 0 {
+		left = p.Remaining.Round(time.Second).String() + " left"
+	}
+	if s.tty {
+		fmt.Fprintf(s.w, "\r\033[K%s  %s  %d packets  %s  %d counter jumps", p.Elapsed.Round(time.Second), left,
+			p.Packets, limits.FormatBps(float64(p.Bytes)*8/max(p.Elapsed.Seconds(), 1e-3)), p.CounterJumps)
+		s.shown = true
+		return
+	}
+	if time.Since(s.lastLog) >= 5*time.Second {
+		s.lastLog = time.Now()
+		s.log.Info().Dur("elapsed", p.Elapsed).Uint64("packets", p.Packets).Uint64("bytes", p.Bytes).Int("counter_jumps", p.CounterJumps).Msg("tracing")
+	}
+}
+
+func (s *statusLine) done() {
+	if s.tty && s.shown {
+		fmt.Fprint(s.w, "\r\033[K")
+	}
+}
