@@ -30,15 +30,25 @@ func (tl *timeline) interfaceFigures(iface string) []figure {
 	w := tl.window(tl.startNs, tl.endNs, tl.bucketNs())
 	markers := tl.markers(iface, counters.AllowanceExceeded, w.fromNs, w.endNs())
 	var notes []string
+	jumps, other := 0, 0
+	for _, m := range markers {
+		if m.Class == "jump" {
+			jumps++
+		} else {
+			other++
+		}
+	}
 	switch {
 	case !tl.isENA(iface):
 		notes = append(notes, iface+" has no ENA allowance counters: packet profile only.")
-	case len(markers) == 0:
-		notes = append(notes, "No allowance counter moved on "+iface+".")
+	case jumps == 0:
+		notes = append(notes, "No allowance counter rose on "+iface+".")
 	default:
-		notes = append(notes, "Shaded bands are the counter sample intervals in which an allowance counter rose "+
-			"(labelled with the counter and its increase; grey: resets and failed reads): the jump happened "+
-			"somewhere inside the band.")
+		notes = append(notes, "Red bands are the counter sample intervals in which an allowance counter rose "+
+			"(labelled with the counter and its increase): the jump happened somewhere inside the band.")
+	}
+	if other > 0 {
+		notes = append(notes, "Grey: counter resets (over the interval they happened in) and failed reads.")
 	}
 	if wins := tl.findingWindows(iface); len(wins) > 0 {
 		notes = append(notes, "#N under the axis marks finding N.")
