@@ -184,3 +184,22 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderEmptyResult: a result with nothing in it (a trace that saw no
+// interface) still renders, saying so, instead of panicking.
+func TestRenderEmptyResult(t *testing.T) {
+	in := Input{Result: &analyzer.Result{SchemaVersion: analyzer.SchemaVersion}}
+	text := renderText(t, in)
+	for _, want := range []string{"FINDINGS: 0", "No totals recorded", "No flows recorded", "No counter was read", "All loss counters are zero"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("empty report lacks %q", want)
+		}
+	}
+	page := renderHTML(t, in)
+	if !bytes.Contains(page, []byte("No flows recorded")) {
+		t.Error("empty HTML report does not say there are no flows")
+	}
+	if err := JSON(&bytes.Buffer{}, in.Result); err != nil {
+		t.Error(err)
+	}
+}
