@@ -22,6 +22,9 @@ type analysis struct {
 	// present[iface][name]: the counter was read successfully at least once.
 	present map[string]map[string]bool
 	ifaces  []string
+	// readStart and readEnd map a read's end to its start and back, for
+	// certain; built on first use.
+	readStart, readEnd map[readKey]int64
 }
 
 // Analyze reads a recording and returns the report.
@@ -197,4 +200,35 @@ func (a *analysis) findings() []Finding {
 		return cmp.Or(cmp.Compare(x.StartOffsetS, y.StartOffsetS), cmp.Compare(x.Kind, y.Kind))
 	})
 	return out
+}
+
+// certain widens a jump's interval to the one certain to hold the change:
+// from the start of the earlier read to the end of the later one. A read
+// samples its counters somewhere inside its own [BeforeNs, AfterNs], and a
+// read that takes milliseconds (a busy ENA admin queue, an emulator's
+// conntrack dump) may have seen part of what came during it.
+func (a *analysis) certain(j counters.Jump) (fromNs, toNs int64) {
+	if a.readStart == nil {
+		a.readStart, a.readEnd = map[readKey]int64{}, map[readKey]int64{}
+		for _, s := range a.rec.Counters {
+			if s.Err == "" {
+				a.readStart[readKey{s.Interface, s.AfterNs}] = s.BeforeNs
+				a.readEnd[readKey{s.Interface, s.BeforeNs}] = s.AfterNs
+			}
+		}
+	}
+	fromNs, toNs = j.FromNs, j.ToNs
+	if v, ok := a.readStart[readKey{j.Interface, j.FromNs}]; ok {
+		fromNs = v
+	}
+	if v, ok := a.readEnd[readKey{j.Interface, j.ToNs}]; ok {
+		toNs = v
+	}
+	return fromNs, toNs
+}
+
+// readKey finds a counter read by its interface and one of its ends.
+type readKey struct {
+	iface string
+	ns    int64
 }

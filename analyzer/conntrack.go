@@ -39,7 +39,7 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 	gauges := a.gaugeValues(iface)
 	var spans []span
 	for _, j := range a.jumps(iface, counters.ConntrackAllowanceExceeded) {
-		lo, hi := a.g.span(j.FromNs, j.ToNs)
+		lo, hi := a.g.span(a.certain(j))
 		s := a.locate(synsAt, lo, hi)
 		s.fromNs, s.toNs, s.delta = j.FromNs, j.ToNs, j.Delta
 		// The table filled when the new connections since the previous

@@ -59,7 +59,7 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 	packetsAt := func(i int) float64 { return float64(fs.linkLocalAt(i)) }
 	var spans []span
 	for _, j := range a.jumps(iface, counters.LinklocalAllowanceExceeded) {
-		lo, hi := a.g.span(j.FromNs, j.ToNs)
+		lo, hi := a.g.span(a.certain(j))
 		s := a.locate(packetsAt, lo, hi, limit)
 		s.fromNs, s.toNs, s.delta = j.FromNs, j.ToNs, j.Delta
 		spans = append(spans, s)

@@ -57,7 +57,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 			bytesAt := func(i int) float64 { return float64(fs.bytes[i]) }
 			var spans []span
 			for _, j := range a.jumps(iface, bc.name) {
-				lo, hi := a.g.span(j.FromNs, j.ToNs)
+				lo, hi := a.g.span(a.certain(j))
 				if overlapsAny(lo, hi, exhausted[bc.dir]) {
 					continue
 				}
@@ -213,7 +213,7 @@ func (a *analysis) watchedWindows(iface, counter string) []uint8 {
 		w[i] = watchedQuiet
 	}
 	for _, j := range a.jumps(iface, counter) {
-		lo, hi := a.g.span(j.FromNs, j.ToNs)
+		lo, hi := a.g.span(a.certain(j))
 		for i := lo; i < hi; i++ {
 			w[i] = watchedMoved
 		}

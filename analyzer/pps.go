@@ -28,7 +28,7 @@ func (a *analysis) ppsFindings() []Finding {
 		}
 		var spans []span
 		for _, j := range a.jumps(iface, counters.PPSAllowanceExceeded) {
-			lo, hi := a.g.span(j.FromNs, j.ToNs)
+			lo, hi := a.g.span(a.certain(j))
 			s := a.locate(packetsAt, lo, hi, levels...)
 			s.fromNs, s.toNs, s.delta = j.FromNs, j.ToNs, j.Delta
 			spans = append(spans, s)
