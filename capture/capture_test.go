@@ -6,30 +6,19 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/enaprobe/enaprobe/internal/privtest"
 	"github.com/enaprobe/enaprobe/internal/vethpair"
 	"github.com/enaprobe/enaprobe/record"
 )
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("needs root, and CI=true forbids skipping")
-	}
-	t.Skip("needs root")
-}
-
 func newPair(t *testing.T, octet byte) *vethpair.Pair {
 	t.Helper()
-	requireRoot(t)
+	privtest.RequireRoot(t, "ip", "tc")
 	p, err := vethpair.New(vethpair.Options{Octet: octet})
 	if err != nil {
 		t.Fatal(err)

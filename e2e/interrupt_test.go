@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/internal/privtest"
 	"github.com/enaprobe/enaprobe/internal/vethpair"
 )
 
@@ -23,7 +24,7 @@ import (
 // report and bundle are still written, the exit code is 0, and nothing of
 // ours stays attached. Both attach modes.
 func TestInterruptWritesReport(t *testing.T) {
-	requireRoot(t)
+	privtest.RequireRoot(t)
 	for i, mode := range []string{"tcx", "tc"} {
 		t.Run(mode, func(t *testing.T) {
 			pair, err := vethpair.New(vethpair.Options{Octet: byte(80 + i)})

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enaprobe/enaprobe/internal/privtest"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/enaprobe/enaprobe/analyzer"
@@ -27,7 +29,7 @@ import (
 // scenario's truth, and the recording from the bundle.
 func labRun(t *testing.T, name string, extra ...string) (*analyzer.Result, scenario.Truth, *record.Recording) {
 	t.Helper()
-	requireRoot(t)
+	privtest.RequireRoot(t)
 	dir := t.TempDir()
 	bundle, truthFile := filepath.Join(dir, "bundle"), filepath.Join(dir, "truth.json")
 	args := append([]string{"lab", "run", name, "--format", "json", "-o", bundle, "--truth-file", truthFile}, extra...)

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"net"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/enaprobe/enaprobe/counters"
 	"github.com/enaprobe/enaprobe/record"
-	"golang.org/x/sys/unix"
 )
 
 // ENADriver is the driver name the ENA driver reports through

@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enaprobe/enaprobe/internal/privtest"
+
+	"golang.org/x/sys/unix"
+
 	"github.com/enaprobe/enaprobe/counters"
 	"github.com/enaprobe/enaprobe/record"
-	"golang.org/x/sys/unix"
 )
 
 const payload = "enaprobe" // 8 bytes: 36-byte IPv4 UDP datagrams
@@ -145,7 +148,7 @@ func TestEthtoolSourceCountsReceivedPackets(t *testing.T) {
 }
 
 func TestEthtoolSourceMatchesEthtoolBinary(t *testing.T) {
-	requirePrivileged(t, "ethtool")
+	privtest.RequireRoot(t, "ip", "ethtool")
 	p := newVethPair(t)
 	src := sourceIn(t, p.nsA, p.linkA)
 	out, err := exec.Command("ip", "netns", "exec", p.nsA, "ethtool", "-S", p.linkA).CombinedOutput()

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/enaprobe/enaprobe/internal/privtest"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -31,7 +33,7 @@ type vethPair struct {
 // which veth counts received packets in rx_queue_0_xdp_packets.
 func newVethPair(tb testing.TB) *vethPair {
 	tb.Helper()
-	requirePrivileged(tb)
+	privtest.RequireRoot(tb, "ip")
 	var raw [4]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		tb.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
-	"github.com/enaprobe/enaprobe/lab/internal/privtest"
+	"github.com/enaprobe/enaprobe/internal/privtest"
 )
 
 func rootLinkNames(t *testing.T) []string {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/enaprobe/enaprobe/lab/internal/privtest"
+	"github.com/enaprobe/enaprobe/internal/privtest"
 )
 
 // BenchmarkCountersRead measures one read of every emulated counter, the

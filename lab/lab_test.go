@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enaprobe/enaprobe/lab/internal/privtest"
+	"github.com/enaprobe/enaprobe/internal/privtest"
 )
 
 // upLab builds a lab for one test and closes it when the test ends.

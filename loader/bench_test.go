@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enaprobe/enaprobe/internal/privtest"
+
 	"github.com/cilium/ebpf"
 	"github.com/gopacket/gopacket/layers"
 
@@ -34,7 +36,7 @@ const ratioRounds = 7
 
 func loadBenchCollection(b *testing.B, opts Options, set map[string]any) *ebpf.Collection {
 	b.Helper()
-	requirePrivileges(b)
+	privtest.RequireRoot(b)
 	spec, err := Spec(opts)
 	if err != nil {
 		b.Fatal(err)

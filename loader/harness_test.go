@@ -6,9 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 	"time"
+
+	"github.com/enaprobe/enaprobe/internal/privtest"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -16,19 +17,6 @@ import (
 	"github.com/enaprobe/enaprobe/bpf"
 	"github.com/enaprobe/enaprobe/record"
 )
-
-// requirePrivileges skips a test that needs root, except under CI=true,
-// where it fails: a skip must never hide a regression in CI.
-func requirePrivileges(tb testing.TB) {
-	tb.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		tb.Fatal("this test needs root (BPF and network namespaces) and CI=true forbids skipping it")
-	}
-	tb.Skip("needs root")
-}
 
 // testProbe is the datapath loaded for BPF_PROG_TEST_RUN, with tiny rings so
 // that a test can read every slot before and after each run.
@@ -55,7 +43,7 @@ func testOptions() Options {
 
 func newTestProbe(tb testing.TB, opts Options) *testProbe {
 	tb.Helper()
-	requirePrivileges(tb)
+	privtest.RequireRoot(tb)
 	spec, err := Spec(opts)
 	if err != nil {
 		tb.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enaprobe/enaprobe/internal/privtest"
+
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
@@ -25,7 +27,7 @@ import (
 
 func newPair(t *testing.T, opts vethpair.Options) *vethpair.Pair {
 	t.Helper()
-	requirePrivileges(t)
+	privtest.RequireRoot(t)
 	p, err := vethpair.New(opts)
 	if err != nil {
 		t.Fatalf("make veth pair: %v", err)

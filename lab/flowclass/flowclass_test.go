@@ -6,7 +6,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/enaprobe/enaprobe/lab/internal/privtest"
+	"github.com/enaprobe/enaprobe/internal/privtest"
 )
 
 // udpFrame builds an Ethernet+IPv4+UDP frame with the given source port, so
