@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -34,6 +35,7 @@ type traceFlags struct {
 	logLevel       string
 	debug          bool
 	readyFile      string
+	cpuProfile     string
 	analysis       analysisFlags
 	out            outputFlags
 }
@@ -74,6 +76,8 @@ dropped or changed: the programs only count.`,
 	fs.BoolVar(&f.debug, "debug", false, "debug logs, and the full verifier log if the kernel rejects the programs")
 	fs.StringVar(&f.readyFile, "ready-file", "", "write this file once the programs are attached (for scripts and tests)")
 	_ = fs.MarkHidden("ready-file")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the trace to this file (to measure enaprobe's own overhead)")
+	_ = fs.MarkHidden("cpuprofile")
 	f.analysis.register(fs)
 	f.out.register(fs)
 	return cmd
@@ -133,7 +137,8 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	// What the instance is: flags first, IMDS on EC2 (once, cached).
 	inst := discoverInstance(ctx, f, ifaces, log)
 	cfg.Meta.InstanceType = firstNonEmpty(f.analysis.instanceType, inst.InstanceType)
-	flowLimit, reason := limits.FlowLimitBps(inst.PlacementGroup, srdMode(ifaces), false, f.analysis.flowLimit)
+	srd, srdKnown := srdMode(ifaces)
+	flowLimit, reason := limits.FlowLimitBps(inst.PlacementGroup, srd, srdKnown, f.analysis.flowLimit)
 	cfg.Meta.FlowLimitBps = flowLimit
 	aopts.FlowLimitBps = flowLimit
 	log.Debug().Str("reason", reason).Float64("flow_limit_bps", flowLimit).Msg("per-flow cap")
@@ -151,6 +156,17 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 				log.Warn().Err(err).Msg("write ready file")
 			}
 		}
+	}
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	rec, err := capture.Run(ctx, cfg)
 	status.done()
@@ -215,9 +231,13 @@ func discoverInstance(ctx context.Context, f *traceFlags, ifaces []string, log z
 	return inst
 }
 
-// srdMode is ENA Express's state from the first interface that reports it.
-func srdMode(ifaces []string) uint64 {
+// srdMode is ENA Express's state (ena_srd_mode) from the first traced ENA
+// interface that reports it; known is false when none does.
+func srdMode(ifaces []string) (mode uint64, known bool) {
 	for _, name := range ifaces {
+		if d, _, err := ena.DriverInfo(name); err != nil || !ena.IsENA(d) {
+			continue
+		}
 		src, err := ena.NewEthtoolSource(name)
 		if err != nil {
 			continue
@@ -225,10 +245,10 @@ func srdMode(ifaces []string) uint64 {
 		vals, err := src.Read()
 		src.Close()
 		if v, ok := vals[counters.SRDMode]; err == nil && ok {
-			return v
+			return v, true
 		}
 	}
-	return 0
+	return 0, false
 }
 
 func firstNonEmpty(s ...string) string {
