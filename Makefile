@@ -4,7 +4,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.version=$(VERSION)
 BIN       := bin/enaprobe
 # Benchmarks: packages with BPF_PROG_TEST_RUN and overhead benchmarks.
-BENCH_PKGS ?= ./loader ./analyzer ./ena ./lab/...
+BENCH_PKGS ?= ./loader ./analyzer ./ena ./lab/... ./e2e
 
 export BPF2GO_CFLAGS := -O2 -g -Wall -Werror
 
