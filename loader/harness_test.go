@@ -77,15 +77,6 @@ func newTestProbe(tb testing.TB, opts Options) *testProbe {
 	return tp
 }
 
-// run feeds one frame to the program of direction dir with the given GSO
-// metadata and checks the program let it pass.
-func (tp *testProbe) run(tb testing.TB, dir record.Direction, frame []byte, gsoSegs, gsoSize uint32) {
-	tb.Helper()
-	if err := tp.tryRun(dir, frame, gsoSegs, gsoSize); err != nil {
-		tb.Fatal(err)
-	}
-}
-
 // errKernelRefused is a frame the kernel's test run will not build an skb
 // from: shorter than Ethernet, or an untagged IP frame with an incomplete IP
 // header. Real traffic never brings those to tc either.
@@ -104,6 +95,8 @@ func kernelRefuses(frame []byte) bool {
 	return false
 }
 
+// tryRun feeds one frame to the program of direction dir with the given GSO
+// metadata and checks the program let it pass.
 func (tp *testProbe) tryRun(dir record.Direction, frame []byte, gsoSegs, gsoSize uint32) error {
 	opts := &ebpf.RunOptions{Data: frame}
 	if gsoSegs != 0 || gsoSize != 0 {
