@@ -21,6 +21,7 @@ const enum proto_class *unused_proto_class __attribute__((unused));
 const enum ll_service *unused_ll_service __attribute__((unused));
 const enum loss_kind *unused_loss_kind __attribute__((unused));
 const struct window_event *unused_window_event __attribute__((unused));
+const struct flow_key4 *unused_flow_key4 __attribute__((unused));
 
 /* The link-local service an address belongs to, or LL_NONE. Most packets
  * are neither 169.254.0.0/16 nor fd00:ec2::/32: one comparison rejects them. */
@@ -51,6 +52,44 @@ static __always_inline __u8 ll_service_of(const __u8 *addr)
 	if (w[3] == bpf_htonl(0x123))
 		return LL_NTP;
 	return LL_NONE;
+}
+
+/* The link-local service of an IPv4 address (network byte order). */
+static __always_inline __u8 ll_service_of4(__u32 a)
+{
+	if ((a & bpf_htonl(0xffff0000)) != bpf_htonl(0xa9fe0000)) {
+		if (vpc_resolver && a == vpc_resolver)
+			return LL_DNS;
+		return LL_NONE;
+	}
+	if (a == bpf_htonl(0xa9fea9fe)) /* 169.254.169.254 */
+		return LL_IMDS;
+	if (a == bpf_htonl(0xa9fea9fd)) /* 169.254.169.253 */
+		return LL_DNS;
+	if (a == bpf_htonl(0xa9fea97b)) /* 169.254.169.123 */
+		return LL_NTP;
+	return LL_NONE;
+}
+
+/* full_key is the flow as userspace and window events see it: IPv4
+ * v4-mapped into the IPv6 key. */
+static __always_inline void full_key(const struct pkt *p, struct flow_key *k)
+{
+	__builtin_memset(k, 0, sizeof(*k));
+	if (p->is_ip == 4) {
+		k->saddr[10] = 0xff;
+		k->saddr[11] = 0xff;
+		k->daddr[10] = 0xff;
+		k->daddr[11] = 0xff;
+		__builtin_memcpy(&k->saddr[12], &p->key4.saddr, 4);
+		__builtin_memcpy(&k->daddr[12], &p->key4.daddr, 4);
+	} else {
+		__builtin_memcpy(k->saddr, p->saddr6, 16);
+		__builtin_memcpy(k->daddr, p->daddr6, 16);
+	}
+	k->sport = p->key4.sport;
+	k->dport = p->key4.dport;
+	k->proto = p->key4.proto;
 }
 
 static __always_inline __u32 size_class(__u32 size)
@@ -184,12 +223,12 @@ static __always_inline void count_sizes(struct cpu_state *cs, __u64 now, __u32 d
 	}
 }
 
-static __always_inline void emit_window(struct cpu_state *cs, const struct flow_key *key,
+static __always_inline void emit_window(struct cpu_state *cs, const struct pkt *p,
 					const struct flow_stats *v)
 {
 	struct window_event ev;
 	__builtin_memset(&ev, 0, sizeof(ev));
-	ev.key = *key;
+	full_key(p, &ev.key);
 	ev.win_start_ns = v->win_start_ns;
 	ev.bytes = v->win_bytes;
 	ev.packets = v->win_packets;
@@ -198,7 +237,10 @@ static __always_inline void emit_window(struct cpu_state *cs, const struct flow_
 		cs->loss[LOSS_RINGBUF_FULL] += 1;
 }
 
+/* count_flow updates the flow entry of key in map (flows4 or flows6). Both
+ * are constants once inlined, as the verifier needs. */
 static __always_inline void count_flow(struct cpu_state *cs, __u64 now, __u32 dir,
+				       void *map, const void *key,
 				       const struct pkt *p, const struct wire *w,
 				       __u32 syn, __u8 svc)
 {
@@ -208,7 +250,7 @@ static __always_inline void count_flow(struct cpu_state *cs, __u64 now, __u32 di
 		max_size = w->last_size;
 	}
 
-	struct flow_stats *v = bpf_map_lookup_elem(&flows, &p->key);
+	struct flow_stats *v = bpf_map_lookup_elem(map, key);
 	if (!v) {
 		struct flow_stats init;
 		__builtin_memset(&init, 0, sizeof(init));
@@ -226,7 +268,7 @@ static __always_inline void count_flow(struct cpu_state *cs, __u64 now, __u32 di
 		init.dirs = 1 << dir;
 		init.service = svc;
 		init.win_dir = dir;
-		long err = bpf_map_update_elem(&flows, &p->key, &init, BPF_NOEXIST);
+		long err = bpf_map_update_elem(map, key, &init, BPF_NOEXIST);
 		if (!err)
 			return;
 		if (err != -EEXIST) {
@@ -234,7 +276,7 @@ static __always_inline void count_flow(struct cpu_state *cs, __u64 now, __u32 di
 			return;
 		}
 		/* Another CPU inserted the flow first: add to its entry. */
-		v = bpf_map_lookup_elem(&flows, &p->key);
+		v = bpf_map_lookup_elem(map, key);
 		if (!v)
 			return;
 	}
@@ -263,7 +305,7 @@ static __always_inline void count_flow(struct cpu_state *cs, __u64 now, __u32 di
 	 * rollover, hence the signed comparison. */
 	if ((__s64)(now - v->win_start_ns) >= (__s64)window_ns) {
 		if (v->win_bytes >= heavy_bytes)
-			emit_window(cs, &p->key, v);
+			emit_window(cs, p, v);
 		v->win_start_ns = now - now % window_ns;
 		v->win_bytes = 0;
 		v->win_packets = 0;
@@ -289,10 +331,14 @@ static __always_inline int count(struct __sk_buff *skb, __u32 dir)
 	__u32 syn = p.class == CLASS_TCP &&
 		    (p.tcp_flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN;
 	__u8 svc = LL_NONE;
-	if (p.is_ip) {
-		svc = ll_service_of(p.key.daddr);
+	if (p.is_ip == 4) {
+		svc = ll_service_of4(p.key4.daddr);
 		if (svc == LL_NONE)
-			svc = ll_service_of(p.key.saddr);
+			svc = ll_service_of4(p.key4.saddr);
+	} else if (p.is_ip == 6) {
+		svc = ll_service_of(p.daddr6);
+		if (svc == LL_NONE)
+			svc = ll_service_of(p.saddr6);
 	}
 
 	struct dir_totals *t = &cs->totals[dir];
@@ -302,8 +348,13 @@ static __always_inline int count(struct __sk_buff *skb, __u32 dir)
 
 	count_bucket(cs, now, dir, &w, syn, svc);
 	count_sizes(cs, now, dir, &w);
-	if (p.is_ip)
-		count_flow(cs, now, dir, &p, &w, syn, svc);
+	if (p.is_ip == 4) {
+		count_flow(cs, now, dir, &flows4, &p.key4, &p, &w, syn, svc);
+	} else if (p.is_ip == 6) {
+		struct flow_key key;
+		full_key(&p, &key);
+		count_flow(cs, now, dir, &flows6, &key, &p, &w, syn, svc);
+	}
 	return VERDICT_NEXT;
 }
 

@@ -57,6 +57,16 @@ type ProbeFlowKey struct {
 	Pad   [3]uint8
 }
 
+type ProbeFlowKey4 struct {
+	_     structs.HostLayout
+	Saddr uint32
+	Daddr uint32
+	Sport uint16
+	Dport uint16
+	Proto uint8
+	Pad   [3]uint8
+}
+
 type ProbeFlowStats struct {
 	_           structs.HostLayout
 	Packets     uint64
@@ -128,7 +138,8 @@ type ProbeWindowEvent struct {
 const (
 	ProbeMapBuckets           = "buckets"
 	ProbeMapCpuStates         = "cpu_states"
-	ProbeMapFlows             = "flows"
+	ProbeMapFlows4            = "flows4"
+	ProbeMapFlows6            = "flows6"
 	ProbeMapSizeSlices        = "size_slices"
 	ProbeMapWindowEvents      = "window_events"
 	ProbeProgEnaprobeClock    = "enaprobe_clock"
@@ -144,6 +155,7 @@ const (
 	ProbeVarSliceMask         = "slice_mask"
 	ProbeVarSliceNs           = "slice_ns"
 	ProbeVarUnusedDirection   = "unused_direction"
+	ProbeVarUnusedFlowKey4    = "unused_flow_key4"
 	ProbeVarUnusedLlService   = "unused_ll_service"
 	ProbeVarUnusedLossKind    = "unused_loss_kind"
 	ProbeVarUnusedProtoClass  = "unused_proto_class"
@@ -206,7 +218,8 @@ type ProbeProgramSpecs struct {
 type ProbeMapSpecs struct {
 	Buckets      *ebpf.MapSpec `ebpf:"buckets"`
 	CpuStates    *ebpf.MapSpec `ebpf:"cpu_states"`
-	Flows        *ebpf.MapSpec `ebpf:"flows"`
+	Flows4       *ebpf.MapSpec `ebpf:"flows4"`
+	Flows6       *ebpf.MapSpec `ebpf:"flows6"`
 	SizeSlices   *ebpf.MapSpec `ebpf:"size_slices"`
 	WindowEvents *ebpf.MapSpec `ebpf:"window_events"`
 }
@@ -224,6 +237,7 @@ type ProbeVariableSpecs struct {
 	SliceMask         *ebpf.VariableSpec `ebpf:"slice_mask"`
 	SliceNs           *ebpf.VariableSpec `ebpf:"slice_ns"`
 	UnusedDirection   *ebpf.VariableSpec `ebpf:"unused_direction"`
+	UnusedFlowKey4    *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
 	UnusedLlService   *ebpf.VariableSpec `ebpf:"unused_ll_service"`
 	UnusedLossKind    *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
 	UnusedProtoClass  *ebpf.VariableSpec `ebpf:"unused_proto_class"`
@@ -254,7 +268,8 @@ func (o *ProbeObjects) Close() error {
 type ProbeMaps struct {
 	Buckets      *ebpf.Map `ebpf:"buckets"`
 	CpuStates    *ebpf.Map `ebpf:"cpu_states"`
-	Flows        *ebpf.Map `ebpf:"flows"`
+	Flows4       *ebpf.Map `ebpf:"flows4"`
+	Flows6       *ebpf.Map `ebpf:"flows6"`
 	SizeSlices   *ebpf.Map `ebpf:"size_slices"`
 	WindowEvents *ebpf.Map `ebpf:"window_events"`
 }
@@ -263,7 +278,8 @@ func (m *ProbeMaps) Close() error {
 	return _ProbeClose(
 		m.Buckets,
 		m.CpuStates,
-		m.Flows,
+		m.Flows4,
+		m.Flows6,
 		m.SizeSlices,
 		m.WindowEvents,
 	)
@@ -282,6 +298,7 @@ type ProbeVariables struct {
 	SliceMask         *ebpf.Variable `ebpf:"slice_mask"`
 	SliceNs           *ebpf.Variable `ebpf:"slice_ns"`
 	UnusedDirection   *ebpf.Variable `ebpf:"unused_direction"`
+	UnusedFlowKey4    *ebpf.Variable `ebpf:"unused_flow_key4"`
 	UnusedLlService   *ebpf.Variable `ebpf:"unused_ll_service"`
 	UnusedLossKind    *ebpf.Variable `ebpf:"unused_loss_kind"`
 	UnusedProtoClass  *ebpf.Variable `ebpf:"unused_proto_class"`

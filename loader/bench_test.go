@@ -173,7 +173,7 @@ func BenchmarkNewFlow(b *testing.B) {
 		return sum
 	}
 	for b.Loop() {
-		if err := clearMap(coll.Maps["flows"]); err != nil {
+		if err := clearMap(coll.Maps["flows4"]); err != nil {
 			b.Fatal(err)
 		}
 		base := runAll(empty)
@@ -196,13 +196,13 @@ func BenchmarkFullMap(b *testing.B) {
 	frame := benchFrames(b)[0].frame
 	small, _ := medianRatio(b, egress, empty, frame)
 
-	keys := make([]bpf.ProbeFlowKey, others)
+	keys := make([]bpf.ProbeFlowKey4, others)
 	vals := make([]bpf.ProbeFlowStats, others)
 	for i := range keys {
 		a := netip.AddrFrom4([4]byte{10, 9, byte(i >> 8), byte(i)})
-		keys[i] = probeKey(record.FlowKey{Proto: 17, Src: netip.AddrPortFrom(a, uint16(i)), Dst: netip.AddrPortFrom(a, 443)})
+		keys[i] = probeKey4(record.FlowKey{Proto: 17, Src: netip.AddrPortFrom(a, uint16(i)), Dst: netip.AddrPortFrom(a, 443)})
 	}
-	if _, err := coll.Maps["flows"].BatchUpdate(keys, vals, nil); err != nil {
+	if _, err := coll.Maps["flows4"].BatchUpdate(keys, vals, nil); err != nil {
 		b.Fatalf("fill flow map: %v", err)
 	}
 	for b.Loop() {
@@ -219,22 +219,4 @@ func BenchmarkReference(b *testing.B) {
 	for b.Loop() {
 		wire.Count(frame, 0, 0, netip.Addr{})
 	}
-}
-
-func clearMap(m *ebpf.Map) error {
-	var keys []bpf.ProbeFlowKey
-	var k bpf.ProbeFlowKey
-	var v bpf.ProbeFlowStats
-	it := m.Iterate()
-	for it.Next(&k, &v) {
-		keys = append(keys, k)
-	}
-	if err := it.Err(); err != nil {
-		return err
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	_, err := m.BatchDelete(keys, nil)
-	return err
 }

@@ -57,15 +57,33 @@ type Collector struct {
 	ring      *ringbuf.Reader
 	windowNs  int64
 	heavy     uint64
-	flows     map[bpf.ProbeFlowKey]*flowState
-	snapshots []record.FlowSnapshot
-	windows   []record.WindowEvent
-	batchKeys []bpf.ProbeFlowKey
-	batchVals []bpf.ProbeFlowStats
+	flows      map[stateKey]*flowState
+	snapshots  []record.FlowSnapshot
+	windows    []record.WindowEvent
+	batchKeys4 []bpf.ProbeFlowKey4
+	batchKeys6 []bpf.ProbeFlowKey
+	batchVals  []bpf.ProbeFlowStats
 
 	totals  [record.NumDirections]record.Totals
 	loss    record.Loss
 	evicted uint64
+}
+
+// stateKey names a flow across both flow maps: IPv4 keys are widened to
+// v4-mapped ones, and v6 tells an IPv6 packet that carried v4-mapped
+// addresses apart from IPv4.
+type stateKey struct {
+	v6  bool
+	key bpf.ProbeFlowKey
+}
+
+func stateKey4(k bpf.ProbeFlowKey4) stateKey {
+	var w bpf.ProbeFlowKey
+	w.Saddr[10], w.Saddr[11], w.Daddr[10], w.Daddr[11] = 0xff, 0xff, 0xff, 0xff
+	binary.NativeEndian.PutUint32(w.Saddr[12:], k.Saddr)
+	binary.NativeEndian.PutUint32(w.Daddr[12:], k.Daddr)
+	w.Sport, w.Dport, w.Proto = k.Sport, k.Dport, k.Proto
+	return stateKey{key: w}
 }
 
 // flowState is what the collector remembers of a flow between drains.
@@ -90,8 +108,9 @@ func NewCollector(p *Probe, iface string, nowNs int64) (*Collector, error) {
 		sliceMask:  int64(p.opts.SliceSlots - 1),
 		windowNs:   int64(p.opts.Window),
 		heavy:      p.opts.HeavyBytes,
-		flows:      make(map[bpf.ProbeFlowKey]*flowState),
-		batchKeys:  make([]bpf.ProbeFlowKey, 4096),
+		flows:      make(map[stateKey]*flowState),
+		batchKeys4: make([]bpf.ProbeFlowKey4, 4096),
+		batchKeys6: make([]bpf.ProbeFlowKey, 4096),
 		batchVals:  make([]bpf.ProbeFlowStats, 4096),
 	}
 	c.nextBucket = nowNs / c.bucketNs
@@ -269,14 +288,15 @@ func (c *Collector) drainWindowEvents() error {
 			return fmt.Errorf("window event of %d bytes, want %d", len(rec.RawSample), unsafe.Sizeof(ev))
 		}
 		ev = *(*bpf.ProbeWindowEvent)(unsafe.Pointer(&rec.RawSample[0]))
-		c.addWindow(ev.Key, ev.WinStartNs, ev.Bytes, uint64(ev.Packets), ev.Dir)
+		c.addWindow(eventStateKey(ev.Key), ev.WinStartNs, ev.Bytes, uint64(ev.Packets), ev.Dir)
 	}
 }
 
 // addWindow records a heavy window once, whether the ring buffer or a flow
 // snapshot reported it first.
-func (c *Collector) addWindow(key bpf.ProbeFlowKey, start, bytes, packets uint64, dir uint8) {
-	fs := c.flowState(key)
+func (c *Collector) addWindow(sk stateKey, start, bytes, packets uint64, dir uint8) {
+	fs := c.flowState(sk)
+	key := sk.key
 	if fs.lastWindow >= start && fs.lastWindow != 0 {
 		return
 	}
@@ -287,11 +307,18 @@ func (c *Collector) addWindow(key bpf.ProbeFlowKey, start, bytes, packets uint64
 	})
 }
 
-func (c *Collector) flowState(key bpf.ProbeFlowKey) *flowState {
-	fs, ok := c.flows[key]
+// eventStateKey names the flow of a window event. An event does not say
+// which map its flow lives in: a v4-mapped key is taken as IPv4 (an IPv6
+// header carrying v4-mapped addresses is not seen in practice).
+func eventStateKey(k bpf.ProbeFlowKey) stateKey {
+	return stateKey{v6: !netip.AddrFrom16(k.Saddr).Is4In6(), key: k}
+}
+
+func (c *Collector) flowState(sk stateKey) *flowState {
+	fs, ok := c.flows[sk]
 	if !ok {
 		fs = &flowState{}
-		c.flows[key] = fs
+		c.flows[sk] = fs
 	}
 	return fs
 }
@@ -332,38 +359,72 @@ func (c *Collector) SnapshotFlows(nowNs int64, idle time.Duration) error {
 	for _, fs := range c.flows {
 		fs.inMap = false
 	}
+	var stale4 []bpf.ProbeFlowKey4
+	var stale6 []bpf.ProbeFlowKey
+	err := batchRead(c.p.objs.Flows4, c.batchKeys4, c.batchVals, func(k bpf.ProbeFlowKey4, v bpf.ProbeFlowStats) {
+		if c.observeFlow(nowNs, stateKey4(k), v, idle) {
+			stale4 = append(stale4, k)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("read ipv4 flow map of %s: %w", c.iface, err)
+	}
+	err = batchRead(c.p.objs.Flows6, c.batchKeys6, c.batchVals, func(k bpf.ProbeFlowKey, v bpf.ProbeFlowStats) {
+		if c.observeFlow(nowNs, stateKey{v6: true, key: k}, v, idle) {
+			stale6 = append(stale6, k)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("read ipv6 flow map of %s: %w", c.iface, err)
+	}
+	for _, k := range stale4 {
+		if err := c.evict(c.p.objs.Flows4, k, stateKey4(k)); err != nil {
+			return err
+		}
+	}
+	for _, k := range stale6 {
+		if err := c.evict(c.p.objs.Flows6, k, stateKey{v6: true, key: k}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// batchRead reads a whole flow map in batches, calling fn for each entry.
+func batchRead[K any](m *ebpf.Map, keys []K, vals []bpf.ProbeFlowStats, fn func(K, bpf.ProbeFlowStats)) error {
 	var cursor ebpf.MapBatchCursor
-	var stale []bpf.ProbeFlowKey
 	for {
-		n, err := c.p.objs.Flows.BatchLookup(&cursor, c.batchKeys, c.batchVals, nil)
+		n, err := m.BatchLookup(&cursor, keys, vals, nil)
 		for i := 0; i < n; i++ {
-			if c.observeFlow(nowNs, c.batchKeys[i], c.batchVals[i], idle) {
-				stale = append(stale, c.batchKeys[i])
-			}
+			fn(keys[i], vals[i])
 		}
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			break
+			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("read flow map of %s: %w", c.iface, err)
+			return err
 		}
 	}
-	for _, k := range stale {
-		if err := c.p.objs.Flows.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("evict idle flow of %s: %w", c.iface, err)
-		}
-		fs := c.flows[k]
-		fs.base = addStats(fs.base, fs.last)
-		fs.last = bpf.ProbeFlowStats{}
-		c.evicted++
+}
+
+// evict removes an idle flow's entry; its counters live on in the flow's
+// state, so later snapshots stay cumulative if the flow comes back.
+func (c *Collector) evict(m *ebpf.Map, key any, sk stateKey) error {
+	if err := m.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("evict idle flow of %s: %w", c.iface, err)
 	}
+	fs := c.flows[sk]
+	fs.base = addStats(fs.base, fs.last)
+	fs.last = bpf.ProbeFlowStats{}
+	c.evicted++
 	return nil
 }
 
 // observeFlow takes one flow entry; it reports whether the entry is idle
 // long enough to evict.
-func (c *Collector) observeFlow(nowNs int64, k bpf.ProbeFlowKey, v bpf.ProbeFlowStats, idle time.Duration) bool {
-	fs := c.flowState(k)
+func (c *Collector) observeFlow(nowNs int64, sk stateKey, v bpf.ProbeFlowStats, idle time.Duration) bool {
+	fs := c.flowState(sk)
+	k := sk.key
 	fs.inMap = true
 	fs.last = v
 	cum := addStats(fs.base, v)
@@ -374,7 +435,7 @@ func (c *Collector) observeFlow(nowNs int64, k bpf.ProbeFlowKey, v bpf.ProbeFlow
 		})
 	}
 	if v.WinBytes >= c.heavy && int64(v.WinStartNs)+c.windowNs <= nowNs {
-		c.addWindow(k, v.WinStartNs, v.WinBytes, uint64(v.WinPackets), v.WinDir)
+		c.addWindow(sk, v.WinStartNs, v.WinBytes, uint64(v.WinPackets), v.WinDir)
 	}
 	return idle > 0 && nowNs-int64(v.LastSeenNs) > int64(idle)
 }
@@ -456,6 +517,15 @@ func (c *Collector) Result() Result {
 func probeKey(k record.FlowKey) bpf.ProbeFlowKey {
 	return bpf.ProbeFlowKey{
 		Saddr: k.Src.Addr().As16(), Daddr: k.Dst.Addr().As16(),
+		Sport: netPort(k.Src.Port()), Dport: netPort(k.Dst.Port()), Proto: k.Proto,
+	}
+}
+
+// probeKey4 is the IPv4 flow map's key of an IPv4 flow.
+func probeKey4(k record.FlowKey) bpf.ProbeFlowKey4 {
+	s, d := k.Src.Addr().As4(), k.Dst.Addr().As4()
+	return bpf.ProbeFlowKey4{
+		Saddr: binary.NativeEndian.Uint32(s[:]), Daddr: binary.NativeEndian.Uint32(d[:]),
 		Sport: netPort(k.Src.Port()), Dport: netPort(k.Dst.Port()), Proto: k.Proto,
 	}
 }

@@ -80,7 +80,7 @@ func checkFrame(t testing.TB, tp *testProbe, dir record.Direction, frame []byte,
 		}
 		return ref
 	}
-	v, ok := tp.flow(t, probeKey(ref.Key))
+	v, ok := tp.flow(t, ref.Key)
 	if !ok {
 		t.Fatalf("no flow %s in the map", ref.Key)
 	}
@@ -92,19 +92,6 @@ func checkFrame(t testing.TB, tp *testProbe, dir record.Direction, frame []byte,
 			ref.Key, v, w.Packets, w.Bytes, wantSyn, lo, hi, ref.TCPFlags, dir, ref.Service)
 	}
 	return ref
-}
-
-func (tp *testProbe) countFlows(t testing.TB) int {
-	var k, v []byte
-	n := 0
-	it := tp.coll.Maps["flows"].Iterate()
-	for it.Next(&k, &v) {
-		n++
-	}
-	if err := it.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 func TestDatapathParsePaths(t *testing.T) {

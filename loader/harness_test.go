@@ -189,10 +189,16 @@ func (tp *testProbe) clearBuckets(tb testing.TB) {
 	}
 }
 
-func (tp *testProbe) flow(tb testing.TB, k bpf.ProbeFlowKey) (bpf.ProbeFlowStats, bool) {
+// flow reads a flow's entry from the map of its address family.
+func (tp *testProbe) flow(tb testing.TB, k record.FlowKey) (bpf.ProbeFlowStats, bool) {
 	tb.Helper()
 	var v bpf.ProbeFlowStats
-	err := tp.coll.Maps["flows"].Lookup(k, &v)
+	var err error
+	if k.Src.Addr().Is4() {
+		err = tp.coll.Maps["flows4"].Lookup(probeKey4(k), &v)
+	} else {
+		err = tp.coll.Maps["flows6"].Lookup(probeKey(k), &v)
+	}
 	if errors.Is(err, ebpf.ErrKeyNotExist) {
 		return v, false
 	}
@@ -202,22 +208,48 @@ func (tp *testProbe) flow(tb testing.TB, k bpf.ProbeFlowKey) (bpf.ProbeFlowStats
 	return v, true
 }
 
+// deleteFlows empties both flow maps.
 func (tp *testProbe) deleteFlows(tb testing.TB) {
 	tb.Helper()
-	m := tp.coll.Maps["flows"]
-	var k bpf.ProbeFlowKey
-	var keys []bpf.ProbeFlowKey
-	it := m.Iterate()
-	var v bpf.ProbeFlowStats
-	for it.Next(&k, &v) {
-		keys = append(keys, k)
-	}
-	if err := it.Err(); err != nil {
-		tb.Fatal(err)
-	}
-	for _, k := range keys {
-		if err := m.Delete(k); err != nil {
+	for _, name := range []string{"flows4", "flows6"} {
+		if err := clearMap(tp.coll.Maps[name]); err != nil {
 			tb.Fatal(err)
 		}
 	}
+}
+
+// countFlows counts the entries of both flow maps.
+func (tp *testProbe) countFlows(tb testing.TB) int {
+	tb.Helper()
+	n := 0
+	for _, name := range []string{"flows4", "flows6"} {
+		var k, v []byte
+		it := tp.coll.Maps[name].Iterate()
+		for it.Next(&k, &v) {
+			n++
+		}
+		if err := it.Err(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return n
+}
+
+// clearMap deletes every entry of a map, whatever its key type.
+func clearMap(m *ebpf.Map) error {
+	var keys [][]byte
+	var k, v []byte
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		keys = append(keys, append([]byte(nil), k...))
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return err
+		}
+	}
+	return nil
 }

@@ -25,7 +25,10 @@ type Options struct {
 	Window      time.Duration // fine window of the heavy-flow events
 	Slice       time.Duration // packet-size slice width
 	HeavyBytes  uint64        // bytes per fine window that make a window event
-	FlowEntries uint32        // flow map capacity
+	FlowEntries uint32        // IPv4 flow map capacity
+	// FlowEntries6 is the IPv6 flow map's; 0 takes a quarter of FlowEntries
+	// (at least 1024).
+	FlowEntries6 uint32
 	// BucketRing is how far back, per direction, the bucket ring holds
 	// unread buckets: the collector must drain more often than this.
 	BucketRing  time.Duration
@@ -71,6 +74,13 @@ func (o Options) validate() error {
 	return nil
 }
 
+func (o Options) flowEntries6() uint32 {
+	if o.FlowEntries6 != 0 {
+		return o.FlowEntries6
+	}
+	return max(o.FlowEntries/4, 1024)
+}
+
 // bucketSlots is the ring length per direction: a power of two covering
 // BucketRing.
 func (o Options) bucketSlots() uint32 {
@@ -92,7 +102,8 @@ type Probe struct {
 type probeObjects struct {
 	Ingress      *ebpf.Program  `ebpf:"enaprobe_ingress"`
 	Egress       *ebpf.Program  `ebpf:"enaprobe_egress"`
-	Flows        *ebpf.Map      `ebpf:"flows"`
+	Flows4       *ebpf.Map      `ebpf:"flows4"`
+	Flows6       *ebpf.Map      `ebpf:"flows6"`
 	Buckets      *ebpf.Map      `ebpf:"buckets"`
 	SizeSlices   *ebpf.Map      `ebpf:"size_slices"`
 	CPUStates    *ebpf.Map      `ebpf:"cpu_states"`
@@ -103,7 +114,7 @@ type probeObjects struct {
 
 func (o *probeObjects) close() error {
 	var errs []error
-	for _, c := range []interface{ Close() error }{o.Ingress, o.Egress, o.Flows, o.Buckets, o.SizeSlices, o.CPUStates, o.WindowEvents} {
+	for _, c := range []interface{ Close() error }{o.Ingress, o.Egress, o.Flows4, o.Flows6, o.Buckets, o.SizeSlices, o.CPUStates, o.WindowEvents} {
 		if c != nil {
 			errs = append(errs, c.Close())
 		}
@@ -144,7 +155,8 @@ func Spec(opts Options) (*ebpf.CollectionSpec, error) {
 			return nil, fmt.Errorf("set %s: %w", name, err)
 		}
 	}
-	spec.Maps["flows"].MaxEntries = opts.FlowEntries
+	spec.Maps["flows4"].MaxEntries = opts.FlowEntries
+	spec.Maps["flows6"].MaxEntries = opts.flowEntries6()
 	spec.Maps["buckets"].MaxEntries = 2 * slots
 	spec.Maps["size_slices"].MaxEntries = 2 * opts.SliceSlots
 	spec.Maps["window_events"].MaxEntries = opts.RingBytes

@@ -7,14 +7,21 @@
 #include <bpf/bpf_helpers.h>
 #include "types.h"
 
-/* Shared hash: a per-CPU hash would multiply flow memory by the CPU count
+/* Shared hashes: a per-CPU hash would multiply flow memory by the CPU count
  * (192 on the largest instances). Packets and bytes are added atomically. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct flow_key4);
+	__type(value, struct flow_stats);
+	__uint(max_entries, 65536);
+} flows4 SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, struct flow_key);
 	__type(value, struct flow_stats);
-	__uint(max_entries, 65536);
-} flows SEC(".maps");
+	__uint(max_entries, 16384);
+} flows6 SEC(".maps");
 
 /* Bucket rings, direction-major: slot = dir * (mask + 1) + (epoch & mask).
  * Memory-mapped so userspace reads and zeroes counters without syscalls. */

@@ -29,13 +29,17 @@
 #define TCP_FLAG_SYN 0x02
 #define TCP_FLAG_ACK 0x10
 
-/* What the counting needs to know about one skb. */
+/* What the counting needs to know about one skb. Ports and protocol are
+ * parsed into key4 whatever the family; an IPv6 packet's addresses go to
+ * saddr6/daddr6. */
 struct pkt {
-	struct flow_key key;
+	struct flow_key4 key4;
+	__u8 saddr6[16];
+	__u8 daddr6[16];
 	__u32 l2_len;   /* Ethernet and VLAN headers */
 	__u32 hdr_len;  /* l2 + l3 + l4 headers: what segmentation repeats */
 	__u8 class;     /* enum proto_class */
-	__u8 is_ip;     /* a flow key exists */
+	__u8 is_ip;     /* 4 or 6: a flow key exists */
 	__u8 tcp_flags;
 	__u8 pad;
 };
@@ -43,14 +47,14 @@ struct pkt {
 static __always_inline int parse_l4(void *data, void *end, __u32 off, __u8 proto,
 				    struct pkt *p)
 {
-	p->key.proto = proto;
+	p->key4.proto = proto;
 	p->hdr_len = off;
 	if (proto == IPPROTO_TCP) {
 		__u8 *th = data + off;
 		if ((void *)(th + 20) > end)
 			return 0;
-		__builtin_memcpy(&p->key.sport, th, 2);
-		__builtin_memcpy(&p->key.dport, th + 2, 2);
+		__builtin_memcpy(&p->key4.sport, th, 2);
+		__builtin_memcpy(&p->key4.dport, th + 2, 2);
 		p->tcp_flags = th[13];
 		p->hdr_len = off + ((th[12] >> 4) << 2);
 		p->class = CLASS_TCP;
@@ -58,16 +62,16 @@ static __always_inline int parse_l4(void *data, void *end, __u32 off, __u8 proto
 		__u8 *uh = data + off;
 		if ((void *)(uh + 8) > end)
 			return 0;
-		__builtin_memcpy(&p->key.sport, uh, 2);
-		__builtin_memcpy(&p->key.dport, uh + 2, 2);
+		__builtin_memcpy(&p->key4.sport, uh, 2);
+		__builtin_memcpy(&p->key4.dport, uh + 2, 2);
 		p->hdr_len = off + 8;
 		p->class = CLASS_UDP;
 	} else if (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6) {
 		__u8 *ih = data + off;
 		if ((void *)(ih + 4) > end)
 			return 0;
-		p->key.sport = bpf_htons(ih[0]);
-		p->key.dport = bpf_htons(ih[1]);
+		p->key4.sport = bpf_htons(ih[0]);
+		p->key4.dport = bpf_htons(ih[1]);
 		p->hdr_len = off + 8;
 		p->class = CLASS_ICMP;
 	}
@@ -78,7 +82,7 @@ static __always_inline int parse_l4(void *data, void *end, __u32 off, __u8 proto
  * to the flow of its addresses and protocol, with ports 0. */
 static __always_inline void later_fragment(__u8 proto, __u32 off, struct pkt *p)
 {
-	p->key.proto = proto;
+	p->key4.proto = proto;
 	p->hdr_len = off;
 	if (proto == IPPROTO_TCP)
 		p->class = CLASS_TCP;
@@ -96,15 +100,11 @@ static __always_inline int parse_ipv4(void *data, void *end, __u32 off, struct p
 	__u32 ihl = (ip[0] & 0x0f) << 2;
 	if ((ip[0] >> 4) != 4 || ihl < 20)
 		return 0;
-	p->is_ip = 1;
-	p->key.saddr[10] = 0xff;
-	p->key.saddr[11] = 0xff;
-	p->key.daddr[10] = 0xff;
-	p->key.daddr[11] = 0xff;
-	__builtin_memcpy(&p->key.saddr[12], ip + 12, 4);
-	__builtin_memcpy(&p->key.daddr[12], ip + 16, 4);
+	p->is_ip = 4;
+	__builtin_memcpy(&p->key4.saddr, ip + 12, 4);
+	__builtin_memcpy(&p->key4.daddr, ip + 16, 4);
 	__u8 proto = ip[9];
-	p->key.proto = proto;
+	p->key4.proto = proto;
 	p->hdr_len = off + 20;
 	__u16 frag;
 	__builtin_memcpy(&frag, ip + 6, 2);
@@ -123,11 +123,11 @@ static __always_inline int parse_ipv6(void *data, void *end, __u32 off, struct p
 		return 0;
 	if ((ip6[0] >> 4) != 6)
 		return 0;
-	p->is_ip = 1;
-	__builtin_memcpy(p->key.saddr, ip6 + 8, 16);
-	__builtin_memcpy(p->key.daddr, ip6 + 24, 16);
+	p->is_ip = 6;
+	__builtin_memcpy(p->saddr6, ip6 + 8, 16);
+	__builtin_memcpy(p->daddr6, ip6 + 24, 16);
 	__u8 nexthdr = ip6[6];
-	p->key.proto = nexthdr;
+	p->key4.proto = nexthdr;
 	off += 40;
 	p->hdr_len = off;
 	int later = 0;
@@ -158,7 +158,7 @@ static __always_inline int parse_ipv6(void *data, void *end, __u32 off, struct p
 		} else {
 			break;
 		}
-		p->key.proto = nexthdr;
+		p->key4.proto = nexthdr;
 		p->hdr_len = off;
 	}
 	if (later) {
