@@ -190,6 +190,34 @@ static __always_inline void count_bucket(struct cpu_state *cs, __u64 now, __u32 
 		__sync_fetch_and_add(&b->link_local[svc - 1], w->packets);
 }
 
+/* retire_slice moves a finished slice to its ring slot, unless userspace
+ * already read it from the state (a CPU that was idle retires late). A slot
+ * still holding a slice userspace has not read (newer than slice_drained) is
+ * overwritten, and its packets counted as lost. */
+static __attribute__((noinline)) void retire_slice(struct cpu_state *cs, __u32 dir,
+						  const struct size_slice *s)
+{
+	if (s->epoch <= slice_drained)
+		return;
+	__u32 slot = dir * (slice_mask + 1) + ((__u32)s->epoch & slice_mask);
+	struct size_slice *r = bpf_map_lookup_elem(&size_slices, &slot);
+	if (!r)
+		return;
+	if (r->epoch > slice_drained && r->epoch != s->epoch) {
+		__u64 lost = 0;
+#pragma unroll
+		for (int i = 0; i < NUM_SIZE_CLASSES; i++)
+			lost += r->counts[i];
+		cs->loss[LOSS_SLICE_OVERWRITTEN] += lost;
+	}
+	*r = *s;
+}
+
+/* The current slice of each direction lives in the per-CPU state, next to
+ * the totals the packet touches anyway; a finished slice is copied to the
+ * per-CPU ring when the CPU sees its first packet of a later slice.
+ * Userspace reads a slice from the ring, or from the state while no later
+ * packet has moved it there. */
 static __always_inline void count_sizes(struct cpu_state *cs, __u64 now, __u32 dir,
 					const struct wire *w)
 {
@@ -201,18 +229,10 @@ static __always_inline void count_sizes(struct cpu_state *cs, __u64 now, __u32 d
 		cs->slice_epoch = epoch;
 		cs->slice_start_ns = epoch * slice_ns;
 	}
-	__u32 slot = dir * (slice_mask + 1) + ((__u32)epoch & slice_mask);
-	struct size_slice *s = bpf_map_lookup_elem(&size_slices, &slot);
-	if (!s)
-		return;
+	struct size_slice *s = &cs->slices[dir];
 	if (s->epoch != epoch) {
-		if (s->epoch > slice_drained) {
-			__u64 lost = 0;
-#pragma unroll
-			for (int i = 0; i < NUM_SIZE_CLASSES; i++)
-				lost += s->counts[i];
-			cs->loss[LOSS_SLICE_OVERWRITTEN] += lost;
-		}
+		if (s->epoch)
+			retire_slice(cs, dir, s);
 		__builtin_memset(s, 0, sizeof(*s));
 		s->epoch = epoch;
 	}

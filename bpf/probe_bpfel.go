@@ -25,6 +25,7 @@ type ProbeBucket struct {
 type ProbeCpuState struct {
 	_             structs.HostLayout
 	Totals        [2]ProbeDirTotals
+	Slices        [2]ProbeSizeSlice
 	Loss          [4]uint64
 	BucketEpoch   uint64
 	BucketStartNs uint64

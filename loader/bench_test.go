@@ -32,7 +32,7 @@ const benchRepeat = 200_000
 
 // ratioRounds alternates empty and measured program this many times; the
 // median ratio is reported.
-const ratioRounds = 7
+const ratioRounds = 15
 
 func loadBenchCollection(b *testing.B, opts Options, set map[string]any) *ebpf.Collection {
 	b.Helper()

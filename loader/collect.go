@@ -241,18 +241,32 @@ func (c *Collector) drainSlices(nowNs int64, final bool) error {
 		end = nowNs/c.sliceNs + 1
 	}
 	from := max(c.nextSlice, end-c.sliceMask)
-	var vals []bpf.ProbeSizeSlice
+	if from >= end {
+		return nil
+	}
+	// A CPU's current slice is in its state until its next packet of a later
+	// slice retires it to the ring. Read the states first: a slice retired
+	// between the two reads is then found in the ring, not lost.
+	var states []bpf.ProbeCpuState
+	if err := c.p.objs.CPUStates.Lookup(uint32(0), &states); err != nil {
+		return fmt.Errorf("read per-cpu state of %s: %w", c.iface, err)
+	}
+	var ring []bpf.ProbeSizeSlice
 	for e := from; e < end; e++ {
 		for d := int64(0); d < record.NumDirections; d++ {
 			key := uint32(d*(c.sliceMask+1) + e&c.sliceMask)
-			if err := c.p.objs.SizeSlices.Lookup(key, &vals); err != nil {
+			if err := c.p.objs.SizeSlices.Lookup(key, &ring); err != nil {
 				return fmt.Errorf("read size slice of %s: %w", c.iface, err)
 			}
 			s := record.SizeSlice{Interface: c.iface, Direction: record.Direction(d), StartNs: e * c.sliceNs, WidthNs: c.sliceNs}
 			var any bool
-			for _, v := range vals {
+			for cpu := range ring {
+				v := ring[cpu]
 				if int64(v.Epoch) != e {
-					continue
+					if cpu >= len(states) || int64(states[cpu].Slices[d].Epoch) != e {
+						continue
+					}
+					v = states[cpu].Slices[d]
 				}
 				for i, n := range v.Counts {
 					s.Counts[i] += n
@@ -265,10 +279,8 @@ func (c *Collector) drainSlices(nowNs int64, final bool) error {
 			}
 		}
 	}
-	if end > c.nextSlice {
-		c.nextSlice = end
-		_ = c.p.objs.SliceDrained.Set(uint64(end - 1))
-	}
+	c.nextSlice = end
+	_ = c.p.objs.SliceDrained.Set(uint64(end - 1))
 	return nil
 }
 

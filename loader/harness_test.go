@@ -135,6 +135,12 @@ func (tp *testProbe) read(tb testing.TB) counts {
 		tb.Fatal(err)
 	}
 	for _, s := range states {
+		for d := range s.Slices {
+			for i, n := range s.Slices[d].Counts {
+				c.sizes[d][i] += n
+			}
+			c.supers[d] += s.Slices[d].SuperPackets
+		}
 		for d := range c.totals {
 			for i := range s.Totals[d].Packets {
 				c.totals[d].Packets[i] += s.Totals[d].Packets[i]

@@ -33,8 +33,8 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 } buckets SEC(".maps");
 
-/* Size-slice rings per CPU, direction-major like the buckets. Slices are
- * coarse (100 ms), so userspace reads about one slot per direction per
+/* Finished size slices per CPU, direction-major like the buckets. Slices
+ * are coarse (100 ms), so userspace reads about one slot per direction per
  * drain; per-CPU keeps the histogram free of atomics. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -175,7 +175,12 @@ static __always_inline void parse(struct __sk_buff *skb, struct pkt *p)
 	void *data = (void *)(long)skb->data;
 	void *end = (void *)(long)skb->data_end;
 
-	__builtin_memset(p, 0, sizeof(*p));
+	/* saddr6 and daddr6 are left alone: only an IPv6 packet reads them,
+	 * after writing both whole. */
+	__builtin_memset(&p->key4, 0, sizeof(p->key4));
+	p->is_ip = 0;
+	p->tcp_flags = 0;
+	p->pad = 0;
 	p->class = CLASS_OTHER;
 	p->l2_len = ETH_HLEN;
 	p->hdr_len = ETH_HLEN;

@@ -90,7 +90,8 @@ struct bucket {
 	__u32 link_local[NUM_LL_SERVICES];
 };
 
-/* Packet-size histogram of one slice, per CPU. */
+/* Packet-size histogram of one slice, per CPU. epoch is ktime / slice_ns,
+ * 0 for a slot never used. */
 struct size_slice {
 	__u64 epoch;
 	__u64 counts[NUM_SIZE_CLASSES];
@@ -103,10 +104,12 @@ struct dir_totals {
 	__u64 syns;
 };
 
-/* Per-CPU state: exact totals, loss, and the current bucket cached so the
- * hot path divides only when the bucket or slice changes. */
+/* Per-CPU state: exact totals, loss, the current size slices, and the
+ * current bucket cached so the hot path divides only when the bucket or
+ * slice changes. */
 struct cpu_state {
 	struct dir_totals totals[NUM_DIRECTIONS];
+	struct size_slice slices[NUM_DIRECTIONS];
 	__u64 loss[NUM_LOSS];
 	__u64 bucket_epoch;
 	__u64 bucket_start_ns;
