@@ -71,22 +71,32 @@ static __always_inline __u8 ll_service_of4(__u32 a)
 	return LL_NONE;
 }
 
+/* complete_key6 fills an IPv6 packet's key beyond its addresses. */
+static __always_inline void complete_key6(struct pkt *p)
+{
+	p->key6.sport = p->key4.sport;
+	p->key6.dport = p->key4.dport;
+	p->key6.proto = p->key4.proto;
+	p->key6.pad[0] = 0;
+	p->key6.pad[1] = 0;
+	p->key6.pad[2] = 0;
+}
+
 /* full_key is the flow as userspace and window events see it: IPv4
- * v4-mapped into the IPv6 key. */
+ * v4-mapped into the IPv6 key. An IPv6 key must be complete. */
 static __always_inline void full_key(const struct pkt *p, struct flow_key *k)
 {
-	__builtin_memset(k, 0, sizeof(*k));
-	if (p->is_ip == 4) {
-		k->saddr[10] = 0xff;
-		k->saddr[11] = 0xff;
-		k->daddr[10] = 0xff;
-		k->daddr[11] = 0xff;
-		__builtin_memcpy(&k->saddr[12], &p->key4.saddr, 4);
-		__builtin_memcpy(&k->daddr[12], &p->key4.daddr, 4);
-	} else {
-		__builtin_memcpy(k->saddr, p->saddr6, 16);
-		__builtin_memcpy(k->daddr, p->daddr6, 16);
+	if (p->is_ip == 6) {
+		*k = p->key6;
+		return;
 	}
+	__builtin_memset(k, 0, sizeof(*k));
+	k->saddr[10] = 0xff;
+	k->saddr[11] = 0xff;
+	k->daddr[10] = 0xff;
+	k->daddr[11] = 0xff;
+	__builtin_memcpy(&k->saddr[12], &p->key4.saddr, 4);
+	__builtin_memcpy(&k->daddr[12], &p->key4.daddr, 4);
 	k->sport = p->key4.sport;
 	k->dport = p->key4.dport;
 	k->proto = p->key4.proto;
@@ -356,9 +366,9 @@ static __always_inline int count(struct __sk_buff *skb, __u32 dir)
 		if (svc == LL_NONE)
 			svc = ll_service_of4(p.key4.saddr);
 	} else if (p.is_ip == 6) {
-		svc = ll_service_of(p.daddr6);
+		svc = ll_service_of(p.key6.daddr);
 		if (svc == LL_NONE)
-			svc = ll_service_of(p.saddr6);
+			svc = ll_service_of(p.key6.saddr);
 	}
 
 	struct dir_totals *t = &cs->totals[dir];
@@ -371,9 +381,8 @@ static __always_inline int count(struct __sk_buff *skb, __u32 dir)
 	if (p.is_ip == 4) {
 		count_flow(cs, now, dir, &flows4, &p.key4, &p, &w, syn, svc);
 	} else if (p.is_ip == 6) {
-		struct flow_key key;
-		full_key(&p, &key);
-		count_flow(cs, now, dir, &flows6, &key, &p, &w, syn, svc);
+		complete_key6(&p);
+		count_flow(cs, now, dir, &flows6, &p.key6, &p, &w, syn, svc);
 	}
 	return VERDICT_NEXT;
 }

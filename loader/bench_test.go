@@ -28,11 +28,12 @@ import (
 //	make bench   (or: go test -run '^$' -bench . ./loader)
 
 // benchRepeat is how many times the kernel runs a program per measurement.
-const benchRepeat = 200_000
+const benchRepeat = 50_000
 
-// ratioRounds alternates empty and measured program this many times; the
+// ratioRounds alternates empty and measured program this many times, short
+// runs many times so that the host's drift falls on both alike; the
 // median ratio is reported.
-const ratioRounds = 15
+const ratioRounds = 41
 
 func loadBenchCollection(b *testing.B, opts Options, set map[string]any) *ebpf.Collection {
 	b.Helper()

@@ -54,9 +54,9 @@ type Collector struct {
 	nextSlice int64
 	sizes     []record.SizeSlice
 
-	ring      *ringbuf.Reader
-	windowNs  int64
-	heavy     uint64
+	ring       *ringbuf.Reader
+	windowNs   int64
+	heavy      uint64
 	flows      map[stateKey]*flowState
 	snapshots  []record.FlowSnapshot
 	windows    []record.WindowEvent

@@ -30,12 +30,11 @@
 #define TCP_FLAG_ACK 0x10
 
 /* What the counting needs to know about one skb. Ports and protocol are
- * parsed into key4 whatever the family; an IPv6 packet's addresses go to
- * saddr6/daddr6. */
+ * parsed into key4 whatever the family; an IPv6 packet's addresses go
+ * straight into key6, whose other fields are filled from key4 before use. */
 struct pkt {
 	struct flow_key4 key4;
-	__u8 saddr6[16];
-	__u8 daddr6[16];
+	struct flow_key key6;
 	__u32 l2_len;   /* Ethernet and VLAN headers */
 	__u32 hdr_len;  /* l2 + l3 + l4 headers: what segmentation repeats */
 	__u8 class;     /* enum proto_class */
@@ -124,8 +123,8 @@ static __always_inline int parse_ipv6(void *data, void *end, __u32 off, struct p
 	if ((ip6[0] >> 4) != 6)
 		return 0;
 	p->is_ip = 6;
-	__builtin_memcpy(p->saddr6, ip6 + 8, 16);
-	__builtin_memcpy(p->daddr6, ip6 + 24, 16);
+	__builtin_memcpy(p->key6.saddr, ip6 + 8, 16);
+	__builtin_memcpy(p->key6.daddr, ip6 + 24, 16);
 	__u8 nexthdr = ip6[6];
 	p->key4.proto = nexthdr;
 	off += 40;
@@ -175,8 +174,8 @@ static __always_inline void parse(struct __sk_buff *skb, struct pkt *p)
 	void *data = (void *)(long)skb->data;
 	void *end = (void *)(long)skb->data_end;
 
-	/* saddr6 and daddr6 are left alone: only an IPv6 packet reads them,
-	 * after writing both whole. */
+	/* key6 is left alone: only an IPv6 packet reads it, after writing its
+	 * addresses whole and the rest from key4. */
 	__builtin_memset(&p->key4, 0, sizeof(p->key4));
 	p->is_ip = 0;
 	p->tcp_flags = 0;
