@@ -196,6 +196,7 @@ func (a *analysis) findings() []Finding {
 	out = append(out, a.conntrackFindings()...)
 	out = append(out, a.linkLocalFindings()...)
 	out = append(out, a.flowCapFindings()...)
+	out = append(out, a.jumboLeavingFindings()...)
 	slices.SortStableFunc(out, func(x, y Finding) int {
 		return cmp.Or(cmp.Compare(x.StartOffsetS, y.StartOffsetS), cmp.Compare(x.Kind, y.Kind))
 	})

@@ -45,6 +45,9 @@
 //     within a bin by PlateauMin within BaselineBand (15%) of the baseline
 //     while the bw counter rose; the fall is placed by a change point.
 //     Microburst jumps inside it are explained by it and not reported.
+//   - jumbo_leaving_vpc (info): an egress flow that sent packets over 1500
+//     bytes toward an IPv4 address outside the ranges a VPC uses (RFC 1918,
+//     100.64.0.0/10, 198.18.0.0/15): leaving the VPC the MTU is 1500.
 //
 // Culprit flows are those that moved traffic inside the finding's window:
 // from window events when they explain EventCoverage (0.5) of it, else from

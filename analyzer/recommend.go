@@ -30,6 +30,9 @@ const (
 	recommendFlowPlateau = "This flow ran flat at its maximum for a long time with no allowance counter moving: something caps it (a per-flow limit, the sender, " +
 		"the receiver window). If it is the EC2 per-flow limit (5 Gbps, 10 Gbps in a cluster placement group, 25 Gbps with ENA Express), " +
 		"split the transfer over several flows; set FlowLimitBps to compare with the right cap."
+	recommendJumbo = "Inside a VPC the MTU is 9001, but traffic that leaves it (internet gateway, VPN, another Region) has an MTU of 1500: " +
+		"larger packets are fragmented or dropped, and TCP stalls if the ICMP \"fragmentation needed\" answers are filtered. " +
+		"Allow that ICMP in security groups and network ACLs, or cap the MTU toward destinations outside the VPC (ip route ... mtu 1500)."
 	recommendBaseline = "Instance sizes sold as \"Up to X Gbps\" burst to X only while burst credits last (typically 5 to 60 minutes), then fall to the baseline, " +
 		"and bw_*_allowance_exceeded counts what is queued or dropped over it. Use a size sold as \"N Gigabit\" (no burst) or a larger one, " +
 		"or spread the transfer over time so that credits refill. CloudWatch NetworkIn/NetworkOut are bytes per period: bps = Sum / period seconds x 8."

@@ -115,6 +115,7 @@ const (
 	KindLinkLocalHot       = "linklocal_hot"
 	KindFlowAtCap          = "flow_at_cap"
 	KindBaselineExhausted  = "baseline_exhausted"
+	KindJumboLeavingVPC    = "jumbo_leaving_vpc"
 )
 
 // Severities.
