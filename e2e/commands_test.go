@@ -1,0 +1,104 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/internal/privtest"
+)
+
+// TestCountersCommand reads counters from a file that an "emulator"
+// rewrites, and checks the deltas, rates, the reset and the gauge.
+func TestCountersCommand(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "counters.txt")
+	write := func(bwOut, pps, avail uint64) {
+		text := "NIC statistics:\n" +
+			"     bw_in_allowance_exceeded: 0\n" +
+			"     bw_out_allowance_exceeded: " + itoa(bwOut) + "\n" +
+			"     pps_allowance_exceeded: " + itoa(pps) + "\n" +
+			"     conntrack_allowance_exceeded: 0\n" +
+			"     linklocal_allowance_exceeded: 0\n" +
+			"     conntrack_allowance_available: " + itoa(avail) + "\n"
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(100, 50, 9000)
+	cmd := exec.Command(binary, "counters", "--counters-file", "eth9="+path, "--interval", "300ms", "--count", "2")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	write(160, 10, 8000) // bw_out +60; pps went down: a reset
+	time.Sleep(300 * time.Millisecond)
+	write(160, 15, 7000)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("counters: %v\n%s", err, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3 (first read, then 2 intervals):\n%s", len(lines), out.String())
+	}
+	for _, want := range []string{"bw_out 100", "conntrack_available 9000"} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("first line %q lacks %q", lines[0], want)
+		}
+	}
+	for _, want := range []string{"bw_out +60", "pps reset(50->10)", "conntrack_available 8000"} {
+		if !strings.Contains(lines[1], want) {
+			t.Errorf("second line %q lacks %q", lines[1], want)
+		}
+	}
+	if !strings.Contains(lines[2], "pps +5") {
+		t.Errorf("third line %q lacks pps +5", lines[2])
+	}
+}
+
+func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
+
+// TestAnalyzeBundle re-analyzes a lab bundle with another per-flow cap, as
+// an unprivileged user would: no root, nothing traced.
+func TestAnalyzeBundle(t *testing.T) {
+	privtest.RequireRoot(t, "ip", "nft")
+	dir := t.TempDir()
+	bundle := filepath.Join(dir, "b.tar.gz")
+	if out, err := exec.Command(binary, "lab", "run", "clean", "--format", "json", "-o", bundle).CombinedOutput(); err != nil {
+		t.Fatalf("lab run: %v\n%s", err, out)
+	}
+	cmd := exec.Command(binary, "analyze", bundle, "--format", "json", "--flow-limit", "1Mbit")
+	cmd.Env = append(os.Environ(), "HOME="+dir)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("analyze: %v", err)
+	}
+	if err := validateReport(out); err != nil {
+		t.Fatalf("report does not validate: %v", err)
+	}
+	var res analyzer.Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	if l := res.Trace.Limits.FlowLimitBps; l.Value != 1e6 || l.Source != "options" {
+		t.Errorf("flow limit %+v, want 1 Mbit/s from the options", l)
+	}
+	var packets uint64
+	for _, tt := range res.Totals {
+		packets += tt.Packets
+	}
+	if packets == 0 {
+		t.Error("the re-analyzed bundle has no traffic")
+	}
+}
