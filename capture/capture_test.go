@@ -6,26 +6,12 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/enaprobe/enaprobe/internal/privtest"
 	"github.com/enaprobe/enaprobe/internal/vethpair"
 	"github.com/enaprobe/enaprobe/record"
 )
-
-func newPair(t *testing.T, octet byte) *vethpair.Pair {
-	t.Helper()
-	privtest.RequireRoot(t, "ip", "tc")
-	p, err := vethpair.New(vethpair.Options{Octet: octet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
-}
 
 // runIn runs a capture inside the pair's namespace A in the background.
 func runIn(t *testing.T, ctx context.Context, pair *vethpair.Pair, cfg Config) (<-chan *record.Recording, <-chan struct{}) {
@@ -53,7 +39,7 @@ func runIn(t *testing.T, ctx context.Context, pair *vethpair.Pair, cfg Config) (
 }
 
 func TestCaptureRecording(t *testing.T) {
-	pair := newPair(t, 21)
+	pair := vethpair.ForTest(t, vethpair.Options{Octet: 21})
 	cfg := DefaultConfig()
 	cfg.Interfaces = []string{pair.IfA}
 	cfg.Duration = 1500 * time.Millisecond
@@ -135,7 +121,7 @@ func TestCaptureRecording(t *testing.T) {
 // TestCaptureCancel ends a trace early, as Ctrl-C does: the recording is
 // still returned and nothing stays attached.
 func TestCaptureCancel(t *testing.T) {
-	pair := newPair(t, 22)
+	pair := vethpair.ForTest(t, vethpair.Options{Octet: 22})
 	cfg := DefaultConfig()
 	cfg.Interfaces = []string{pair.IfA}
 	cfg.Duration = time.Minute
@@ -160,10 +146,7 @@ func TestCaptureCancel(t *testing.T) {
 
 func assertDetached(t *testing.T, pair *vethpair.Pair) {
 	t.Helper()
-	for _, args := range [][]string{{"tc", "filter", "show", "dev", pair.IfA, "ingress"}, {"tc", "filter", "show", "dev", pair.IfA, "egress"}, {"tc", "qdisc", "show", "dev", pair.IfA}, {"bpftool", "net", "show", "dev", pair.IfA}} {
-		out, _ := exec.Command("ip", append([]string{"netns", "exec", pair.NSA}, args...)...).CombinedOutput()
-		if strings.Contains(string(out), "enaprobe") || strings.Contains(string(out), "clsact") || strings.Contains(string(out), "tcx/") {
-			t.Errorf("%v shows something of ours after the trace: %s", args, out)
-		}
+	if left, err := pair.Leftovers(); err != nil || left != "" {
+		t.Errorf("after the trace: %v\n%s", err, left)
 	}
 }

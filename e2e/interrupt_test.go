@@ -27,11 +27,7 @@ func TestInterruptWritesReport(t *testing.T) {
 	privtest.RequireRoot(t)
 	for i, mode := range []string{"tcx", "tc"} {
 		t.Run(mode, func(t *testing.T) {
-			pair, err := vethpair.New(vethpair.Options{Octet: byte(80 + i)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pair.Close()
+			pair := vethpair.ForTest(t, vethpair.Options{Octet: byte(80 + i)})
 			dir := t.TempDir()
 			ready, bundle := filepath.Join(dir, "ready"), filepath.Join(dir, "bundle.tar.gz")
 			cmd := exec.Command("ip", "netns", "exec", pair.NSA, binary, "trace", "-i", pair.IfA, "--attach", mode,
@@ -98,12 +94,8 @@ func TestInterruptWritesReport(t *testing.T) {
 			if _, err := os.Stat(bundle); err != nil {
 				t.Errorf("bundle not written: %v", err)
 			}
-			for _, args := range [][]string{{"tc", "filter", "show", "dev", pair.IfA, "ingress"}, {"tc", "filter", "show", "dev", pair.IfA, "egress"},
-				{"tc", "qdisc", "show", "dev", pair.IfA}, {"bpftool", "net", "show", "dev", pair.IfA}} {
-				out, _ := exec.Command("ip", append([]string{"netns", "exec", pair.NSA}, args...)...).CombinedOutput()
-				if s := string(out); strings.Contains(s, "enaprobe") || strings.Contains(s, "clsact") || strings.Contains(s, "tcx/") {
-					t.Errorf("%v after exit: %s", args, s)
-				}
+			if left, err := pair.Leftovers(); err != nil || left != "" {
+				t.Errorf("after exit: %v\n%s", err, left)
 			}
 		})
 	}

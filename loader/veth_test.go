@@ -11,10 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enaprobe/enaprobe/internal/privtest"
-
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
@@ -24,21 +20,6 @@ import (
 
 // Integration tests: real traffic through a veth pair in namespaces the test
 // creates, traced on A's end.
-
-func newPair(t *testing.T, opts vethpair.Options) *vethpair.Pair {
-	t.Helper()
-	privtest.RequireRoot(t)
-	p, err := vethpair.New(opts)
-	if err != nil {
-		t.Fatalf("make veth pair: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("remove veth pair: %v", err)
-		}
-	})
-	return p
-}
 
 type trace struct {
 	pair  *vethpair.Pair
@@ -88,10 +69,13 @@ func (tr *trace) stop(t *testing.T) Result {
 			return err
 		}
 		tr.att = nil
-		return nothingAttached(tr.pair.IfA)
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if left, err := tr.pair.Leftovers(); err != nil || left != "" {
+		t.Fatalf("after detach: %v\n%s", err, left)
 	}
 	now := MonotonicNow()
 	if err := tr.col.Drain(now, true); err != nil {
@@ -101,34 +85,6 @@ func (tr *trace) stop(t *testing.T) Result {
 		t.Fatal(err)
 	}
 	return tr.col.Result()
-}
-
-// nothingAttached checks, in the current namespace, that ifname has no tcx
-// program, no tc filter and no clsact qdisc left.
-func nothingAttached(ifname string) error {
-	iface, err := net.InterfaceByName(ifname)
-	if err != nil {
-		return err
-	}
-	for _, at := range []ebpf.AttachType{ebpf.AttachTCXIngress, ebpf.AttachTCXEgress} {
-		res, err := link.QueryPrograms(link.QueryOptions{Target: iface.Index, Attach: at})
-		if err != nil {
-			return fmt.Errorf("query %s: %w", at, err)
-		}
-		if len(res.Programs) != 0 {
-			return fmt.Errorf("%d programs still attached at %s of %s", len(res.Programs), at, ifname)
-		}
-	}
-	for _, args := range [][]string{{"filter", "show", "dev", ifname, "ingress"}, {"filter", "show", "dev", ifname, "egress"}, {"qdisc", "show", "dev", ifname}} {
-		out, err := exec.Command("tc", args...).CombinedOutput()
-		if err != nil && !strings.Contains(string(out), "Cannot find specified qdisc") {
-			return fmt.Errorf("tc %v: %w: %s", args, err, out)
-		}
-		if strings.Contains(string(out), "enaprobe") || strings.Contains(string(out), "clsact") {
-			return fmt.Errorf("tc %v still shows ours: %s", args, out)
-		}
-	}
-	return nil
 }
 
 // udpSink listens on addr inside ns and counts datagrams until closed.
@@ -196,7 +152,7 @@ func sendUDP(t *testing.T, ns string, dst netip.AddrPort, n, payload int) {
 func TestVethUDPExact(t *testing.T) {
 	for _, mode := range []AttachMode{AttachTCX, AttachTC} {
 		t.Run(string(mode), func(t *testing.T) {
-			pair := newPair(t, vethpair.Options{Octet: 1})
+			pair := vethpair.ForTest(t, vethpair.Options{Octet: 1})
 			dst := netip.AddrPortFrom(pair.AddrB, 9000)
 			sink := newUDPSink(t, pair.NSB, dst)
 			tr := startTrace(t, pair, mode, DefaultOptions())
@@ -244,7 +200,7 @@ func TestVethUDPExact(t *testing.T) {
 }
 
 func TestVethSYNsExact(t *testing.T) {
-	pair := newPair(t, vethpair.Options{Octet: 2})
+	pair := vethpair.ForTest(t, vethpair.Options{Octet: 2})
 	var ln net.Listener
 	if err := vethpair.Do(pair.NSB, func() (err error) {
 		ln, err = net.Listen("tcp", netip.AddrPortFrom(pair.AddrB, 8080).String())
@@ -302,7 +258,7 @@ func TestVethSYNsExact(t *testing.T) {
 }
 
 func TestVethLinkLocalExact(t *testing.T) {
-	pair := newPair(t, vethpair.Options{Octet: 3})
+	pair := vethpair.ForTest(t, vethpair.Options{Octet: 3})
 	services := []struct {
 		addr netip.Addr
 		port uint16
@@ -407,7 +363,7 @@ func wireService(k record.FlowKey) record.Service {
 // TestVethBurstTiming sends bursts at known monotonic times and checks the
 // buckets put every packet within one bucket of when it was sent.
 func TestVethBurstTiming(t *testing.T) {
-	pair := newPair(t, vethpair.Options{Octet: 4})
+	pair := vethpair.ForTest(t, vethpair.Options{Octet: 4})
 	dst := netip.AddrPortFrom(pair.AddrB, 9100)
 	sink := newUDPSink(t, pair.NSB, dst)
 	opts := DefaultOptions()
@@ -462,7 +418,7 @@ func TestVethBurstTiming(t *testing.T) {
 // TestVethSizeClasses sends datagrams of one size per class, and a UDP GSO
 // super-packet, over a jumbo-MTU link, and checks the histogram exactly.
 func TestVethSizeClasses(t *testing.T) {
-	pair := newPair(t, vethpair.Options{Octet: 5, MTU: 9001})
+	pair := vethpair.ForTest(t, vethpair.Options{Octet: 5, MTU: 9001})
 	dst := netip.AddrPortFrom(pair.AddrB, 9200)
 	sink := newUDPSink(t, pair.NSB, dst)
 	tr := startTrace(t, pair, AttachAuto, DefaultOptions())
@@ -523,7 +479,7 @@ func TestVethSizeClasses(t *testing.T) {
 // to another tool's filter on a clsact qdisc we did not create, and checks
 // that attach removes only the stale one and close leaves the rest alone.
 func TestStaleFilterRemoved(t *testing.T) {
-	pair := newPair(t, vethpair.Options{Octet: 6})
+	pair := vethpair.ForTest(t, vethpair.Options{Octet: 6})
 	p, err := Load(DefaultOptions(), false)
 	if err != nil {
 		t.Fatalf("%+v", err)
