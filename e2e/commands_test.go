@@ -15,6 +15,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/internal/privtest"
+	"github.com/enaprobe/enaprobe/internal/vethpair"
 )
 
 // TestCountersCommand reads counters from a file that an "emulator"
@@ -100,5 +101,40 @@ func TestAnalyzeBundle(t *testing.T) {
 	}
 	if packets == 0 {
 		t.Error("the re-analyzed bundle has no traffic")
+	}
+}
+
+// TestCountersReplay traces a veth with the counters of a saved lab bundle
+// replayed on their recorded timeline: the report carries the recorded
+// counter jumps and names the replay as the source.
+func TestCountersReplay(t *testing.T) {
+	pair := vethpair.ForTest(t, vethpair.Options{Octet: 84})
+	privtest.RequireRoot(t, "nft")
+	dir := t.TempDir()
+	bundle := filepath.Join(dir, "lab")
+	if out, err := exec.Command(binary, "lab", "run", "micro-burst", "--format", "json", "-o", bundle).CombinedOutput(); err != nil {
+		t.Fatalf("lab run: %v\n%s", err, out)
+	}
+	cmd := exec.Command("ip", "netns", "exec", pair.NSA, binary, "trace", "-i", pair.IfA, "--duration", "4s",
+		"--no-imds", "--format", "json", "--counters-replay", bundle, "--sample-interval", "50ms")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("trace with replay: %v", err)
+	}
+	var res analyzer.Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Trace.CounterSource != "replay" {
+		t.Errorf("counter source %q, want replay", res.Trace.CounterSource)
+	}
+	var moved uint64
+	for _, c := range res.Counters {
+		if c.Name == "bw_out_allowance_exceeded" {
+			moved = c.Delta
+		}
+	}
+	if moved == 0 {
+		t.Errorf("bw_out_allowance_exceeded did not move in the replay: %+v", res.Counters)
 	}
 }

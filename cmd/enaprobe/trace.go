@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/enaprobe/enaprobe/limits"
 	"github.com/enaprobe/enaprobe/loader"
 	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/report"
 )
 
 type traceFlags struct {
@@ -29,6 +31,7 @@ type traceFlags struct {
 	sampleInterval time.Duration
 	attach         string
 	countersFiles  []string
+	countersReplay []string
 	noIMDS         bool
 	heavyShare     float64
 	flowEntries    uint32
@@ -69,6 +72,7 @@ dropped or changed: the programs only count.`,
 	fs.DurationVar(&f.sampleInterval, "sample-interval", ena.DefaultInterval, "ENA counter sample interval, 1ms or more (each read is a device command)")
 	fs.StringVar(&f.attach, "attach", "auto", "how to hook into tc: auto, tcx (Linux 6.6+) or tc (clsact + cls_bpf)")
 	fs.StringArrayVar(&f.countersFiles, "counters-file", nil, "[IFACE=]PATH: read IFACE's counters from a file in ethtool -S format at every sample (labs, emulators, replays)")
+	fs.StringArrayVar(&f.countersReplay, "counters-replay", nil, "[IFACE=]BUNDLE: replay the counters a saved bundle or recording holds for IFACE (or for its only interface), on their recorded timeline")
 	fs.BoolVar(&f.noIMDS, "no-imds", false, "never ask the instance metadata service (instance type, placement group, VPC CIDR)")
 	fs.Float64Var(&f.heavyShare, "heavy-share", 0.1, "a flow moving this share of the per-flow cap within one fine window is recorded as a heavy window")
 	fs.Uint32Var(&f.flowEntries, "flow-entries", loader.DefaultOptions().FlowEntries, "flow table capacity per interface (kernel memory: about 150 bytes a flow)")
@@ -119,6 +123,9 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	}
 	sources, err := counterFiles(f.countersFiles, ifaces)
 	if err != nil {
+		return err
+	}
+	if err := counterReplays(sources, f.countersReplay, ifaces); err != nil {
 		return err
 	}
 
@@ -203,6 +210,46 @@ func counterFiles(vals, ifaces []string) (map[string]ena.Source, error) {
 		out[iface] = ena.NewFileSource(path)
 	}
 	return out, nil
+}
+
+// counterReplays adds --counters-replay [IFACE=]BUNDLE sources.
+func counterReplays(sources map[string]ena.Source, vals, ifaces []string) error {
+	for _, v := range vals {
+		iface, path, ok := strings.Cut(v, "=")
+		if !ok {
+			if len(ifaces) != 1 {
+				return usagef("--counters-replay %s: name the interface (IFACE=BUNDLE) when tracing several", v)
+			}
+			iface, path = ifaces[0], v
+		}
+		rec, err := readRecording(path)
+		if err != nil {
+			return usagef("--counters-replay %s: %v", v, err)
+		}
+		recorded := ena.RecordedInterfaces(rec)
+		from := iface
+		if !slices.Contains(recorded, iface) {
+			if len(recorded) != 1 {
+				return usagef("--counters-replay %s: the recording has counters of %v, not of %s", v, recorded, iface)
+			}
+			from = recorded[0]
+		}
+		src, err := ena.NewReplaySource(rec, from, nil)
+		if err != nil {
+			return usagef("--counters-replay %s: %v", v, err)
+		}
+		sources[iface] = src
+	}
+	return nil
+}
+
+// readRecording reads a bundle (directory or .tar.gz) or a bare recording.
+func readRecording(path string) (*record.Recording, error) {
+	if st, err := os.Stat(path); err == nil && !st.IsDir() && !strings.HasSuffix(path, ".tar.gz") {
+		return record.ReadFile(path)
+	}
+	rec, _, err := report.ReadBundle(path)
+	return rec, err
 }
 
 // discoverInstance asks IMDS once, only when an ENA interface is traced (so
