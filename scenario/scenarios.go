@@ -4,8 +4,10 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/enaprobe/enaprobe/lab"
@@ -28,20 +30,21 @@ func microBurst() Scenario {
 		},
 		Drive: func(ctx context.Context, l *lab.Lab) (Truth, error) {
 			var t Truth
-			bg := make(chan error, 1)
-			go func() {
+			err := together(func() error {
 				_, err := l.UDPFlows(ctx, lab.UDPFlowsSpec{Flows: 3, Rate: 2_000_000, PacketSize: 1000, Duration: 3 * time.Second})
-				bg <- err
-			}()
-			for i := 0; i < 2; i++ {
-				time.Sleep(time.Second)
-				b, err := l.Burst(ctx, lab.BurstSpec{Packets: 250, PacketSize: 1200})
-				if err != nil {
-					return t, err
+				return err
+			}, func() error {
+				for i := 0; i < 2; i++ {
+					time.Sleep(time.Second)
+					b, err := l.Burst(ctx, lab.BurstSpec{Packets: 250, PacketSize: 1200})
+					if err != nil {
+						return err
+					}
+					t.Bursts = append(t.Bursts, Burst{StartNs: b.StartNs, EndNs: b.EndNs, Src: b.Src})
 				}
-				t.Bursts = append(t.Bursts, Burst{StartNs: b.StartNs, EndNs: b.EndNs, Src: b.Src})
-			}
-			return t, <-bg
+				return nil
+			})
+			return t, err
 		},
 	}
 }
@@ -72,16 +75,15 @@ func linkLocal() Scenario {
 		Expect:  "linklocal_exceeded naming the DNS client's flow first; NTP starved along with it",
 		Lab:     lab.DefaultConfig,
 		Drive: func(ctx context.Context, l *lab.Lab) (Truth, error) {
-			ntp := make(chan error, 1)
-			go func() {
+			var dns lab.LinkLocalResult
+			err := together(func() error {
 				_, err := l.LinkLocal(ctx, lab.LinkLocalSpec{Service: record.ServiceNTP, Rate: 10, Duration: 3 * time.Second})
-				ntp <- err
-			}()
-			dns, err := l.LinkLocal(ctx, lab.LinkLocalSpec{Service: record.ServiceDNS, Rate: 1500, Duration: 3 * time.Second})
+				return err
+			}, func() (err error) {
+				dns, err = l.LinkLocal(ctx, lab.LinkLocalSpec{Service: record.ServiceDNS, Rate: 1500, Duration: 3 * time.Second})
+				return err
+			})
 			if err != nil {
-				return Truth{}, err
-			}
-			if err := <-ntp; err != nil {
 				return Truth{}, err
 			}
 			return Truth{Culprit: dns.Src, Notes: []string{fmt.Sprintf("DNS answered %d of %d", dns.Answered, dns.Sent)}}, nil
@@ -119,22 +121,33 @@ func clean() Scenario {
 		Expect:  "no finding above info",
 		Lab:     lab.DefaultConfig,
 		Drive: func(ctx context.Context, l *lab.Lab) (Truth, error) {
-			errs := make(chan error, 2)
-			go func() {
+			err := together(func() error {
 				_, err := l.LinkLocal(ctx, lab.LinkLocalSpec{Service: record.ServiceDNS, Rate: 20, Duration: 3 * time.Second})
-				errs <- err
-			}()
-			go func() {
+				return err
+			}, func() error {
 				_, err := l.LinkLocal(ctx, lab.LinkLocalSpec{Service: record.ServiceNTP, Rate: 2, Duration: 3 * time.Second})
-				errs <- err
-			}()
-			_, err := l.UDPFlows(ctx, lab.UDPFlowsSpec{Flows: 4, Rate: 1_500_000, PacketSize: 1200, Duration: 3 * time.Second})
-			for range 2 {
-				if e := <-errs; err == nil {
-					err = e
-				}
-			}
+				return err
+			}, func() error {
+				_, err := l.UDPFlows(ctx, lab.UDPFlowsSpec{Flows: 4, Rate: 1_500_000, PacketSize: 1200, Duration: 3 * time.Second})
+				return err
+			})
 			return Truth{}, err
 		},
 	}
+}
+
+// together runs traffic generators at the same time and returns their
+// errors joined, once all are done.
+func together(fns ...func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
