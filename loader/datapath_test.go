@@ -196,6 +196,33 @@ func TestDatapathLinkLocal(t *testing.T) {
 	}
 }
 
+// TestDatapathSizeClasses runs a frame of every size class through the
+// program. The test run takes frames of at most a page, so the classes above
+// 1500 bytes are reached with GSO metadata: a super-packet whose full
+// segments are that large.
+func TestDatapathSizeClasses(t *testing.T) {
+	tp := newTestProbe(t, testOptions())
+	for class, size := range []int{60, 100, 200, 400, 1000, 1500} {
+		ref := checkFrame(t, tp, record.Egress, udpFrame(t, v4A, v4B, 7100, 7101, size-28), 0, 0, netip.Addr{})
+		if got := record.SizeClassOf(int(ref.Wire.SegSize)); got != class {
+			t.Errorf("%d-byte packet in class %d, want %d", size, got, class)
+		}
+	}
+	// Two segments: one full of gso_size, one short.
+	for _, c := range []struct {
+		gsoSize uint32
+		class   int
+	}{{1501 - 28, 6}, {9001 - 28, 6}, {9002 - 28, 7}} {
+		frame := udpFrame(t, v4A, v4B, 7200, 7201, 100)
+		// The frame's payload is short; a super-packet claims more
+		// segments than fit, and the rules size its full ones by gso_size.
+		ref := checkFrame(t, tp, record.Egress, frame, 2, c.gsoSize, netip.Addr{})
+		if got := record.SizeClassOf(int(ref.Wire.SegSize)); got != c.class {
+			t.Errorf("segments of gso_size %d in class %d, want %d", c.gsoSize, got, c.class)
+		}
+	}
+}
+
 func TestDatapathGSO(t *testing.T) {
 	tp := newTestProbe(t, testOptions())
 	// The test run takes frames of up to a page, so segments are small here;
