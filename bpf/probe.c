@@ -179,7 +179,11 @@ static __always_inline void count_bucket(struct cpu_state *cs, __u64 now, __u32 
 		/* Userspace swaps counters to zero as it reads them. A slot whose
 		 * old epoch it has not read yet still holds those packets. */
 		if (old > bucket_drained) {
-			cs->loss[LOSS_BUCKET_OVERWRITTEN] += __sync_lock_test_and_set(&b->packets, 0);
+			/* Plain loads and stores, not an exchange: BPF_XCHG needs
+			 * Linux 5.12 and Amazon Linux 2 runs 5.10. This path is loss
+			 * already; a race here only blurs how much. */
+			cs->loss[LOSS_BUCKET_OVERWRITTEN] += b->packets;
+			b->packets = 0;
 			b->bytes = 0;
 			b->syns = 0;
 			b->link_local[0] = 0;
