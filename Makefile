@@ -8,7 +8,7 @@ BENCH_PKGS ?= ./loader ./analyzer ./ena ./lab/... ./e2e
 
 export BPF2GO_CFLAGS := -O2 -g -Wall -Werror
 
-.PHONY: help deps generate build test test-as-root test-short bench fuzz lint clean
+.PHONY: help deps generate build test test-short bench fuzz lint clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -23,15 +23,8 @@ generate: ## rebuild the eBPF objects and their Go bindings with clang (installs
 build: ## build bin/enaprobe
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/enaprobe
 
-test: ## run every test, privileged ones included: as root, through sudo when not root
-	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory test-as-root; \
-	else sudo env "PATH=$$PATH" "CI=$${CI:-}" "GOCACHE=$$($(GO) env GOCACHE)" "GOMODCACHE=$$($(GO) env GOMODCACHE)" $(MAKE) --no-print-directory test-as-root; fi
-
-# Under CI=true a privileged test that cannot run fails instead of skipping.
-test-as-root: deps
-	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 45m ./...
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./...
+test: ## run every test and every benchmark once, as root (through sudo when not root): scripts/test
+	./scripts/test
 
 test-short: ## unit tests only: no root, no kernel
 	$(GO) test -short ./record ./wire ./counters ./analyzer ./limits ./report ./schema ./capture
