@@ -39,9 +39,11 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 	gauges := a.gaugeValues(iface)
 	var spans []span
 	for _, j := range a.jumps(iface, counters.ConntrackAllowanceExceeded) {
-		lo, hi := a.g.span(a.certain(j))
+		readFrom, readTo := a.certain(j)
+		lo, hi := a.g.span(readFrom, readTo)
 		s := a.locate(synsAt, lo, hi)
 		s.fromNs, s.toNs, s.delta = j.FromNs, j.ToNs, j.Delta
+		s.readFromNs = readFrom
 		// The table filled when the new connections since the previous
 		// read used up what it said was available: the first SYN past that
 		// is the first one dropped, and the finding starts with it. Inbound
@@ -92,7 +94,7 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 		// The connections that filled the table were opened before it was
 		// full, and inbound SYNs dropped after are not seen: the culprits
 		// are the SYN sources from the read before the jump on.
-		ilo, _ := a.g.span(s.fromNs, s.toNs)
+		ilo, _ := a.g.span(s.readFromNs, s.toNs)
 		intervalSYNs := sumIn(synsAt, ilo, s.hi)
 		f.Evidence = append(f.Evidence, ev("interval_syns", intervalSYNs, "count"))
 		f.FlowsRankedBy = rankSYNs

@@ -132,8 +132,11 @@ func topFlowText(flows []FlowShare) string {
 
 // span is a stretch of fine windows found for one counter jump or more.
 type span struct {
-	lo, hi         int
-	fromNs, toNs   int64 // the sample intervals the jumps happened in
+	lo, hi       int
+	fromNs, toNs int64 // the sample intervals the jumps happened in
+	// readFromNs is when the read before the first jump began: what
+	// that read did not yet count may have happened while it ran.
+	readFromNs     int64
 	delta          uint64
 	jumps          int
 	level          float64 // per-window level the windows stood out from
