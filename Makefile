@@ -30,7 +30,7 @@ test-short: ## unit tests only: no root, no kernel
 	$(GO) test -short ./record ./wire ./counters ./analyzer ./limits ./report ./schema ./capture
 
 bench: ## benchmarks with ratios measured in one run (see BENCHMARKS.md)
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
+	$(GO) test -p 1 -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
 
 fuzz: ## fuzz the datapath against the Go reference for 2 minutes
 	$(GO) test -run '^$$' -fuzz FuzzDatapath -fuzztime 2m ./loader
