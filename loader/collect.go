@@ -207,7 +207,7 @@ func (c *Collector) drainBuckets(nowNs int64, final bool) {
 	// Everything below nextBucket-lateBuckets will not be swept again: tell
 	// the datapath, so a slot reused with unread counts is counted as loss.
 	if v := c.nextBucket - lateBuckets; v > 0 {
-		_ = c.p.objs.Drained.Set(uint64(v))
+		_ = c.p.objs.BucketDrained.Set(uint64(v))
 	}
 }
 
@@ -248,7 +248,7 @@ func (c *Collector) drainSlices(nowNs int64, final bool) error {
 	// slice retires it to the ring. Read the states first: a slice retired
 	// between the two reads is then found in the ring, not lost.
 	var states []bpf.ProbeCpuState
-	if err := c.p.objs.CPUStates.Lookup(uint32(0), &states); err != nil {
+	if err := c.p.objs.CpuStates.Lookup(uint32(0), &states); err != nil {
 		return fmt.Errorf("read per-cpu state of %s: %w", c.iface, err)
 	}
 	var ring []bpf.ProbeSizeSlice
@@ -337,7 +337,7 @@ func (c *Collector) flowState(sk stateKey) *flowState {
 
 func (c *Collector) readCPUStates() error {
 	var states []bpf.ProbeCpuState
-	if err := c.p.objs.CPUStates.Lookup(uint32(0), &states); err != nil {
+	if err := c.p.objs.CpuStates.Lookup(uint32(0), &states); err != nil {
 		return fmt.Errorf("read per-cpu state of %s: %w", c.iface, err)
 	}
 	var totals [record.NumDirections]record.Totals

@@ -97,26 +97,20 @@ type Probe struct {
 	mapBytes    uint64
 }
 
-// probeObjects is what a trace needs of the generated objects: not the
-// benchmark-only programs.
+// probeObjects is what a trace needs of the generated objects: every map
+// and variable, and the two tc programs (not the benchmark-only ones).
 type probeObjects struct {
-	Ingress      *ebpf.Program  `ebpf:"enaprobe_ingress"`
-	Egress       *ebpf.Program  `ebpf:"enaprobe_egress"`
-	Flows4       *ebpf.Map      `ebpf:"flows4"`
-	Flows6       *ebpf.Map      `ebpf:"flows6"`
-	Buckets      *ebpf.Map      `ebpf:"buckets"`
-	SizeSlices   *ebpf.Map      `ebpf:"size_slices"`
-	CPUStates    *ebpf.Map      `ebpf:"cpu_states"`
-	WindowEvents *ebpf.Map      `ebpf:"window_events"`
-	Drained      *ebpf.Variable `ebpf:"bucket_drained"`
-	SliceDrained *ebpf.Variable `ebpf:"slice_drained"`
+	bpf.ProbeMaps
+	bpf.ProbeVariables
+	Ingress *ebpf.Program `ebpf:"enaprobe_ingress"`
+	Egress  *ebpf.Program `ebpf:"enaprobe_egress"`
 }
 
 func (o *probeObjects) close() error {
-	var errs []error
-	for _, c := range []interface{ Close() error }{o.Ingress, o.Egress, o.Flows4, o.Flows6, o.Buckets, o.SizeSlices, o.CPUStates, o.WindowEvents} {
-		if c != nil {
-			errs = append(errs, c.Close())
+	errs := []error{o.ProbeMaps.Close()}
+	for _, p := range []*ebpf.Program{o.Ingress, o.Egress} {
+		if p != nil {
+			errs = append(errs, p.Close())
 		}
 	}
 	return errors.Join(errs...)
