@@ -13,7 +13,6 @@
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define VERDICT_NEXT (-1) /* TCX_NEXT == TC_ACT_UNSPEC */
-#define EEXIST 17
 
 /* Forced into the ELF so bpf2go -type can emit the Go constants. */
 const enum direction *unused_direction __attribute__((unused));
@@ -22,6 +21,7 @@ const enum ll_service *unused_ll_service __attribute__((unused));
 const enum loss_kind *unused_loss_kind __attribute__((unused));
 const struct window_event *unused_window_event __attribute__((unused));
 const struct flow_key4 *unused_flow_key4 __attribute__((unused));
+const struct flow_eviction *unused_flow_eviction __attribute__((unused));
 
 /* The link-local service an address belongs to, or LL_NONE. Most packets
  * are neither 169.254.0.0/16 nor fd00:ec2::/32: one comparison rejects them. */
@@ -77,9 +77,25 @@ static __always_inline void complete_key6(struct pkt *p)
 	p->key6.sport = p->key4.sport;
 	p->key6.dport = p->key4.dport;
 	p->key6.proto = p->key4.proto;
+	p->key6.present = 1;
 	p->key6.pad[0] = 0;
 	p->key6.pad[1] = 0;
-	p->key6.pad[2] = 0;
+}
+
+/* keycopy widens a stored key to the flow_key userspace sees. */
+static __always_inline void keycopy4(struct flow_key *dst, const struct flow_key4 *k)
+{
+	__builtin_memset(dst, 0, sizeof(*dst));
+	dst->saddr[10] = 0xff;
+	dst->saddr[11] = 0xff;
+	dst->daddr[10] = 0xff;
+	dst->daddr[11] = 0xff;
+	__builtin_memcpy(&dst->saddr[12], &k->saddr, 4);
+	__builtin_memcpy(&dst->daddr[12], &k->daddr, 4);
+	dst->sport = k->sport;
+	dst->dport = k->dport;
+	dst->proto = k->proto;
+	dst->present = 1;
 }
 
 /* full_key is the flow as userspace and window events see it: IPv4
@@ -90,16 +106,7 @@ static __always_inline void full_key(const struct pkt *p, struct flow_key *k)
 		*k = p->key6;
 		return;
 	}
-	__builtin_memset(k, 0, sizeof(*k));
-	k->saddr[10] = 0xff;
-	k->saddr[11] = 0xff;
-	k->daddr[10] = 0xff;
-	k->daddr[11] = 0xff;
-	__builtin_memcpy(&k->saddr[12], &p->key4.saddr, 4);
-	__builtin_memcpy(&k->daddr[12], &p->key4.daddr, 4);
-	k->sport = p->key4.sport;
-	k->dport = p->key4.dport;
-	k->proto = p->key4.proto;
+	keycopy4(k, &p->key4);
 }
 
 static __always_inline __u32 size_class(__u32 size)
@@ -271,48 +278,187 @@ static __always_inline void emit_window(struct cpu_state *cs, const struct pkt *
 		cs->loss[LOSS_RINGBUF_FULL] += 1;
 }
 
-/* count_flow updates the flow entry of key in map (flows4 or flows6). Both
- * are constants once inlined, as the verifier needs. */
+/* The flow tables. A key hashes to a region of buckets (one lock each)
+ * and to two buckets in it; a new flow goes to the emptier of the two. Two
+ * choices keep buckets evenly filled: a table three quarters full loses
+ * about one new flow in ten thousand to full buckets, where one choice
+ * loses one in twenty (BENCHMARKS.md). Each bucket's ways fill in order and
+ * are never emptied, so a search ends at the first free way. */
+
+#define KEY_WORDS4 (sizeof(struct flow_key4) / 8)
+#define KEY_WORDS6 (sizeof(struct flow_key) / 8)
+
+/* flow_hash mixes a key's 64-bit words with the loader's random seed:
+ * multiply and xor-shift, a few instructions where the kernel's hash maps
+ * run jhash and memcmp through a helper call. */
+static __always_inline __u64 mix(__u64 h, __u64 w)
+{
+	h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 29);
+}
+
+/* Written out for the two key sizes: clang leaves a loop over a word count
+ * known only after inlining as a loop. */
+static __always_inline __u64 flow_hash(const __u64 *w, int words)
+{
+	__u64 h = mix(mix(flow_seed, w[0]), w[1]);
+	if (words == KEY_WORDS6)
+		h = mix(mix(mix(h, w[2]), w[3]), w[4]);
+	return h * 0xbf58476d1ce4e5b9ULL;
+}
+
+static __always_inline int key_equal(const __u64 *a, const __u64 *b, int words)
+{
+	__u64 diff = (a[0] ^ b[0]) | (a[1] ^ b[1]);
+	if (words == KEY_WORDS6)
+		diff |= (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4]);
+	return diff == 0;
+}
+
+/* scan_bucket returns the stats of key in bucket, or NULL with *used set to
+ * the number of ways taken. A free way's key is all zeroes; a packet's key
+ * has present = 1 in its last word. */
+static __always_inline struct flow_stats *scan_bucket(void *bucket, const __u64 *key, int words,
+						      int slot_size, __u32 *used)
+{
+	*used = FLOW_WAYS;
+#pragma unroll
+	for (int i = 0; i < FLOW_WAYS; i++) {
+		__u64 *k = bucket + i * slot_size;
+		if (key_equal(k, key, words))
+			return (void *)k + words * 8;
+		if (k[words - 1] == 0) {
+			*used = i;
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+/* oldest_way finds the way of bucket whose flow was seen longest ago. */
+static __always_inline void oldest_way(void *bucket, int words, int slot_size, __u64 *oldest,
+				       void **victim)
+{
+#pragma unroll
+	for (int i = 0; i < FLOW_WAYS; i++) {
+		struct flow_stats *v = bucket + i * slot_size + words * 8;
+		if (v->last_seen_ns < *oldest) {
+			*oldest = v->last_seen_ns;
+			*victim = bucket + i * slot_size;
+		}
+	}
+}
+
+/* claim_slot settles a miss under the region's lock: the key may have
+ * arrived meanwhile; else it takes the first free way of the emptier
+ * bucket; else, both buckets full, the way idle longest if idle for
+ * flow_idle_ns (its key and final counters are copied to ev). The new
+ * flow's counters start at zero and the packet is then counted like any
+ * other, so a CPU that sees the key before the rest of the slot (weakly
+ * ordered CPUs) only adds to zeroes. NULL when both buckets are full of
+ * live flows. */
+static __always_inline struct flow_stats *claim_slot(void *fb1, void *fb2, struct flow_lock *l,
+						     const __u64 *key, int words, int slot_size,
+						     __u64 now, __u8 svc, void *ev_key,
+						     struct flow_stats *ev_stats, int *evicted)
+{
+	__u32 used1, used2;
+	void *slot = NULL;
+	struct flow_stats *v;
+
+	bpf_spin_lock(&l->lock);
+	v = scan_bucket(fb1, key, words, slot_size, &used1);
+	if (v)
+		goto out;
+	v = scan_bucket(fb2, key, words, slot_size, &used2);
+	if (v)
+		goto out;
+	if (used1 < FLOW_WAYS && used1 <= used2) {
+		slot = fb1 + used1 * slot_size;
+	} else if (used2 < FLOW_WAYS) {
+		slot = fb2 + used2 * slot_size;
+	} else {
+		__u64 oldest = ~0ULL;
+		void *victim = NULL;
+		oldest_way(fb1, words, slot_size, &oldest, &victim);
+		oldest_way(fb2, words, slot_size, &oldest, &victim);
+		if (!victim || now - oldest <= flow_idle_ns)
+			goto out;
+		slot = victim;
+		__builtin_memcpy(ev_key, slot, words * 8);
+		*ev_stats = *(struct flow_stats *)(slot + words * 8);
+		*evicted = 1;
+	}
+	v = slot + words * 8;
+	__builtin_memset(v, 0, sizeof(*v));
+	v->first_seen_ns = now;
+	v->win_start_ns = now - now % window_ns;
+	v->min_size = 0xffff;
+	v->service = svc;
+	__builtin_memcpy(slot, key, words * 8);
+out:
+	bpf_spin_unlock(&l->lock);
+	return v;
+}
+
+/* find_flow returns the flow's stats in its table, claiming a slot for a
+ * new flow; NULL when both its buckets are full of live flows (counted as
+ * loss). Only a miss takes a lock. */
+static __always_inline struct flow_stats *find_flow(struct cpu_state *cs, void *table, void *locks,
+						    __u32 regions, __u32 region_bits,
+						    const __u64 *key, int words, int slot_size,
+						    __u64 now, __u8 svc, const struct wire *w)
+{
+	__u64 h = flow_hash(key, words);
+	__u32 region = ((h >> 32) * regions) >> 32;
+	__u32 mask = (1U << region_bits) - 1;
+	__u32 b1 = (region << region_bits) | ((__u32)h & mask);
+	__u32 b2 = (region << region_bits) | (((__u32)h >> 16) & mask);
+	__u32 used;
+
+	void *fb1 = bpf_map_lookup_elem(table, &b1);
+	if (!fb1)
+		return NULL;
+	struct flow_stats *v = scan_bucket(fb1, key, words, slot_size, &used);
+	if (v)
+		return v;
+	void *fb2 = bpf_map_lookup_elem(table, &b2);
+	if (!fb2)
+		return NULL;
+	v = scan_bucket(fb2, key, words, slot_size, &used);
+	if (v)
+		return v;
+
+	struct flow_lock *l = bpf_map_lookup_elem(locks, &region);
+	if (!l)
+		return NULL;
+	struct flow_eviction ev;
+	int evicted = 0;
+	__builtin_memset(&ev, 0, sizeof(ev));
+	v = claim_slot(fb1, fb2, l, key, words, slot_size, now, svc, &ev.key, &ev.stats, &evicted);
+	if (evicted) {
+		if (words == KEY_WORDS4) {
+			struct flow_key4 k4;
+			__builtin_memcpy(&k4, &ev.key, sizeof(k4));
+			keycopy4(&ev.key, &k4);
+		}
+		if (bpf_ringbuf_output(&flow_evictions, &ev, sizeof(ev), 0))
+			cs->loss[LOSS_RINGBUF_FULL] += 1;
+	}
+	if (!v)
+		cs->loss[LOSS_FLOW_MAP_FULL] += w->packets;
+	return v;
+}
+
+/* count_flow adds the packet to its flow's stats. */
 static __always_inline void count_flow(struct cpu_state *cs, __u64 now, __u32 dir,
-				       void *map, const void *key,
-				       const struct pkt *p, const struct wire *w,
-				       __u32 syn, __u8 svc)
+				       struct flow_stats *v, const struct pkt *p,
+				       const struct wire *w, __u32 syn)
 {
 	__u16 min_size = w->last_size, max_size = w->seg_size;
 	if (min_size > max_size) {
 		min_size = w->seg_size;
 		max_size = w->last_size;
-	}
-
-	struct flow_stats *v = bpf_map_lookup_elem(map, key);
-	if (!v) {
-		struct flow_stats init;
-		__builtin_memset(&init, 0, sizeof(init));
-		init.packets = w->packets;
-		init.bytes = w->bytes;
-		init.first_seen_ns = now;
-		init.last_seen_ns = now;
-		init.win_start_ns = now - now % window_ns;
-		init.win_bytes = w->bytes;
-		init.win_packets = w->packets;
-		init.syns = syn;
-		init.min_size = min_size;
-		init.max_size = max_size;
-		init.tcp_flags = p->tcp_flags;
-		init.dirs = 1 << dir;
-		init.service = svc;
-		init.win_dir = dir;
-		long err = bpf_map_update_elem(map, key, &init, BPF_NOEXIST);
-		if (!err)
-			return;
-		if (err != -EEXIST) {
-			cs->loss[LOSS_FLOW_MAP_FULL] += w->packets;
-			return;
-		}
-		/* Another CPU inserted the flow first: add to its entry. */
-		v = bpf_map_lookup_elem(map, key);
-		if (!v)
-			return;
 	}
 
 	if (atomic_adds) {
@@ -382,12 +528,17 @@ static __always_inline int count(struct __sk_buff *skb, __u32 dir)
 
 	count_bucket(cs, now, dir, &w, syn, svc);
 	count_sizes(cs, now, dir, &w);
+	struct flow_stats *v = NULL;
 	if (p.is_ip == 4) {
-		count_flow(cs, now, dir, &flows4, &p.key4, &p, &w, syn, svc);
+		v = find_flow(cs, &flows4, &flow_locks4, flow_regions4, flow_region_bits4,
+			      (const __u64 *)&p.key4, KEY_WORDS4, sizeof(struct flow_slot4), now, svc, &w);
 	} else if (p.is_ip == 6) {
 		complete_key6(&p);
-		count_flow(cs, now, dir, &flows6, &p.key6, &p, &w, syn, svc);
+		v = find_flow(cs, &flows6, &flow_locks6, flow_regions6, flow_region_bits6,
+			      (const __u64 *)&p.key6, KEY_WORDS6, sizeof(struct flow_slot6), now, svc, &w);
 	}
+	if (v)
+		count_flow(cs, now, dir, v, &p, &w, syn);
 	return VERDICT_NEXT;
 }
 

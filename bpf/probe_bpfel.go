@@ -48,24 +48,62 @@ const (
 	ProbeDirectionNUM_DIRECTIONS ProbeDirection = 2
 )
 
-type ProbeFlowKey struct {
+type ProbeFlowBucket4 struct {
+	_    structs.HostLayout
+	Ways [8]ProbeFlowSlot4
+}
+
+type ProbeFlowBucket6 struct {
+	_    structs.HostLayout
+	Ways [8]ProbeFlowSlot6
+}
+
+type ProbeFlowEviction struct {
 	_     structs.HostLayout
-	Saddr [16]uint8
-	Daddr [16]uint8
-	Sport uint16
-	Dport uint16
-	Proto uint8
-	Pad   [3]uint8
+	Key   ProbeFlowKey
+	Stats ProbeFlowStats
+}
+
+type ProbeFlowKey struct {
+	_       structs.HostLayout
+	Saddr   [16]uint8
+	Daddr   [16]uint8
+	Sport   uint16
+	Dport   uint16
+	Proto   uint8
+	Present uint8
+	Pad     [2]uint8
 }
 
 type ProbeFlowKey4 struct {
+	_       structs.HostLayout
+	Saddr   uint32
+	Daddr   uint32
+	Sport   uint16
+	Dport   uint16
+	Proto   uint8
+	Present uint8
+	Pad     [2]uint8
+}
+
+type ProbeFlowLock struct {
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+}
+
+type ProbeFlowSlot4 struct {
 	_     structs.HostLayout
-	Saddr uint32
-	Daddr uint32
-	Sport uint16
-	Dport uint16
-	Proto uint8
-	Pad   [3]uint8
+	Key   ProbeFlowKey4
+	Stats ProbeFlowStats
+}
+
+type ProbeFlowSlot6 struct {
+	_     structs.HostLayout
+	Key   ProbeFlowKey
+	Stats ProbeFlowStats
 }
 
 type ProbeFlowStats struct {
@@ -137,32 +175,42 @@ type ProbeWindowEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	ProbeMapBuckets           = "buckets"
-	ProbeMapCpuStates         = "cpu_states"
-	ProbeMapFlows4            = "flows4"
-	ProbeMapFlows6            = "flows6"
-	ProbeMapSizeSlices        = "size_slices"
-	ProbeMapWindowEvents      = "window_events"
-	ProbeProgEnaprobeClock    = "enaprobe_clock"
-	ProbeProgEnaprobeEgress   = "enaprobe_egress"
-	ProbeProgEnaprobeEmpty    = "enaprobe_empty"
-	ProbeProgEnaprobeIngress  = "enaprobe_ingress"
-	ProbeVarAtomicAdds        = "atomic_adds"
-	ProbeVarBucketDrained     = "bucket_drained"
-	ProbeVarBucketMask        = "bucket_mask"
-	ProbeVarBucketNs          = "bucket_ns"
-	ProbeVarHeavyBytes        = "heavy_bytes"
-	ProbeVarSliceDrained      = "slice_drained"
-	ProbeVarSliceMask         = "slice_mask"
-	ProbeVarSliceNs           = "slice_ns"
-	ProbeVarUnusedDirection   = "unused_direction"
-	ProbeVarUnusedFlowKey4    = "unused_flow_key4"
-	ProbeVarUnusedLlService   = "unused_ll_service"
-	ProbeVarUnusedLossKind    = "unused_loss_kind"
-	ProbeVarUnusedProtoClass  = "unused_proto_class"
-	ProbeVarUnusedWindowEvent = "unused_window_event"
-	ProbeVarVpcResolver       = "vpc_resolver"
-	ProbeVarWindowNs          = "window_ns"
+	ProbeMapBuckets            = "buckets"
+	ProbeMapCpuStates          = "cpu_states"
+	ProbeMapFlowEvictions      = "flow_evictions"
+	ProbeMapFlowLocks4         = "flow_locks4"
+	ProbeMapFlowLocks6         = "flow_locks6"
+	ProbeMapFlows4             = "flows4"
+	ProbeMapFlows6             = "flows6"
+	ProbeMapSizeSlices         = "size_slices"
+	ProbeMapWindowEvents       = "window_events"
+	ProbeProgEnaprobeClock     = "enaprobe_clock"
+	ProbeProgEnaprobeEgress    = "enaprobe_egress"
+	ProbeProgEnaprobeEmpty     = "enaprobe_empty"
+	ProbeProgEnaprobeIngress   = "enaprobe_ingress"
+	ProbeVarAtomicAdds         = "atomic_adds"
+	ProbeVarBucketDrained      = "bucket_drained"
+	ProbeVarBucketMask         = "bucket_mask"
+	ProbeVarBucketNs           = "bucket_ns"
+	ProbeVarFlowIdleNs         = "flow_idle_ns"
+	ProbeVarFlowRegionBits4    = "flow_region_bits4"
+	ProbeVarFlowRegionBits6    = "flow_region_bits6"
+	ProbeVarFlowRegions4       = "flow_regions4"
+	ProbeVarFlowRegions6       = "flow_regions6"
+	ProbeVarFlowSeed           = "flow_seed"
+	ProbeVarHeavyBytes         = "heavy_bytes"
+	ProbeVarSliceDrained       = "slice_drained"
+	ProbeVarSliceMask          = "slice_mask"
+	ProbeVarSliceNs            = "slice_ns"
+	ProbeVarUnusedDirection    = "unused_direction"
+	ProbeVarUnusedFlowEviction = "unused_flow_eviction"
+	ProbeVarUnusedFlowKey4     = "unused_flow_key4"
+	ProbeVarUnusedLlService    = "unused_ll_service"
+	ProbeVarUnusedLossKind     = "unused_loss_kind"
+	ProbeVarUnusedProtoClass   = "unused_proto_class"
+	ProbeVarUnusedWindowEvent  = "unused_window_event"
+	ProbeVarVpcResolver        = "vpc_resolver"
+	ProbeVarWindowNs           = "window_ns"
 )
 
 // LoadProbe returns the embedded CollectionSpec for Probe.
@@ -217,34 +265,44 @@ type ProbeProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProbeMapSpecs struct {
-	Buckets      *ebpf.MapSpec `ebpf:"buckets"`
-	CpuStates    *ebpf.MapSpec `ebpf:"cpu_states"`
-	Flows4       *ebpf.MapSpec `ebpf:"flows4"`
-	Flows6       *ebpf.MapSpec `ebpf:"flows6"`
-	SizeSlices   *ebpf.MapSpec `ebpf:"size_slices"`
-	WindowEvents *ebpf.MapSpec `ebpf:"window_events"`
+	Buckets       *ebpf.MapSpec `ebpf:"buckets"`
+	CpuStates     *ebpf.MapSpec `ebpf:"cpu_states"`
+	FlowEvictions *ebpf.MapSpec `ebpf:"flow_evictions"`
+	FlowLocks4    *ebpf.MapSpec `ebpf:"flow_locks4"`
+	FlowLocks6    *ebpf.MapSpec `ebpf:"flow_locks6"`
+	Flows4        *ebpf.MapSpec `ebpf:"flows4"`
+	Flows6        *ebpf.MapSpec `ebpf:"flows6"`
+	SizeSlices    *ebpf.MapSpec `ebpf:"size_slices"`
+	WindowEvents  *ebpf.MapSpec `ebpf:"window_events"`
 }
 
 // ProbeVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProbeVariableSpecs struct {
-	AtomicAdds        *ebpf.VariableSpec `ebpf:"atomic_adds"`
-	BucketDrained     *ebpf.VariableSpec `ebpf:"bucket_drained"`
-	BucketMask        *ebpf.VariableSpec `ebpf:"bucket_mask"`
-	BucketNs          *ebpf.VariableSpec `ebpf:"bucket_ns"`
-	HeavyBytes        *ebpf.VariableSpec `ebpf:"heavy_bytes"`
-	SliceDrained      *ebpf.VariableSpec `ebpf:"slice_drained"`
-	SliceMask         *ebpf.VariableSpec `ebpf:"slice_mask"`
-	SliceNs           *ebpf.VariableSpec `ebpf:"slice_ns"`
-	UnusedDirection   *ebpf.VariableSpec `ebpf:"unused_direction"`
-	UnusedFlowKey4    *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
-	UnusedLlService   *ebpf.VariableSpec `ebpf:"unused_ll_service"`
-	UnusedLossKind    *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
-	UnusedProtoClass  *ebpf.VariableSpec `ebpf:"unused_proto_class"`
-	UnusedWindowEvent *ebpf.VariableSpec `ebpf:"unused_window_event"`
-	VpcResolver       *ebpf.VariableSpec `ebpf:"vpc_resolver"`
-	WindowNs          *ebpf.VariableSpec `ebpf:"window_ns"`
+	AtomicAdds         *ebpf.VariableSpec `ebpf:"atomic_adds"`
+	BucketDrained      *ebpf.VariableSpec `ebpf:"bucket_drained"`
+	BucketMask         *ebpf.VariableSpec `ebpf:"bucket_mask"`
+	BucketNs           *ebpf.VariableSpec `ebpf:"bucket_ns"`
+	FlowIdleNs         *ebpf.VariableSpec `ebpf:"flow_idle_ns"`
+	FlowRegionBits4    *ebpf.VariableSpec `ebpf:"flow_region_bits4"`
+	FlowRegionBits6    *ebpf.VariableSpec `ebpf:"flow_region_bits6"`
+	FlowRegions4       *ebpf.VariableSpec `ebpf:"flow_regions4"`
+	FlowRegions6       *ebpf.VariableSpec `ebpf:"flow_regions6"`
+	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
+	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
+	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
+	SliceMask          *ebpf.VariableSpec `ebpf:"slice_mask"`
+	SliceNs            *ebpf.VariableSpec `ebpf:"slice_ns"`
+	UnusedDirection    *ebpf.VariableSpec `ebpf:"unused_direction"`
+	UnusedFlowEviction *ebpf.VariableSpec `ebpf:"unused_flow_eviction"`
+	UnusedFlowKey4     *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
+	UnusedLlService    *ebpf.VariableSpec `ebpf:"unused_ll_service"`
+	UnusedLossKind     *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
+	UnusedProtoClass   *ebpf.VariableSpec `ebpf:"unused_proto_class"`
+	UnusedWindowEvent  *ebpf.VariableSpec `ebpf:"unused_window_event"`
+	VpcResolver        *ebpf.VariableSpec `ebpf:"vpc_resolver"`
+	WindowNs           *ebpf.VariableSpec `ebpf:"window_ns"`
 }
 
 // ProbeObjects contains all objects after they have been loaded into the kernel.
@@ -267,18 +325,24 @@ func (o *ProbeObjects) Close() error {
 //
 // It can be passed to LoadProbeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProbeMaps struct {
-	Buckets      *ebpf.Map `ebpf:"buckets"`
-	CpuStates    *ebpf.Map `ebpf:"cpu_states"`
-	Flows4       *ebpf.Map `ebpf:"flows4"`
-	Flows6       *ebpf.Map `ebpf:"flows6"`
-	SizeSlices   *ebpf.Map `ebpf:"size_slices"`
-	WindowEvents *ebpf.Map `ebpf:"window_events"`
+	Buckets       *ebpf.Map `ebpf:"buckets"`
+	CpuStates     *ebpf.Map `ebpf:"cpu_states"`
+	FlowEvictions *ebpf.Map `ebpf:"flow_evictions"`
+	FlowLocks4    *ebpf.Map `ebpf:"flow_locks4"`
+	FlowLocks6    *ebpf.Map `ebpf:"flow_locks6"`
+	Flows4        *ebpf.Map `ebpf:"flows4"`
+	Flows6        *ebpf.Map `ebpf:"flows6"`
+	SizeSlices    *ebpf.Map `ebpf:"size_slices"`
+	WindowEvents  *ebpf.Map `ebpf:"window_events"`
 }
 
 func (m *ProbeMaps) Close() error {
 	return _ProbeClose(
 		m.Buckets,
 		m.CpuStates,
+		m.FlowEvictions,
+		m.FlowLocks4,
+		m.FlowLocks6,
 		m.Flows4,
 		m.Flows6,
 		m.SizeSlices,
@@ -290,22 +354,29 @@ func (m *ProbeMaps) Close() error {
 //
 // It can be passed to LoadProbeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProbeVariables struct {
-	AtomicAdds        *ebpf.Variable `ebpf:"atomic_adds"`
-	BucketDrained     *ebpf.Variable `ebpf:"bucket_drained"`
-	BucketMask        *ebpf.Variable `ebpf:"bucket_mask"`
-	BucketNs          *ebpf.Variable `ebpf:"bucket_ns"`
-	HeavyBytes        *ebpf.Variable `ebpf:"heavy_bytes"`
-	SliceDrained      *ebpf.Variable `ebpf:"slice_drained"`
-	SliceMask         *ebpf.Variable `ebpf:"slice_mask"`
-	SliceNs           *ebpf.Variable `ebpf:"slice_ns"`
-	UnusedDirection   *ebpf.Variable `ebpf:"unused_direction"`
-	UnusedFlowKey4    *ebpf.Variable `ebpf:"unused_flow_key4"`
-	UnusedLlService   *ebpf.Variable `ebpf:"unused_ll_service"`
-	UnusedLossKind    *ebpf.Variable `ebpf:"unused_loss_kind"`
-	UnusedProtoClass  *ebpf.Variable `ebpf:"unused_proto_class"`
-	UnusedWindowEvent *ebpf.Variable `ebpf:"unused_window_event"`
-	VpcResolver       *ebpf.Variable `ebpf:"vpc_resolver"`
-	WindowNs          *ebpf.Variable `ebpf:"window_ns"`
+	AtomicAdds         *ebpf.Variable `ebpf:"atomic_adds"`
+	BucketDrained      *ebpf.Variable `ebpf:"bucket_drained"`
+	BucketMask         *ebpf.Variable `ebpf:"bucket_mask"`
+	BucketNs           *ebpf.Variable `ebpf:"bucket_ns"`
+	FlowIdleNs         *ebpf.Variable `ebpf:"flow_idle_ns"`
+	FlowRegionBits4    *ebpf.Variable `ebpf:"flow_region_bits4"`
+	FlowRegionBits6    *ebpf.Variable `ebpf:"flow_region_bits6"`
+	FlowRegions4       *ebpf.Variable `ebpf:"flow_regions4"`
+	FlowRegions6       *ebpf.Variable `ebpf:"flow_regions6"`
+	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
+	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
+	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`
+	SliceMask          *ebpf.Variable `ebpf:"slice_mask"`
+	SliceNs            *ebpf.Variable `ebpf:"slice_ns"`
+	UnusedDirection    *ebpf.Variable `ebpf:"unused_direction"`
+	UnusedFlowEviction *ebpf.Variable `ebpf:"unused_flow_eviction"`
+	UnusedFlowKey4     *ebpf.Variable `ebpf:"unused_flow_key4"`
+	UnusedLlService    *ebpf.Variable `ebpf:"unused_ll_service"`
+	UnusedLossKind     *ebpf.Variable `ebpf:"unused_loss_kind"`
+	UnusedProtoClass   *ebpf.Variable `ebpf:"unused_proto_class"`
+	UnusedWindowEvent  *ebpf.Variable `ebpf:"unused_window_event"`
+	VpcResolver        *ebpf.Variable `ebpf:"vpc_resolver"`
+	WindowNs           *ebpf.Variable `ebpf:"window_ns"`
 }
 
 // ProbePrograms contains all programs after they have been loaded into the kernel.

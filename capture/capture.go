@@ -33,11 +33,10 @@ type Config struct {
 	// reader when their driver is ena, and no counters otherwise.
 	CounterSources map[string]ena.Source
 	// DrainInterval is how often buckets, size slices and events are read;
-	// FlowInterval how often the flow map is snapshotted (the resolution of
-	// per-flow throughput); EvictIdle removes flows idle that long.
+	// FlowInterval how often the flow tables are snapshotted (the resolution of
+	// per-flow throughput).
 	DrainInterval time.Duration
 	FlowInterval  time.Duration
-	EvictIdle     time.Duration
 	// Meta fields the caller knows (version, instance type, flow limit).
 	Meta record.Meta
 	// Progress, when set, is called about every 200 ms and at the end.
@@ -67,7 +66,6 @@ func DefaultConfig() Config {
 		SampleInterval: ena.DefaultInterval,
 		DrainInterval:  50 * time.Millisecond,
 		FlowInterval:   100 * time.Millisecond,
-		EvictIdle:      10 * time.Second,
 	}
 }
 
@@ -162,7 +160,7 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 		if err := ti.col.Drain(end.MonoNs, true); err != nil {
 			return nil, err
 		}
-		if err := ti.col.SnapshotFlows(end.MonoNs, 0); err != nil {
+		if err := ti.col.SnapshotFlows(end.MonoNs); err != nil {
 			return nil, err
 		}
 	}
@@ -277,7 +275,7 @@ func loop(ctx context.Context, cfg Config, traced []*tracedInterface, startNs in
 		case <-flows.C:
 			now := loader.MonotonicNow()
 			for _, ti := range traced {
-				if err := ti.col.SnapshotFlows(now, cfg.EvictIdle); err != nil {
+				if err := ti.col.SnapshotFlows(now); err != nil {
 					return err
 				}
 			}

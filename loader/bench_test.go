@@ -17,7 +17,6 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/enaprobe/enaprobe/bpf"
-	"github.com/enaprobe/enaprobe/record"
 	"github.com/enaprobe/enaprobe/wire"
 )
 
@@ -174,7 +173,7 @@ func BenchmarkNewFlow(b *testing.B) {
 		return sum
 	}
 	for b.Loop() {
-		if err := clearMap(coll.Maps["flows4"]); err != nil {
+		if err := zeroArray[bpf.ProbeFlowBucket4](coll.Maps["flows4"]); err != nil {
 			b.Fatal(err)
 		}
 		base := runAll(empty)
@@ -186,30 +185,44 @@ func BenchmarkNewFlow(b *testing.B) {
 	}
 }
 
-// BenchmarkFullMap is the established path with 100,000 other flows in the
-// map, against the same path with the map holding only this flow.
+// BenchmarkFullMap is the established path with 100,000 other flows in a
+// table of 131,072, against the same path with the table holding only this
+// flow. The others go in first, so this flow sits deep in its bucket.
 func BenchmarkFullMap(b *testing.B) {
 	const others = 100_000
 	opts := DefaultOptions()
 	opts.FlowEntries = 131072
+	opts.FlowEntries6 = 1024
 	coll := loadBenchCollection(b, opts, nil)
 	empty, egress := coll.Programs["enaprobe_empty"], coll.Programs["enaprobe_egress"]
 	frame := benchFrames(b)[0].frame
 	small, _ := medianRatio(b, egress, empty, frame)
 
-	keys := make([]bpf.ProbeFlowKey4, others)
-	vals := make([]bpf.ProbeFlowStats, others)
-	for i := range keys {
-		a := netip.AddrFrom4([4]byte{10, 9, byte(i >> 8), byte(i)})
-		keys[i] = probeKey4(record.FlowKey{Proto: 17, Src: netip.AddrPortFrom(a, uint16(i)), Dst: netip.AddrPortFrom(a, 443)})
+	if err := zeroArray[bpf.ProbeFlowBucket4](coll.Maps["flows4"]); err != nil {
+		b.Fatal(err)
 	}
-	if _, err := coll.Maps["flows4"].BatchUpdate(keys, vals, nil); err != nil {
-		b.Fatalf("fill flow map: %v", err)
+	for i := range others {
+		a := net.IPv4(10, 9, byte(i>>8), byte(i))
+		f := udpFrame(b, a, a, uint16(i), 443, 22)
+		if _, _, err := egress.Benchmark(f, 1, nil); err != nil {
+			b.Fatalf("fill flow table: %v", err)
+		}
 	}
+	if _, _, err := egress.Benchmark(frame, 1, nil); err != nil {
+		b.Fatal(err)
+	}
+	tables, err := mapFlowTables(coll.Maps["flows4"], coll.Maps["flows6"])
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tables.close()
+	n := 0
+	tables.each(func(stateKey, bpf.ProbeFlowStats) { n++ })
 	for b.Loop() {
 		full, _ := medianRatio(b, egress, empty, frame)
 		b.ReportMetric(full, "x_empty")
 		b.ReportMetric(full/small, "x_small_map")
+		b.ReportMetric(float64(n), "flows_in_table")
 	}
 }
 

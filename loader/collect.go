@@ -13,7 +13,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
@@ -54,22 +53,21 @@ type Collector struct {
 	nextSlice int64
 	sizes     []record.SizeSlice
 
-	ring       *ringbuf.Reader
-	windowNs   int64
-	heavy      uint64
-	flows      map[stateKey]*flowState
-	snapshots  []record.FlowSnapshot
-	windows    []record.WindowEvent
-	batchKeys4 []bpf.ProbeFlowKey4
-	batchKeys6 []bpf.ProbeFlowKey
-	batchVals  []bpf.ProbeFlowStats
+	ring      *ringbuf.Reader // window events
+	evictions *ringbuf.Reader // flows evicted from full buckets
+	table     *flowTables
+	windowNs  int64
+	heavy     uint64
+	flows     map[stateKey]*flowState
+	snapshots []record.FlowSnapshot
+	windows   []record.WindowEvent
 
 	totals  [record.NumDirections]record.Totals
 	loss    record.Loss
 	evicted uint64
 }
 
-// stateKey names a flow across both flow maps: IPv4 keys are widened to
+// stateKey names a flow across both flow tables: IPv4 keys are widened to
 // v4-mapped ones, and v6 tells an IPv6 packet that carried v4-mapped
 // addresses apart from IPv4.
 type stateKey struct {
@@ -86,13 +84,18 @@ func stateKey4(k bpf.ProbeFlowKey4) stateKey {
 	return stateKey{key: w}
 }
 
+func stateKey6(k bpf.ProbeFlowKey) stateKey {
+	k.Present, k.Pad = 0, [2]uint8{}
+	return stateKey{v6: true, key: k}
+}
+
 // flowState is what the collector remembers of a flow between drains.
 type flowState struct {
 	base        bpf.ProbeFlowStats // counters of entries evicted earlier
-	last        bpf.ProbeFlowStats // as last read from the map
+	last        bpf.ProbeFlowStats // as last read from the table
 	lastPackets uint64             // cumulative packets at the last snapshot
 	lastWindow  uint64             // start of the last window event sent
-	inMap       bool
+	folded      uint64             // first_seen_ns of an entry taken into base unseen by an eviction event
 }
 
 // NewCollector starts collecting from p, which should be loaded and not yet
@@ -109,9 +112,6 @@ func NewCollector(p *Probe, iface string, nowNs int64) (*Collector, error) {
 		windowNs:   int64(p.opts.Window),
 		heavy:      p.opts.HeavyBytes,
 		flows:      make(map[stateKey]*flowState),
-		batchKeys4: make([]bpf.ProbeFlowKey4, 4096),
-		batchKeys6: make([]bpf.ProbeFlowKey, 4096),
-		batchVals:  make([]bpf.ProbeFlowStats, 4096),
 	}
 	c.nextBucket = nowNs / c.bucketNs
 	c.nextSlice = nowNs / c.sliceNs
@@ -132,6 +132,14 @@ func NewCollector(p *Probe, iface string, nowNs int64) (*Collector, error) {
 		return nil, fmt.Errorf("open window event ring of %s: %w", iface, err)
 	}
 	c.ring = ring
+	if c.evictions, err = ringbuf.NewReader(p.objs.FlowEvictions); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("open flow eviction ring of %s: %w", iface, err)
+	}
+	if c.table, err = mapFlowTables(p.objs.Flows4, p.objs.Flows6); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%s: %w", iface, err)
+	}
 	return c, nil
 }
 
@@ -146,6 +154,14 @@ func (c *Collector) Close() error {
 	if c.ring != nil {
 		errs = append(errs, c.ring.Close())
 		c.ring = nil
+	}
+	if c.evictions != nil {
+		errs = append(errs, c.evictions.Close())
+		c.evictions = nil
+	}
+	if c.table != nil {
+		errs = append(errs, c.table.close())
+		c.table = nil
 	}
 	if c.bucketMem != nil {
 		errs = append(errs, unix.Munmap(c.bucketMem))
@@ -285,22 +301,28 @@ func (c *Collector) drainSlices(nowNs int64, final bool) error {
 }
 
 func (c *Collector) drainWindowEvents() error {
-	c.ring.SetDeadline(time.Now())
+	return drainRing(c.ring, func(ev bpf.ProbeWindowEvent) {
+		c.addWindow(eventStateKey(ev.Key), ev.WinStartNs, ev.Bytes, uint64(ev.Packets), ev.Dir)
+	})
+}
+
+// drainRing reads every record waiting in ring as a T, without blocking.
+func drainRing[T any](ring *ringbuf.Reader, fn func(T)) error {
+	ring.SetDeadline(time.Now())
 	var rec ringbuf.Record
 	for {
-		err := c.ring.ReadInto(&rec)
+		err := ring.ReadInto(&rec)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("read window events of %s: %w", c.iface, err)
+			return fmt.Errorf("read %T events: %w", *new(T), err)
 		}
-		var ev bpf.ProbeWindowEvent
+		var ev T
 		if len(rec.RawSample) < int(unsafe.Sizeof(ev)) {
-			return fmt.Errorf("window event of %d bytes, want %d", len(rec.RawSample), unsafe.Sizeof(ev))
+			return fmt.Errorf("%T event of %d bytes, want %d", ev, len(rec.RawSample), unsafe.Sizeof(ev))
 		}
-		ev = *(*bpf.ProbeWindowEvent)(unsafe.Pointer(&rec.RawSample[0]))
-		c.addWindow(eventStateKey(ev.Key), ev.WinStartNs, ev.Bytes, uint64(ev.Packets), ev.Dir)
+		fn(*(*T)(unsafe.Pointer(&rec.RawSample[0])))
 	}
 }
 
@@ -319,11 +341,13 @@ func (c *Collector) addWindow(sk stateKey, start, bytes, packets uint64, dir uin
 	})
 }
 
-// eventStateKey names the flow of a window event. An event does not say
-// which map its flow lives in: a v4-mapped key is taken as IPv4 (an IPv6
-// header carrying v4-mapped addresses is not seen in practice).
+// eventStateKey names the flow of a window or eviction event. An event does
+// not say which table its flow lives in: a v4-mapped key is taken as IPv4
+// (an IPv6 header carrying v4-mapped addresses is not seen in practice).
 func eventStateKey(k bpf.ProbeFlowKey) stateKey {
-	return stateKey{v6: !netip.AddrFrom16(k.Saddr).Is4In6(), key: k}
+	sk := stateKey6(k)
+	sk.v6 = !netip.AddrFrom16(k.Saddr).Is4In6()
+	return sk
 }
 
 func (c *Collector) flowState(sk stateKey) *flowState {
@@ -363,93 +387,72 @@ func (c *Collector) readCPUStates() error {
 	return nil
 }
 
-// SnapshotFlows reads the flow map: a snapshot of every flow that moved
-// since the last call, window events for heavy windows that closed without
-// a later packet, and eviction of flows idle for longer than idle (0 keeps
-// them) so a long trace does not fill the map.
-func (c *Collector) SnapshotFlows(nowNs int64, idle time.Duration) error {
-	for _, fs := range c.flows {
-		fs.inMap = false
+// SnapshotFlows reads the flow tables: a snapshot of every flow that moved
+// since the last call, and window events for heavy windows that closed
+// without a later packet. Flows evicted from full buckets come first, so
+// a flow evicted and back again is not read before its past.
+func (c *Collector) SnapshotFlows(nowNs int64) error {
+	if err := c.drainEvictions(nowNs); err != nil {
+		return err
 	}
-	var stale4 []bpf.ProbeFlowKey4
-	var stale6 []bpf.ProbeFlowKey
-	err := batchRead(c.p.objs.Flows4, c.batchKeys4, c.batchVals, func(k bpf.ProbeFlowKey4, v bpf.ProbeFlowStats) {
-		if c.observeFlow(nowNs, stateKey4(k), v, idle) {
-			stale4 = append(stale4, k)
-		}
+	c.scanTables(nowNs)
+	return nil
+}
+
+func (c *Collector) drainEvictions(nowNs int64) error {
+	err := drainRing(c.evictions, func(ev bpf.ProbeFlowEviction) {
+		c.evict(nowNs, eventStateKey(ev.Key), ev.Stats)
 	})
 	if err != nil {
-		return fmt.Errorf("read ipv4 flow map of %s: %w", c.iface, err)
-	}
-	err = batchRead(c.p.objs.Flows6, c.batchKeys6, c.batchVals, func(k bpf.ProbeFlowKey, v bpf.ProbeFlowStats) {
-		if c.observeFlow(nowNs, stateKey{v6: true, key: k}, v, idle) {
-			stale6 = append(stale6, k)
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("read ipv6 flow map of %s: %w", c.iface, err)
-	}
-	for _, k := range stale4 {
-		if err := c.evict(c.p.objs.Flows4, k, stateKey4(k)); err != nil {
-			return err
-		}
-	}
-	for _, k := range stale6 {
-		if err := c.evict(c.p.objs.Flows6, k, stateKey{v6: true, key: k}); err != nil {
-			return err
-		}
+		return fmt.Errorf("%s: %w", c.iface, err)
 	}
 	return nil
 }
 
-// batchRead reads a whole flow map in batches, calling fn for each entry.
-func batchRead[K any](m *ebpf.Map, keys []K, vals []bpf.ProbeFlowStats, fn func(K, bpf.ProbeFlowStats)) error {
-	var cursor ebpf.MapBatchCursor
-	for {
-		n, err := m.BatchLookup(&cursor, keys, vals, nil)
-		for i := 0; i < n; i++ {
-			fn(keys[i], vals[i])
+func (c *Collector) scanTables(nowNs int64) {
+	c.table.each(func(sk stateKey, v bpf.ProbeFlowStats) {
+		fs := c.flowState(sk)
+		if fs.last.Packets != 0 && fs.last.FirstSeenNs != v.FirstSeenNs {
+			// A new entry of a flow whose eviction event was lost (ring
+			// full) or comes later: only idle flows are evicted, so the
+			// entry last read holds all of its traffic.
+			fs.base = addStats(fs.base, fs.last)
+			fs.folded = fs.last.FirstSeenNs
+			c.evicted++
 		}
-		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
+		fs.last = v
+		c.observe(nowNs, sk, fs, v)
+	})
 }
 
-// evict removes an idle flow's entry; its counters live on in the flow's
-// state, so later snapshots stay cumulative if the flow comes back.
-func (c *Collector) evict(m *ebpf.Map, key any, sk stateKey) error {
-	if err := m.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return fmt.Errorf("evict idle flow of %s: %w", c.iface, err)
-	}
-	fs := c.flows[sk]
-	fs.base = addStats(fs.base, fs.last)
-	fs.last = bpf.ProbeFlowStats{}
-	c.evicted++
-	return nil
-}
-
-// observeFlow takes one flow entry; it reports whether the entry is idle
-// long enough to evict.
-func (c *Collector) observeFlow(nowNs int64, sk stateKey, v bpf.ProbeFlowStats, idle time.Duration) bool {
+// evict takes the final counters of an evicted entry into the flow's past,
+// so its snapshots stay cumulative if it comes back.
+func (c *Collector) evict(nowNs int64, sk stateKey, final bpf.ProbeFlowStats) {
 	fs := c.flowState(sk)
-	k := sk.key
-	fs.inMap = true
-	fs.last = v
-	cum := addStats(fs.base, v)
+	if fs.folded == final.FirstSeenNs {
+		return // taken in already, when its successor was read
+	}
+	fs.base = addStats(fs.base, final)
+	if fs.last.FirstSeenNs == final.FirstSeenNs {
+		fs.last = bpf.ProbeFlowStats{} // the entry last read was this one
+	}
+	c.evicted++
+	c.observe(nowNs, sk, fs, final)
+}
+
+// observe records a snapshot of the flow when its cumulative counters moved,
+// and the window of entry v when it closed heavy.
+func (c *Collector) observe(nowNs int64, sk stateKey, fs *flowState, v bpf.ProbeFlowStats) {
+	cum := addStats(fs.base, fs.last)
 	if cum.Packets != fs.lastPackets {
 		fs.lastPackets = cum.Packets
 		c.snapshots = append(c.snapshots, record.FlowSnapshot{
-			TimeNs: nowNs, Interface: c.iface, Key: flowKey(k), FlowStats: flowStats(cum),
+			TimeNs: nowNs, Interface: c.iface, Key: flowKey(sk.key), FlowStats: flowStats(cum),
 		})
 	}
 	if v.WinBytes >= c.heavy && int64(v.WinStartNs)+c.windowNs <= nowNs {
 		c.addWindow(sk, v.WinStartNs, v.WinBytes, uint64(v.WinPackets), v.WinDir)
 	}
-	return idle > 0 && nowNs-int64(v.LastSeenNs) > int64(idle)
 }
 
 // addStats adds the counters of an entry to those of its evicted past.
@@ -523,21 +526,4 @@ func (c *Collector) Result() Result {
 	}
 	sort.SliceStable(r.Windows, func(i, j int) bool { return r.Windows[i].StartNs < r.Windows[j].StartNs })
 	return r
-}
-
-// probeKey is the datapath key of a flow: the inverse of flowKey.
-func probeKey(k record.FlowKey) bpf.ProbeFlowKey {
-	return bpf.ProbeFlowKey{
-		Saddr: k.Src.Addr().As16(), Daddr: k.Dst.Addr().As16(),
-		Sport: netPort(k.Src.Port()), Dport: netPort(k.Dst.Port()), Proto: k.Proto,
-	}
-}
-
-// probeKey4 is the IPv4 flow map's key of an IPv4 flow.
-func probeKey4(k record.FlowKey) bpf.ProbeFlowKey4 {
-	s, d := k.Src.Addr().As4(), k.Dst.Addr().As4()
-	return bpf.ProbeFlowKey4{
-		Saddr: binary.NativeEndian.Uint32(s[:]), Daddr: binary.NativeEndian.Uint32(d[:]),
-		Sport: netPort(k.Src.Port()), Dport: netPort(k.Dst.Port()), Proto: k.Proto,
-	}
 }

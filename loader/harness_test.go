@@ -22,6 +22,7 @@ import (
 // that a test can read every slot before and after each run.
 type testProbe struct {
 	coll     *ebpf.Collection
+	tables   *flowTables
 	progs    map[record.Direction]*ebpf.Program
 	ctxSize  int
 	gsoSegs  int // offsets in __sk_buff, from the object's BTF
@@ -53,12 +54,18 @@ func newTestProbe(tb testing.TB, opts Options) *testProbe {
 		tb.Fatalf("load datapath: %+v", err)
 	}
 	tb.Cleanup(func() { coll.Close() })
+	tables, err := mapFlowTables(coll.Maps["flows4"], coll.Maps["flows6"])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { tables.close() })
 	var skb *btf.Struct
 	if err := spec.Types.TypeByName("__sk_buff", &skb); err != nil {
 		tb.Fatalf("find __sk_buff in the object's BTF: %v", err)
 	}
 	tp := &testProbe{
 		coll:     coll,
+		tables:   tables,
 		progs:    map[record.Direction]*ebpf.Program{record.Ingress: coll.Programs["enaprobe_ingress"], record.Egress: coll.Programs["enaprobe_egress"]},
 		ctxSize:  int(skb.Size),
 		bucketNs: int64(opts.Bucket),
@@ -195,67 +202,74 @@ func (tp *testProbe) clearBuckets(tb testing.TB) {
 	}
 }
 
-// flow reads a flow's entry from the map of its address family.
+// flow reads a flow's entry from the table of its address family.
 func (tp *testProbe) flow(tb testing.TB, k record.FlowKey) (bpf.ProbeFlowStats, bool) {
 	tb.Helper()
-	var v bpf.ProbeFlowStats
-	var err error
+	want := stateKey6(probeKey(k))
 	if k.Src.Addr().Is4() {
-		err = tp.coll.Maps["flows4"].Lookup(probeKey4(k), &v)
-	} else {
-		err = tp.coll.Maps["flows6"].Lookup(probeKey(k), &v)
+		want = stateKey4(probeKey4(k))
 	}
-	if errors.Is(err, ebpf.ErrKeyNotExist) {
-		return v, false
+	var v bpf.ProbeFlowStats
+	n := 0
+	tp.tables.each(func(sk stateKey, s bpf.ProbeFlowStats) {
+		if sk == want {
+			v = s
+			n++
+		}
+	})
+	if n > 1 {
+		tb.Fatalf("flow %s is in the table %d times", k, n)
 	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return v, true
+	return v, n == 1
 }
 
-// deleteFlows empties both flow maps.
+// deleteFlows empties both flow tables. Only while no program runs.
 func (tp *testProbe) deleteFlows(tb testing.TB) {
 	tb.Helper()
-	for _, name := range []string{"flows4", "flows6"} {
-		if err := clearMap(tp.coll.Maps[name]); err != nil {
-			tb.Fatal(err)
-		}
+	if err := zeroArray[bpf.ProbeFlowBucket4](tp.coll.Maps["flows4"]); err != nil {
+		tb.Fatal(err)
+	}
+	if err := zeroArray[bpf.ProbeFlowBucket6](tp.coll.Maps["flows6"]); err != nil {
+		tb.Fatal(err)
 	}
 }
 
-// countFlows counts the entries of both flow maps.
+// countFlows counts the flows in both tables.
 func (tp *testProbe) countFlows(tb testing.TB) int {
 	tb.Helper()
 	n := 0
-	for _, name := range []string{"flows4", "flows6"} {
-		var k, v []byte
-		it := tp.coll.Maps[name].Iterate()
-		for it.Next(&k, &v) {
-			n++
-		}
-		if err := it.Err(); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	tp.tables.each(func(stateKey, bpf.ProbeFlowStats) { n++ })
 	return n
 }
 
-// clearMap deletes every entry of a map, whatever its key type.
-func clearMap(m *ebpf.Map) error {
-	var keys [][]byte
-	var k, v []byte
-	it := m.Iterate()
-	for it.Next(&k, &v) {
-		keys = append(keys, append([]byte(nil), k...))
+// zeroArray sets every value (a V) of an array map to zeroes, in one
+// syscall.
+func zeroArray[V any](m *ebpf.Map) error {
+	n := int(m.MaxEntries())
+	keys := make([]uint32, n)
+	for i := range keys {
+		keys[i] = uint32(i)
 	}
-	if err := it.Err(); err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return err
-		}
+	vals := make([]V, n)
+	if _, err := m.BatchUpdate(keys, vals, nil); err != nil {
+		return fmt.Errorf("zero %s: %w", m, err)
 	}
 	return nil
+}
+
+// probeKey is the datapath key of a flow: the inverse of flowKey.
+func probeKey(k record.FlowKey) bpf.ProbeFlowKey {
+	return bpf.ProbeFlowKey{
+		Saddr: k.Src.Addr().As16(), Daddr: k.Dst.Addr().As16(),
+		Sport: netPort(k.Src.Port()), Dport: netPort(k.Dst.Port()), Proto: k.Proto,
+	}
+}
+
+// probeKey4 is the IPv4 flow map's key of an IPv4 flow.
+func probeKey4(k record.FlowKey) bpf.ProbeFlowKey4 {
+	s, d := k.Src.Addr().As4(), k.Dst.Addr().As4()
+	return bpf.ProbeFlowKey4{
+		Saddr: binary.NativeEndian.Uint32(s[:]), Daddr: binary.NativeEndian.Uint32(d[:]),
+		Sport: netPort(k.Src.Port()), Dport: netPort(k.Dst.Port()), Proto: k.Proto,
+	}
 }

@@ -81,7 +81,7 @@ func (tr *trace) stop(t *testing.T) Result {
 	if err := tr.col.Drain(now, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.col.SnapshotFlows(now, 0); err != nil {
+	if err := tr.col.SnapshotFlows(now); err != nil {
 		t.Fatal(err)
 	}
 	return tr.col.Result()

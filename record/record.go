@@ -247,11 +247,11 @@ func (t Totals) SumBytes() uint64 {
 // it is silent: every report shows it.
 type Loss struct {
 	Interface         string
-	FlowMapFull       uint64 // packets whose new flow found the flow map full
-	RingbufFull       uint64 // window events dropped: ring buffer full
+	FlowMapFull       uint64 // packets of new flows whose two buckets were full of live flows
+	RingbufFull       uint64 // window and flow-eviction events dropped: ring buffer full
 	BucketOverwritten uint64 // packets in buckets reused before userspace read them
 	SliceOverwritten  uint64 // packets in size slices reused before userspace read them
-	FlowsEvicted      uint64 // idle flows removed by the collector after their last snapshot
+	FlowsEvicted      uint64 // idle flows whose table slot went to a new flow (counters kept)
 }
 
 // CounterSample is one read of an interface's NIC counters. The read happened

@@ -99,7 +99,7 @@ func lossRows(l analyzer.LossInfo) (header []string, rows [][]string) {
 		rows = append(rows, r)
 	}
 	row("flow_map_full (packets of new flows)", l.Total.FlowMapFull, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.FlowMapFull })
-	row("ringbuf_full (window events)", l.Total.RingbufFull, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.RingbufFull })
+	row("ringbuf_full (window, eviction events)", l.Total.RingbufFull, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.RingbufFull })
 	row("bucket_overwritten (packets)", l.Total.BucketOverwritten, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.BucketOverwritten })
 	row("slice_overwritten (packets)", l.Total.SliceOverwritten, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.SliceOverwritten })
 	row("flows_evicted (idle flows)", l.Total.FlowsEvicted, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.FlowsEvicted })

@@ -20,6 +20,17 @@ volatile const __u32 slice_mask = 63;
  * unknown. 169.254.169.253 is always recognised. */
 volatile const __u32 vpc_resolver = 0;
 
+/* Flow tables: regions (one lock each) of 1 << region_bits buckets, the
+ * hash seed the loader draws at random so that nobody can aim flows at one
+ * bucket, and how long a flow must be idle before a full bucket may evict
+ * it. */
+volatile const __u32 flow_regions4 = 128;
+volatile const __u32 flow_region_bits4 = 6;
+volatile const __u32 flow_regions6 = 32;
+volatile const __u32 flow_region_bits6 = 6;
+volatile const __u64 flow_seed = 0;
+volatile const __u64 flow_idle_ns = 10000000000ULL;
+
 /* Shared counters are added with atomic instructions. 0 makes them plain
  * read-modify-write adds, which lose counts when CPUs race: it exists only
  * so the benchmarks can measure what the atomics cost. */

@@ -7,21 +7,46 @@
 #include <bpf/bpf_helpers.h>
 #include "types.h"
 
-/* Shared hashes: a per-CPU hash would multiply flow memory by the CPU count
- * (192 on the largest instances). Packets and bytes are added atomically. */
+/* Flow tables, shared by all CPUs: a per-CPU table would multiply flow
+ * memory by the CPU count (192 on the largest instances). Counters are added
+ * atomically. Memory-mapped so userspace reads every flow without syscalls.
+ * max_entries is the number of buckets: regions << region_bits. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct flow_key4);
-	__type(value, struct flow_stats);
-	__uint(max_entries, 65536);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct flow_bucket4);
+	__uint(max_entries, 8192);
+	__uint(map_flags, BPF_F_MMAPABLE);
 } flows4 SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct flow_key);
-	__type(value, struct flow_stats);
-	__uint(max_entries, 16384);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct flow_bucket6);
+	__uint(max_entries, 2048);
+	__uint(map_flags, BPF_F_MMAPABLE);
 } flows6 SEC(".maps");
+
+/* One lock per region of each table: a memory-mapped array cannot hold a
+ * bpf_spin_lock. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct flow_lock);
+	__uint(max_entries, 128);
+} flow_locks4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct flow_lock);
+	__uint(max_entries, 32);
+} flow_locks6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} flow_evictions SEC(".maps");
 
 /* Bucket rings, direction-major: slot = dir * (mask + 1) + (epoch & mask).
  * Memory-mapped so userspace reads and zeroes counters without syscalls. */

@@ -177,6 +177,7 @@ static __always_inline void parse(struct __sk_buff *skb, struct pkt *p)
 	/* key6 is left alone: only an IPv6 packet reads it, after writing its
 	 * addresses whole and the rest from key4. */
 	__builtin_memset(&p->key4, 0, sizeof(p->key4));
+	p->key4.present = 1;
 	p->is_ip = 0;
 	p->tcp_flags = 0;
 	p->pad = 0;

@@ -3,6 +3,7 @@
 #define __ENAPROBE_TYPES_H
 
 #include <linux/types.h>
+#include <linux/bpf.h>
 
 enum direction {
 	DIR_INGRESS = 0,
@@ -27,8 +28,8 @@ enum ll_service {
 };
 
 enum loss_kind {
-	LOSS_FLOW_MAP_FULL = 0,     /* packets of a new flow that found the map full */
-	LOSS_RINGBUF_FULL = 1,      /* window events dropped */
+	LOSS_FLOW_MAP_FULL = 0,     /* packets of new flows whose two buckets are full */
+	LOSS_RINGBUF_FULL = 1,      /* window or flow-eviction events dropped */
 	LOSS_BUCKET_OVERWRITTEN = 2,/* packets in a bucket reused before it was read */
 	LOSS_SLICE_OVERWRITTEN = 3, /* packets in a size slice reused before it was read */
 	NUM_LOSS = 4,
@@ -39,18 +40,21 @@ enum loss_kind {
 /* A flow as its packets carry it; ports in network byte order. For ICMP,
  * sport holds the type and dport the code. Later fragments carry no ports:
  * they count to the flow of their addresses and protocol with ports 0.
- * Naturally aligned, no padding holes, zeroed before use.
+ * present is 1 in every key built from a packet and 0 in an empty table
+ * slot, so comparing keys also tells a free slot. Naturally aligned, no
+ * padding holes, zeroed before use.
  *
- * IPv4 flows have their own 16-byte key and map: hashing and comparing a
- * 40-byte key was a tenth of the per-packet cost (BENCHMARKS.md). Userspace
- * and window events see every flow as a flow_key, IPv4 v4-mapped. */
+ * IPv4 flows have their own 16-byte key and table: hashing and comparing a
+ * 40-byte key costs more (BENCHMARKS.md). Userspace and window events see
+ * every flow as a flow_key, IPv4 v4-mapped. */
 struct flow_key4 {
 	__u32 saddr;
 	__u32 daddr;
 	__u16 sport;
 	__u16 dport;
 	__u8 proto;
-	__u8 pad[3];
+	__u8 present;
+	__u8 pad[2];
 };
 
 struct flow_key {
@@ -59,7 +63,8 @@ struct flow_key {
 	__u16 sport;
 	__u16 dport;
 	__u8 proto;
-	__u8 pad[3];
+	__u8 present;
+	__u8 pad[2];
 };
 
 struct flow_stats {
@@ -77,6 +82,45 @@ struct flow_stats {
 	__u8 dirs;           /* bit per direction seen */
 	__u8 service;        /* enum ll_service */
 	__u8 win_dir;        /* direction of the last packet of the window */
+};
+
+/* The flow tables are hash tables of our own in memory-mapped arrays (see
+ * find_flow in probe.c): one array entry is a bucket of FLOW_WAYS slots,
+ * filled in order and never emptied; a slot's flow changes only when a
+ * full bucket evicts an idle flow. The established path is an inlined
+ * array lookup and a compare per way, where a BPF hash map lookup cost a
+ * third of the per-packet budget. */
+#define FLOW_WAYS 8
+
+struct flow_slot4 {
+	struct flow_key4 key;
+	struct flow_stats stats;
+};
+
+struct flow_bucket4 {
+	struct flow_slot4 ways[FLOW_WAYS];
+};
+
+struct flow_slot6 {
+	struct flow_key key;
+	struct flow_stats stats;
+};
+
+struct flow_bucket6 {
+	struct flow_slot6 ways[FLOW_WAYS];
+};
+
+/* Serialises claiming and evicting slots in one region of buckets. Lookups
+ * and counter updates never take it. */
+struct flow_lock {
+	struct bpf_spin_lock lock;
+};
+
+/* A flow evicted from a full bucket after flow_idle_ns without packets: its
+ * final counters, so userspace keeps every flow's totals. */
+struct flow_eviction {
+	struct flow_key key;
+	struct flow_stats stats;
 };
 
 /* One time bucket of one direction. Slot tag `epoch` is ktime / bucket_ns.
@@ -119,7 +163,7 @@ struct cpu_state {
 
 /* A flow moved at least heavy_bytes in the fine window starting at
  * win_start_ns. Sent when the window closes (the flow's next packet in a
- * later window); userspace reads windows still open from the flow map. */
+ * later window); userspace reads windows still open from the flow table. */
 struct window_event {
 	struct flow_key key;
 	__u64 win_start_ns;
