@@ -264,7 +264,7 @@ static __always_inline void count_sizes(struct cpu_state *cs, __u64 now, __u32 d
 	}
 }
 
-static __always_inline void emit_window(struct cpu_state *cs, const struct pkt *p,
+static __attribute__((noinline)) void emit_window(struct cpu_state *cs, const struct pkt *p,
 					const struct flow_stats *v)
 {
 	struct window_event ev;
@@ -401,10 +401,65 @@ out:
 	return v;
 }
 
+/* What the miss path needs besides the buckets and the key: packed, as a
+ * BPF function takes five arguments at most. */
+struct miss_args {
+	__u64 now;
+	__u32 region;
+	__u32 packets;
+	__u8 svc;
+	__u8 pad[7];
+};
+
+/* settle_miss claims a slot for a key found in neither bucket, under the
+ * region's lock, sends an evicted flow's final counters to userspace, and
+ * counts a flow with no slot as loss. */
+static __always_inline struct flow_stats *settle_miss(struct cpu_state *cs, void *locks, void *fb1,
+						      void *fb2, const __u64 *key, int words,
+						      int slot_size, const struct miss_args *m)
+{
+	__u32 region = m->region;
+	struct flow_lock *l = bpf_map_lookup_elem(locks, &region);
+	if (!l)
+		return NULL;
+	struct flow_eviction ev;
+	int evicted = 0;
+	__builtin_memset(&ev, 0, sizeof(ev));
+	struct flow_stats *v = claim_slot(fb1, fb2, l, key, words, slot_size, m->now, m->svc,
+					  &ev.key, &ev.stats, &evicted);
+	if (evicted) {
+		if (words == KEY_WORDS4) {
+			struct flow_key4 k4;
+			__builtin_memcpy(&k4, &ev.key, sizeof(k4));
+			keycopy4(&ev.key, &k4);
+		}
+		if (bpf_ringbuf_output(&flow_evictions, &ev, sizeof(ev), 0))
+			cs->loss[LOSS_RINGBUF_FULL] += 1;
+	}
+	if (!v)
+		cs->loss[LOSS_FLOW_MAP_FULL] += m->packets;
+	return v;
+}
+
+/* The miss paths are functions of their own: new flows are rare next to
+ * packets of known ones, and out of line they keep the established path's
+ * code short, which the per-packet cost in the real path follows. */
+static __attribute__((noinline)) struct flow_stats *
+miss4(struct cpu_state *cs, void *fb1, void *fb2, const __u64 *key, const struct miss_args *m)
+{
+	return settle_miss(cs, &flow_locks4, fb1, fb2, key, KEY_WORDS4, sizeof(struct flow_slot4), m);
+}
+
+static __attribute__((noinline)) struct flow_stats *
+miss6(struct cpu_state *cs, void *fb1, void *fb2, const __u64 *key, const struct miss_args *m)
+{
+	return settle_miss(cs, &flow_locks6, fb1, fb2, key, KEY_WORDS6, sizeof(struct flow_slot6), m);
+}
+
 /* find_flow returns the flow's stats in its table, claiming a slot for a
  * new flow; NULL when both its buckets are full of live flows (counted as
  * loss). Only a miss takes a lock. */
-static __always_inline struct flow_stats *find_flow(struct cpu_state *cs, void *table, void *locks,
+static __always_inline struct flow_stats *find_flow(struct cpu_state *cs, void *table,
 						    __u32 regions, __u32 region_bits,
 						    const __u64 *key, int words, int slot_size,
 						    __u64 now, __u8 svc, const struct wire *w)
@@ -429,25 +484,10 @@ static __always_inline struct flow_stats *find_flow(struct cpu_state *cs, void *
 	if (v)
 		return v;
 
-	struct flow_lock *l = bpf_map_lookup_elem(locks, &region);
-	if (!l)
-		return NULL;
-	struct flow_eviction ev;
-	int evicted = 0;
-	__builtin_memset(&ev, 0, sizeof(ev));
-	v = claim_slot(fb1, fb2, l, key, words, slot_size, now, svc, &ev.key, &ev.stats, &evicted);
-	if (evicted) {
-		if (words == KEY_WORDS4) {
-			struct flow_key4 k4;
-			__builtin_memcpy(&k4, &ev.key, sizeof(k4));
-			keycopy4(&ev.key, &k4);
-		}
-		if (bpf_ringbuf_output(&flow_evictions, &ev, sizeof(ev), 0))
-			cs->loss[LOSS_RINGBUF_FULL] += 1;
-	}
-	if (!v)
-		cs->loss[LOSS_FLOW_MAP_FULL] += w->packets;
-	return v;
+	struct miss_args m = {.now = now, .region = region, .packets = w->packets, .svc = svc};
+	if (words == KEY_WORDS4)
+		return miss4(cs, fb1, fb2, key, &m);
+	return miss6(cs, fb1, fb2, key, &m);
 }
 
 /* count_flow adds the packet to its flow's stats. */
@@ -530,11 +570,11 @@ static __always_inline int count(struct __sk_buff *skb, __u32 dir)
 	count_sizes(cs, now, dir, &w);
 	struct flow_stats *v = NULL;
 	if (p.is_ip == 4) {
-		v = find_flow(cs, &flows4, &flow_locks4, flow_regions4, flow_region_bits4,
+		v = find_flow(cs, &flows4, flow_regions4, flow_region_bits4,
 			      (const __u64 *)&p.key4, KEY_WORDS4, sizeof(struct flow_slot4), now, svc, &w);
 	} else if (p.is_ip == 6) {
 		complete_key6(&p);
-		v = find_flow(cs, &flows6, &flow_locks6, flow_regions6, flow_region_bits6,
+		v = find_flow(cs, &flows6, flow_regions6, flow_region_bits6,
 			      (const __u64 *)&p.key6, KEY_WORDS6, sizeof(struct flow_slot6), now, svc, &w);
 	}
 	if (v)

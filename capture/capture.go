@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -112,6 +113,11 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 			return nil, err
 		}
 	}
+
+	// Loading parsed the object and the kernel's BTF: tens of MiB of
+	// garbage. Collect it now, not during the first seconds of the trace,
+	// and hand it back to the system for the rest of the run.
+	debug.FreeOSMemory()
 
 	start := clockPair()
 	for _, ti := range traced {
