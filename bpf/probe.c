@@ -13,6 +13,11 @@
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define VERDICT_NEXT (-1) /* TCX_NEXT == TC_ACT_UNSPEC */
+#define EBUSY 16
+#define CLOCK_MONOTONIC 1
+#ifndef BPF_F_TIMER_CPU_PIN
+#define BPF_F_TIMER_CPU_PIN (1ULL << 1) /* Linux 6.7; the vendored uapi is 6.1 */
+#endif
 
 /* Forced into the ELF so bpf2go -type can emit the Go constants. */
 const enum direction *unused_direction __attribute__((unused));
@@ -165,23 +170,22 @@ static __always_inline void wire_of(struct __sk_buff *skb, const struct pkt *p, 
 	w->last_size = (payload > full ? payload - full : gso_size) + hdr3;
 }
 
-static __always_inline void count_bucket(struct cpu_state *cs, __u64 now, __u32 dir,
-					 const struct wire *w, __u32 syn, __u8 svc)
+/* add_to_slot adds counts of bucket epoch to its slot of the shared ring,
+ * taking the slot over from an older epoch first. */
+static __always_inline void add_to_slot(struct cpu_state *cs, __u32 dir, __u64 epoch,
+					__u64 packets, __u64 bytes, __u32 syns, const __u32 *ll)
 {
-	__u64 epoch;
-	if (now - cs->bucket_start_ns < bucket_ns) {
-		epoch = cs->bucket_epoch;
-	} else {
-		epoch = now / bucket_ns;
-		cs->bucket_epoch = epoch;
-		cs->bucket_start_ns = epoch * bucket_ns;
-	}
 	__u32 slot = dir * (bucket_mask + 1) + ((__u32)epoch & bucket_mask);
 	struct bucket *b = bpf_map_lookup_elem(&buckets, &slot);
 	if (!b)
 		return;
 	__u64 old = b->epoch;
 	if (old != epoch) {
+		if (old > epoch) {
+			/* A bucket so late that its slot holds a newer one. */
+			cs->loss[LOSS_BUCKET_OVERWRITTEN] += packets;
+			return;
+		}
 		b->epoch = epoch;
 		/* Userspace swaps counters to zero as it reads them. A slot whose
 		 * old epoch it has not read yet still holds those packets. */
@@ -199,16 +203,124 @@ static __always_inline void count_bucket(struct cpu_state *cs, __u64 now, __u32 
 		}
 	}
 	if (atomic_adds) {
-		__sync_fetch_and_add(&b->packets, w->packets);
-		__sync_fetch_and_add(&b->bytes, w->bytes);
+		__sync_fetch_and_add(&b->packets, packets);
+		__sync_fetch_and_add(&b->bytes, bytes);
 	} else {
-		b->packets += w->packets;
-		b->bytes += w->bytes;
+		b->packets += packets;
+		b->bytes += bytes;
 	}
-	if (syn)
-		__sync_fetch_and_add(&b->syns, 1);
+	if (syns)
+		__sync_fetch_and_add(&b->syns, syns);
+	if (ll[0])
+		__sync_fetch_and_add(&b->link_local[0], ll[0]);
+	if (ll[1])
+		__sync_fetch_and_add(&b->link_local[1], ll[1]);
+	if (ll[2])
+		__sync_fetch_and_add(&b->link_local[2], ll[2]);
+}
+
+/* flush_open moves a CPU's open bucket of one direction to the shared ring
+ * and empties it. */
+static __attribute__((noinline)) void flush_open(struct cpu_state *cs, __u32 dir)
+{
+	if (dir >= NUM_DIRECTIONS)
+		return;
+	struct bucket *o = &cs->open[dir];
+	if (o->packets)
+		add_to_slot(cs, dir, o->epoch, o->packets, o->bytes, o->syns, o->link_local);
+	o->packets = 0;
+	o->bytes = 0;
+	o->syns = 0;
+	o->link_local[0] = 0;
+	o->link_local[1] = 0;
+	o->link_local[2] = 0;
+}
+
+/* flush_timer_fired runs on the CPU that armed it (BPF_F_TIMER_CPU_PIN):
+ * it flushes the open buckets whose time is over, so a CPU that went idle
+ * does not hold its last bucket back, and stays armed while a bucket is
+ * open. Timer callbacks run in softirq context and tc programs with
+ * softirqs off, so the two never interleave on one CPU. */
+static int flush_timer_fired(void *map, __u32 *key, struct cpu_timer *t)
+{
+	__u32 zero = 0;
+	struct cpu_state *cs = bpf_map_lookup_elem(&cpu_states, &zero);
+	if (!cs)
+		return 0;
+	__u64 cur = bpf_ktime_get_ns() / bucket_ns;
+	int open = 0;
+#pragma unroll
+	for (__u32 d = 0; d < NUM_DIRECTIONS; d++) {
+		if (!cs->open[d].packets)
+			continue;
+		if (cs->open[d].epoch < cur)
+			flush_open(cs, d);
+		else
+			open = 1;
+	}
+	if (open && !bpf_timer_start(&t->timer, flush_delay_ns, BPF_F_TIMER_CPU_PIN))
+		return 0;
+	cs->timer_armed = 0;
+	return 0;
+}
+
+/* arm_flush_timer starts this CPU's flush timer, setting it up on first
+ * use. A CPU whose timer cannot start flushes its buckets at once. */
+static __attribute__((noinline)) void arm_flush_timer(struct cpu_state *cs)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct cpu_timer *t = bpf_map_lookup_elem(&cpu_timers, &cpu);
+	if (!t)
+		return;
+	if (!cs->timer_ready) {
+		long err = bpf_timer_init(&t->timer, &cpu_timers, CLOCK_MONOTONIC);
+		if (err && err != -EBUSY)
+			return;
+		if (bpf_timer_set_callback(&t->timer, flush_timer_fired))
+			return;
+		cs->timer_ready = 1;
+	}
+	if (!bpf_timer_start(&t->timer, flush_delay_ns, BPF_F_TIMER_CPU_PIN))
+		cs->timer_armed = 1;
+}
+
+/* count_bucket counts a packet in the time series. With per-CPU buckets
+ * (percpu_buckets, kernels with pinned BPF timers) the packet goes to this
+ * CPU's open bucket with plain adds, and the open bucket goes to the shared
+ * ring once, when the CPU moves to a later bucket or its timer fires: no
+ * cache line is shared by every CPU's packets. Otherwise each packet is
+ * added to the shared ring with atomics. */
+static __always_inline void count_bucket(struct cpu_state *cs, __u64 now, __u32 dir,
+					 const struct wire *w, __u32 syn, __u8 svc)
+{
+	__u64 epoch;
+	if (now - cs->bucket_start_ns < bucket_ns) {
+		epoch = cs->bucket_epoch;
+	} else {
+		epoch = now / bucket_ns;
+		cs->bucket_epoch = epoch;
+		cs->bucket_start_ns = epoch * bucket_ns;
+	}
+	if (!percpu_buckets) {
+		__u32 ll[NUM_LL_SERVICES] = {};
+		if (svc >= LL_IMDS && svc <= LL_NTP)
+			ll[svc - 1] = w->packets;
+		add_to_slot(cs, dir, epoch, w->packets, w->bytes, syn, ll);
+		return;
+	}
+	struct bucket *o = &cs->open[dir & 1];
+	if (o->epoch != epoch) {
+		if (o->packets)
+			flush_open(cs, dir);
+		o->epoch = epoch;
+	}
+	if (!cs->timer_armed)
+		arm_flush_timer(cs);
+	o->packets += w->packets;
+	o->bytes += w->bytes;
+	o->syns += syn;
 	if (svc >= LL_IMDS && svc <= LL_NTP)
-		__sync_fetch_and_add(&b->link_local[svc - 1], w->packets);
+		o->link_local[svc - 1] += w->packets;
 }
 
 /* retire_slice moves a finished slice to its ring slot, unless userspace
@@ -592,6 +704,26 @@ SEC("tc")
 int enaprobe_egress(struct __sk_buff *skb)
 {
 	return count(skb, DIR_EGRESS);
+}
+
+/* Feature probe, run once by the loader with BPF_PROG_TEST_RUN: 0 when this
+ * kernel starts a BPF timer pinned to the current CPU (Linux 6.7+). */
+SEC("tc")
+int enaprobe_probe_timer_pin(struct __sk_buff *skb)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct cpu_timer *t = bpf_map_lookup_elem(&cpu_timers, &cpu);
+	if (!t)
+		return 1;
+	long err = bpf_timer_init(&t->timer, &cpu_timers, CLOCK_MONOTONIC);
+	if (err && err != -EBUSY)
+		return 2;
+	if (bpf_timer_set_callback(&t->timer, flush_timer_fired))
+		return 3;
+	if (bpf_timer_start(&t->timer, 1000000000ULL, BPF_F_TIMER_CPU_PIN))
+		return 4;
+	bpf_timer_cancel(&t->timer);
+	return 0;
 }
 
 /* The baseline of the benchmarks: an empty program measured in the same run. */

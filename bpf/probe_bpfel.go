@@ -26,11 +26,22 @@ type ProbeCpuState struct {
 	_             structs.HostLayout
 	Totals        [2]ProbeDirTotals
 	Slices        [2]ProbeSizeSlice
+	Open          [2]ProbeBucket
 	Loss          [4]uint64
 	BucketEpoch   uint64
 	BucketStartNs uint64
 	SliceEpoch    uint64
 	SliceStartNs  uint64
+	TimerReady    uint32
+	TimerArmed    uint32
+}
+
+type ProbeCpuTimer struct {
+	_     structs.HostLayout
+	Timer struct {
+		_ structs.HostLayout
+		_ [16]byte
+	}
 }
 
 type ProbeDirTotals struct {
@@ -175,42 +186,46 @@ type ProbeWindowEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	ProbeMapBuckets            = "buckets"
-	ProbeMapCpuStates          = "cpu_states"
-	ProbeMapFlowEvictions      = "flow_evictions"
-	ProbeMapFlowLocks4         = "flow_locks4"
-	ProbeMapFlowLocks6         = "flow_locks6"
-	ProbeMapFlows4             = "flows4"
-	ProbeMapFlows6             = "flows6"
-	ProbeMapSizeSlices         = "size_slices"
-	ProbeMapWindowEvents       = "window_events"
-	ProbeProgEnaprobeClock     = "enaprobe_clock"
-	ProbeProgEnaprobeEgress    = "enaprobe_egress"
-	ProbeProgEnaprobeEmpty     = "enaprobe_empty"
-	ProbeProgEnaprobeIngress   = "enaprobe_ingress"
-	ProbeVarAtomicAdds         = "atomic_adds"
-	ProbeVarBucketDrained      = "bucket_drained"
-	ProbeVarBucketMask         = "bucket_mask"
-	ProbeVarBucketNs           = "bucket_ns"
-	ProbeVarFlowIdleNs         = "flow_idle_ns"
-	ProbeVarFlowRegionBits4    = "flow_region_bits4"
-	ProbeVarFlowRegionBits6    = "flow_region_bits6"
-	ProbeVarFlowRegions4       = "flow_regions4"
-	ProbeVarFlowRegions6       = "flow_regions6"
-	ProbeVarFlowSeed           = "flow_seed"
-	ProbeVarHeavyBytes         = "heavy_bytes"
-	ProbeVarSliceDrained       = "slice_drained"
-	ProbeVarSliceMask          = "slice_mask"
-	ProbeVarSliceNs            = "slice_ns"
-	ProbeVarUnusedDirection    = "unused_direction"
-	ProbeVarUnusedFlowEviction = "unused_flow_eviction"
-	ProbeVarUnusedFlowKey4     = "unused_flow_key4"
-	ProbeVarUnusedLlService    = "unused_ll_service"
-	ProbeVarUnusedLossKind     = "unused_loss_kind"
-	ProbeVarUnusedProtoClass   = "unused_proto_class"
-	ProbeVarUnusedWindowEvent  = "unused_window_event"
-	ProbeVarVpcResolver        = "vpc_resolver"
-	ProbeVarWindowNs           = "window_ns"
+	ProbeMapBuckets                = "buckets"
+	ProbeMapCpuStates              = "cpu_states"
+	ProbeMapCpuTimers              = "cpu_timers"
+	ProbeMapFlowEvictions          = "flow_evictions"
+	ProbeMapFlowLocks4             = "flow_locks4"
+	ProbeMapFlowLocks6             = "flow_locks6"
+	ProbeMapFlows4                 = "flows4"
+	ProbeMapFlows6                 = "flows6"
+	ProbeMapSizeSlices             = "size_slices"
+	ProbeMapWindowEvents           = "window_events"
+	ProbeProgEnaprobeClock         = "enaprobe_clock"
+	ProbeProgEnaprobeEgress        = "enaprobe_egress"
+	ProbeProgEnaprobeEmpty         = "enaprobe_empty"
+	ProbeProgEnaprobeIngress       = "enaprobe_ingress"
+	ProbeProgEnaprobeProbeTimerPin = "enaprobe_probe_timer_pin"
+	ProbeVarAtomicAdds             = "atomic_adds"
+	ProbeVarBucketDrained          = "bucket_drained"
+	ProbeVarBucketMask             = "bucket_mask"
+	ProbeVarBucketNs               = "bucket_ns"
+	ProbeVarFlowIdleNs             = "flow_idle_ns"
+	ProbeVarFlowRegionBits4        = "flow_region_bits4"
+	ProbeVarFlowRegionBits6        = "flow_region_bits6"
+	ProbeVarFlowRegions4           = "flow_regions4"
+	ProbeVarFlowRegions6           = "flow_regions6"
+	ProbeVarFlowSeed               = "flow_seed"
+	ProbeVarFlushDelayNs           = "flush_delay_ns"
+	ProbeVarHeavyBytes             = "heavy_bytes"
+	ProbeVarPercpuBuckets          = "percpu_buckets"
+	ProbeVarSliceDrained           = "slice_drained"
+	ProbeVarSliceMask              = "slice_mask"
+	ProbeVarSliceNs                = "slice_ns"
+	ProbeVarUnusedDirection        = "unused_direction"
+	ProbeVarUnusedFlowEviction     = "unused_flow_eviction"
+	ProbeVarUnusedFlowKey4         = "unused_flow_key4"
+	ProbeVarUnusedLlService        = "unused_ll_service"
+	ProbeVarUnusedLossKind         = "unused_loss_kind"
+	ProbeVarUnusedProtoClass       = "unused_proto_class"
+	ProbeVarUnusedWindowEvent      = "unused_window_event"
+	ProbeVarVpcResolver            = "vpc_resolver"
+	ProbeVarWindowNs               = "window_ns"
 )
 
 // LoadProbe returns the embedded CollectionSpec for Probe.
@@ -255,10 +270,11 @@ type ProbeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProbeProgramSpecs struct {
-	EnaprobeClock   *ebpf.ProgramSpec `ebpf:"enaprobe_clock"`
-	EnaprobeEgress  *ebpf.ProgramSpec `ebpf:"enaprobe_egress"`
-	EnaprobeEmpty   *ebpf.ProgramSpec `ebpf:"enaprobe_empty"`
-	EnaprobeIngress *ebpf.ProgramSpec `ebpf:"enaprobe_ingress"`
+	EnaprobeClock         *ebpf.ProgramSpec `ebpf:"enaprobe_clock"`
+	EnaprobeEgress        *ebpf.ProgramSpec `ebpf:"enaprobe_egress"`
+	EnaprobeEmpty         *ebpf.ProgramSpec `ebpf:"enaprobe_empty"`
+	EnaprobeIngress       *ebpf.ProgramSpec `ebpf:"enaprobe_ingress"`
+	EnaprobeProbeTimerPin *ebpf.ProgramSpec `ebpf:"enaprobe_probe_timer_pin"`
 }
 
 // ProbeMapSpecs contains maps before they are loaded into the kernel.
@@ -267,6 +283,7 @@ type ProbeProgramSpecs struct {
 type ProbeMapSpecs struct {
 	Buckets       *ebpf.MapSpec `ebpf:"buckets"`
 	CpuStates     *ebpf.MapSpec `ebpf:"cpu_states"`
+	CpuTimers     *ebpf.MapSpec `ebpf:"cpu_timers"`
 	FlowEvictions *ebpf.MapSpec `ebpf:"flow_evictions"`
 	FlowLocks4    *ebpf.MapSpec `ebpf:"flow_locks4"`
 	FlowLocks6    *ebpf.MapSpec `ebpf:"flow_locks6"`
@@ -290,7 +307,9 @@ type ProbeVariableSpecs struct {
 	FlowRegions4       *ebpf.VariableSpec `ebpf:"flow_regions4"`
 	FlowRegions6       *ebpf.VariableSpec `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
+	FlushDelayNs       *ebpf.VariableSpec `ebpf:"flush_delay_ns"`
 	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
+	PercpuBuckets      *ebpf.VariableSpec `ebpf:"percpu_buckets"`
 	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
 	SliceMask          *ebpf.VariableSpec `ebpf:"slice_mask"`
 	SliceNs            *ebpf.VariableSpec `ebpf:"slice_ns"`
@@ -327,6 +346,7 @@ func (o *ProbeObjects) Close() error {
 type ProbeMaps struct {
 	Buckets       *ebpf.Map `ebpf:"buckets"`
 	CpuStates     *ebpf.Map `ebpf:"cpu_states"`
+	CpuTimers     *ebpf.Map `ebpf:"cpu_timers"`
 	FlowEvictions *ebpf.Map `ebpf:"flow_evictions"`
 	FlowLocks4    *ebpf.Map `ebpf:"flow_locks4"`
 	FlowLocks6    *ebpf.Map `ebpf:"flow_locks6"`
@@ -340,6 +360,7 @@ func (m *ProbeMaps) Close() error {
 	return _ProbeClose(
 		m.Buckets,
 		m.CpuStates,
+		m.CpuTimers,
 		m.FlowEvictions,
 		m.FlowLocks4,
 		m.FlowLocks6,
@@ -364,7 +385,9 @@ type ProbeVariables struct {
 	FlowRegions4       *ebpf.Variable `ebpf:"flow_regions4"`
 	FlowRegions6       *ebpf.Variable `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
+	FlushDelayNs       *ebpf.Variable `ebpf:"flush_delay_ns"`
 	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
+	PercpuBuckets      *ebpf.Variable `ebpf:"percpu_buckets"`
 	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`
 	SliceMask          *ebpf.Variable `ebpf:"slice_mask"`
 	SliceNs            *ebpf.Variable `ebpf:"slice_ns"`
@@ -383,10 +406,11 @@ type ProbeVariables struct {
 //
 // It can be passed to LoadProbeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProbePrograms struct {
-	EnaprobeClock   *ebpf.Program `ebpf:"enaprobe_clock"`
-	EnaprobeEgress  *ebpf.Program `ebpf:"enaprobe_egress"`
-	EnaprobeEmpty   *ebpf.Program `ebpf:"enaprobe_empty"`
-	EnaprobeIngress *ebpf.Program `ebpf:"enaprobe_ingress"`
+	EnaprobeClock         *ebpf.Program `ebpf:"enaprobe_clock"`
+	EnaprobeEgress        *ebpf.Program `ebpf:"enaprobe_egress"`
+	EnaprobeEmpty         *ebpf.Program `ebpf:"enaprobe_empty"`
+	EnaprobeIngress       *ebpf.Program `ebpf:"enaprobe_ingress"`
+	EnaprobeProbeTimerPin *ebpf.Program `ebpf:"enaprobe_probe_timer_pin"`
 }
 
 func (p *ProbePrograms) Close() error {
@@ -395,6 +419,7 @@ func (p *ProbePrograms) Close() error {
 		p.EnaprobeEgress,
 		p.EnaprobeEmpty,
 		p.EnaprobeIngress,
+		p.EnaprobeProbeTimerPin,
 	)
 }
 

@@ -3,7 +3,7 @@
 package loader
 
 import (
-	"fmt"
+	"errors"
 	"net"
 	"net/netip"
 	"slices"
@@ -113,39 +113,82 @@ func BenchmarkDatapath(b *testing.B) {
 	})
 }
 
-// BenchmarkAtomics measures what the atomic adds on shared counters cost,
-// alone and with both CPUs of this machine hammering the same flow and
-// bucket, against plain adds (which lose counts under that race).
-func BenchmarkAtomics(b *testing.B) {
-	frame := benchFrames(b)[0].frame
-	for _, atomic := range []uint8{1, 0} {
-		coll := loadBenchCollection(b, DefaultOptions(), map[string]any{"atomic_adds": atomic})
+// BenchmarkContention measures what sharing costs when CPUs count at once:
+// the time-bucket ring written by every CPU's packets (shared buckets, with
+// atomic adds or plain ones, which lose counts under the race) against
+// per-CPU open buckets, alone and with both CPUs of this machine running
+// the program at once, on different flows (every CPU's packets meet in the
+// current bucket) and on the same flow (they also meet in its counters).
+func BenchmarkContention(b *testing.B) {
+	frames := [2][]byte{
+		udpFrame(b, v4A, v4B, 1000, 2000, 22),
+		udpFrame(b, v4B, v4A, 3000, 4000, 22),
+	}
+	variants := []struct {
+		name    string
+		buckets BucketMode
+		atomic  uint8
+	}{
+		{"per-cpu_buckets", BucketsPerCPU, 1},
+		{"shared_buckets", BucketsShared, 1},
+		{"shared_buckets_plain_adds", BucketsShared, 0},
+	}
+	for _, v := range variants {
+		if v.buckets == BucketsPerCPU && !timerPinSupported() {
+			continue
+		}
+		opts := DefaultOptions()
+		opts.Buckets = v.buckets
+		coll := loadBenchCollection(b, opts, map[string]any{"atomic_adds": v.atomic})
 		empty, egress := coll.Programs["enaprobe_empty"], coll.Programs["enaprobe_egress"]
-		b.Run(fmt.Sprintf("atomic=%d/one_cpu", atomic), func(b *testing.B) {
+		b.Run(v.name+"/one_cpu", func(b *testing.B) {
 			for b.Loop() {
-				r, _ := medianRatio(b, egress, empty, frame)
+				r, _ := medianRatio(b, egress, empty, frames[0])
 				b.ReportMetric(r, "x_empty")
 			}
 		})
-		b.Run(fmt.Sprintf("atomic=%d/two_cpus", atomic), func(b *testing.B) {
+		b.Run(v.name+"/two_cpus_two_flows", func(b *testing.B) {
 			for b.Loop() {
-				// Both goroutines run the program at once; the ratio is the
-				// concurrent run's per-packet time over a lone empty run.
-				_, d0, _ := empty.Benchmark(frame, benchRepeat, nil)
-				var wg sync.WaitGroup
-				ds := make([]time.Duration, 2)
-				for i := range ds {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						_, ds[i], _ = egress.Benchmark(frame, benchRepeat, nil)
-					}()
-				}
-				wg.Wait()
-				b.ReportMetric(float64(ds[0]+ds[1])/2/float64(d0), "x_empty")
+				b.ReportMetric(concurrentRatio(b, egress, empty, frames), "x_empty")
+			}
+		})
+		b.Run(v.name+"/two_cpus_one_flow", func(b *testing.B) {
+			for b.Loop() {
+				b.ReportMetric(concurrentRatio(b, egress, empty, [2][]byte{frames[0], frames[0]}), "x_empty")
 			}
 		})
 	}
+}
+
+// concurrentRatio runs prog on two goroutines at once, one frame each: the
+// mean per-packet time over that of a lone empty run just before, median of
+// ratioRounds.
+func concurrentRatio(b *testing.B, prog, empty *ebpf.Program, frames [2][]byte) float64 {
+	b.Helper()
+	var ratios []float64
+	for range ratioRounds {
+		_, d0, err := empty.Benchmark(frames[0], benchRepeat, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		ds := make([]time.Duration, 2)
+		errs := make([]error, 2)
+		for i := range ds {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, ds[i], errs[i] = prog.Benchmark(frames[i], benchRepeat, nil)
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			b.Fatal(err)
+		}
+		ratios = append(ratios, float64(ds[0]+ds[1])/2/float64(d0))
+	}
+	slices.Sort(ratios)
+	return ratios[len(ratios)/2]
 }
 
 // BenchmarkNewFlow is the first packet of each flow: a map insert. Measured
@@ -202,7 +245,7 @@ func BenchmarkFullMap(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := range others {
-		a := net.IPv4(10, 9, byte(i>>8), byte(i))
+		a := net.IPv4(10, byte(9+i>>16), byte(i>>8), byte(i))
 		f := udpFrame(b, a, a, uint16(i), 443, 22)
 		if _, _, err := egress.Benchmark(f, 1, nil); err != nil {
 			b.Fatalf("fill flow table: %v", err)

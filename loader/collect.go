@@ -20,9 +20,20 @@ import (
 	"github.com/enaprobe/enaprobe/record"
 )
 
-// lateBuckets is how many already swept buckets each drain sweeps again, for
-// packets stamped in a bucket but counted a moment after it was swept.
+// lateBuckets is how many already swept buckets each drain sweeps again, at
+// least: for packets stamped in a bucket but counted a moment after it was
+// swept, and, with per-CPU buckets, for an idle CPU's last bucket, which its
+// timer flushes up to a flush delay after the bucket ends.
 const lateBuckets = 32
+
+// lateSweep is how many buckets each drain sweeps again for opts.
+func lateSweep(opts Options) int64 {
+	n := int64(lateBuckets)
+	if opts.Buckets == BucketsPerCPU {
+		n = max(n, 2*int64(opts.FlushDelay/opts.Bucket)+2)
+	}
+	return n
+}
 
 // sliceMargin is how long after a size slice ends the collector waits before
 // reading it: per-CPU slices are read once.
@@ -45,6 +56,8 @@ type Collector struct {
 	bucketSize int    // stride of one bucket in bucketMem
 	slots      int64
 	bucketNs   int64
+	late       int64 // buckets each drain sweeps again
+	settle     time.Duration
 	nextBucket int64 // every epoch below it has been swept at least once
 	series     [record.NumDirections][]record.Bucket
 
@@ -107,11 +120,17 @@ func NewCollector(p *Probe, iface string, nowNs int64) (*Collector, error) {
 		bucketSize: int(unsafe.Sizeof(bpf.ProbeBucket{})),
 		slots:      int64(p.bucketSlots),
 		bucketNs:   int64(p.opts.Bucket),
+		late:       lateSweep(p.opts),
 		sliceNs:    int64(p.opts.Slice),
 		sliceMask:  int64(p.opts.SliceSlots - 1),
 		windowNs:   int64(p.opts.Window),
 		heavy:      p.opts.HeavyBytes,
 		flows:      make(map[stateKey]*flowState),
+	}
+	if p.opts.Buckets == BucketsPerCPU {
+		// Once the programs are detached, the last open buckets reach the
+		// ring when the CPUs' timers find them ended.
+		c.settle = p.opts.Bucket + 2*p.opts.FlushDelay
 	}
 	c.nextBucket = nowNs / c.bucketNs
 	c.nextSlice = nowNs / c.sliceNs
@@ -179,6 +198,10 @@ func (c *Collector) bucketAt(i int64) *bpf.ProbeBucket {
 // window events, totals and loss. final sweeps the open bucket and slice
 // too; use it once the programs are detached.
 func (c *Collector) Drain(nowNs int64, final bool) error {
+	if final && c.settle > 0 {
+		time.Sleep(c.settle)
+		nowNs = max(nowNs, MonotonicNow())
+	}
 	c.drainBuckets(nowNs, final)
 	if err := c.drainSlices(nowNs, final); err != nil {
 		return err
@@ -195,7 +218,7 @@ func (c *Collector) drainBuckets(nowNs int64, final bool) {
 	if final {
 		end = cur + 1
 	}
-	from := max(c.nextBucket-lateBuckets, end-c.slots+1)
+	from := max(c.nextBucket-c.late, end-c.slots+1)
 	for e := from; e < end; e++ {
 		for d := int64(0); d < record.NumDirections; d++ {
 			b := c.bucketAt(d*c.slots + e&(c.slots-1))
@@ -220,9 +243,9 @@ func (c *Collector) drainBuckets(nowNs int64, final bool) {
 	if end > c.nextBucket {
 		c.nextBucket = end
 	}
-	// Everything below nextBucket-lateBuckets will not be swept again: tell
-	// the datapath, so a slot reused with unread counts is counted as loss.
-	if v := c.nextBucket - lateBuckets; v > 0 {
+	// Everything below nextBucket-late will not be swept again: tell the
+	// datapath, so a slot reused with unread counts is counted as loss.
+	if v := c.nextBucket - c.late; v > 0 {
 		_ = c.p.objs.BucketDrained.Set(uint64(v))
 	}
 }

@@ -95,7 +95,16 @@ func checkFrame(t testing.TB, tp *testProbe, dir record.Direction, frame []byte,
 }
 
 func TestDatapathParsePaths(t *testing.T) {
-	tp := newTestProbe(t, testOptions())
+	for _, mode := range bucketModes(t) {
+		t.Run(mode.String(), func(t *testing.T) {
+			opts := testOptions()
+			opts.Buckets = mode
+			testParsePaths(t, newTestProbe(t, opts))
+		})
+	}
+}
+
+func testParsePaths(t *testing.T, tp *testProbe) {
 	udp4 := udpFrame(t, v4A, v4B, 1000, 2000, 18)
 	frag4First, frag4Later := ipv4Fragments(t)
 	frag6First, frag6Later := ipv6Fragments(t)

@@ -57,6 +57,7 @@ type flowTableProbe struct {
 func newFlowTableProbe(t *testing.T, opts Options) *flowTableProbe {
 	t.Helper()
 	privtest.RequireRoot(t)
+	opts.FlushDelay = 0 // the default: Drain waits for the timers at the end
 	p, err := Load(opts, false)
 	if err != nil {
 		t.Fatal(err)

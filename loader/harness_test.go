@@ -39,6 +39,10 @@ func testOptions() Options {
 	o.SliceSlots = 1
 	o.FlowEntries = 4096
 	o.RingBytes = 4096
+	// Per-CPU open buckets reach the ring when a CPU moves to a later
+	// bucket; timers that never fire keep read's sum of ring and open
+	// buckets free of races. TestFlushTimer tests the timers.
+	o.FlushDelay = time.Hour
 	return o
 }
 
@@ -142,6 +146,14 @@ func (tp *testProbe) read(tb testing.TB) counts {
 		tb.Fatal(err)
 	}
 	for _, s := range states {
+		for d, b := range s.Open {
+			c.bucket[d].Packets += b.Packets
+			c.bucket[d].Bytes += b.Bytes
+			c.bucket[d].SYNs += uint64(b.Syns)
+			for j := range b.LinkLocal {
+				c.bucket[d].LinkLocal[j] += uint64(b.LinkLocal[j])
+			}
+		}
 		for d := range s.Slices {
 			for i, n := range s.Slices[d].Counts {
 				c.sizes[d][i] += n
@@ -190,15 +202,24 @@ func (tp *testProbe) read(tb testing.TB) counts {
 	return c
 }
 
-// clearBuckets zeroes the bucket ring, so a test can sum it without slots
-// being recycled under it (the recycling rule is tested on its own).
+// clearBuckets zeroes the bucket ring and the CPUs' open buckets, so a test
+// can sum them without slots being recycled under it (the recycling rule is
+// tested on its own).
 func (tp *testProbe) clearBuckets(tb testing.TB) {
 	tb.Helper()
-	m := tp.coll.Maps["buckets"]
-	for i := uint32(0); i < m.MaxEntries(); i++ {
-		if err := m.Put(i, bpf.ProbeBucket{}); err != nil {
-			tb.Fatal(err)
-		}
+	if err := zeroArray[bpf.ProbeBucket](tp.coll.Maps["buckets"]); err != nil {
+		tb.Fatal(err)
+	}
+	var states []bpf.ProbeCpuState
+	m := tp.coll.Maps["cpu_states"]
+	if err := m.Lookup(uint32(0), &states); err != nil {
+		tb.Fatal(err)
+	}
+	for i := range states {
+		states[i].Open = [record.NumDirections]bpf.ProbeBucket{}
+	}
+	if err := m.Put(uint32(0), states); err != nil {
+		tb.Fatal(err)
 	}
 }
 
@@ -272,4 +293,15 @@ func probeKey4(k record.FlowKey) bpf.ProbeFlowKey4 {
 		Saddr: binary.NativeEndian.Uint32(s[:]), Daddr: binary.NativeEndian.Uint32(d[:]),
 		Sport: netPort(k.Src.Port()), Dport: netPort(k.Dst.Port()), Proto: k.Proto,
 	}
+}
+
+// bucketModes are the bucket modes this kernel can run: both where it pins
+// BPF timers to a CPU, the shared one alone elsewhere.
+func bucketModes(tb testing.TB) []BucketMode {
+	tb.Helper()
+	privtest.RequireRoot(tb)
+	if timerPinSupported() {
+		return []BucketMode{BucketsPerCPU, BucketsShared}
+	}
+	return []BucketMode{BucketsShared}
 }

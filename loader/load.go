@@ -13,6 +13,7 @@ import (
 	"math/bits"
 	"net/netip"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -39,10 +40,84 @@ type Options struct {
 	FlowIdle time.Duration
 	// BucketRing is how far back, per direction, the bucket ring holds
 	// unread buckets: the collector must drain more often than this.
-	BucketRing  time.Duration
+	BucketRing time.Duration
+	// Buckets says how packets reach the time series; FlushDelay is, in the
+	// per-CPU mode, how long a CPU's timer waits before flushing a bucket
+	// that has ended (0: the larger of 1 ms and the bucket width).
+	Buckets     BucketMode
+	FlushDelay  time.Duration
 	SliceSlots  uint32 // size-slice ring slots per direction (power of two)
 	RingBytes   uint32 // window-event ring buffer size (power of two, page multiple)
 	VPCResolver netip.Addr
+}
+
+// BucketMode is how packets reach the time-bucket ring.
+type BucketMode int
+
+const (
+	// BucketsAuto is per-CPU where the kernel pins BPF timers to a CPU
+	// (Linux 6.7+), shared otherwise.
+	BucketsAuto BucketMode = iota
+	// BucketsPerCPU adds each packet to its CPU's open bucket with plain
+	// adds; the open bucket goes to the shared ring when the CPU moves on to
+	// a later bucket, or when its pinned timer finds it ended. No cache line
+	// is written by every CPU's packets.
+	BucketsPerCPU
+	// BucketsShared adds each packet to the shared ring with atomics: every
+	// CPU's packets write the same bucket.
+	BucketsShared
+)
+
+func (m BucketMode) String() string {
+	switch m {
+	case BucketsPerCPU:
+		return "per-cpu"
+	case BucketsShared:
+		return "shared"
+	}
+	return "auto"
+}
+
+// resolved fills in what the options leave to the kernel or to defaults.
+func (o Options) resolved() Options {
+	if o.Buckets == BucketsAuto {
+		o.Buckets = BucketsShared
+		if timerPinSupported() {
+			o.Buckets = BucketsPerCPU
+		}
+	}
+	if o.FlushDelay == 0 {
+		o.FlushDelay = max(time.Millisecond, o.Bucket)
+	}
+	return o
+}
+
+// timerPinSupported runs the object's feature probe once: whether this
+// kernel starts a BPF timer pinned to the current CPU.
+var timerPinSupported = sync.OnceValue(func() bool {
+	spec, err := bpf.LoadProbe()
+	if err != nil {
+		return false
+	}
+	spec.Maps["cpu_timers"].MaxEntries = uint32(possibleCPUs())
+	var objs struct {
+		Prog   *ebpf.Program `ebpf:"enaprobe_probe_timer_pin"`
+		Timers *ebpf.Map     `ebpf:"cpu_timers"`
+	}
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		return false
+	}
+	defer objs.Prog.Close()
+	defer objs.Timers.Close()
+	ret, err := objs.Prog.Run(&ebpf.RunOptions{Data: make([]byte, 14)})
+	return err == nil && ret == 0
+})
+
+func boolByte(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // DefaultOptions are modest enough for a 192-CPU host: only the size-slice
@@ -76,6 +151,9 @@ func (o Options) validate() error {
 	}
 	if o.FlowIdle <= 0 {
 		return errors.New("flow idle time must be positive")
+	}
+	if o.FlushDelay < 0 || o.Buckets < BucketsAuto || o.Buckets > BucketsShared {
+		return errors.New("bad bucket mode or flush delay")
 	}
 	if bits.OnesCount32(o.SliceSlots) != 1 || bits.OnesCount32(o.RingBytes) != 1 {
 		return errors.New("slice slots and ring bytes must be powers of two")
@@ -160,6 +238,7 @@ func Spec(opts Options) (*ebpf.CollectionSpec, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	opts = opts.resolved()
 	spec, err := bpf.LoadProbe()
 	if err != nil {
 		return nil, fmt.Errorf("parse embedded bpf object: %w", err)
@@ -183,6 +262,8 @@ func Spec(opts Options) (*ebpf.CollectionSpec, error) {
 		"heavy_bytes":       opts.HeavyBytes,
 		"slice_ns":          uint64(opts.Slice),
 		"slice_mask":        opts.SliceSlots - 1,
+		"percpu_buckets":    boolByte(opts.Buckets == BucketsPerCPU),
+		"flush_delay_ns":    uint64(opts.FlushDelay),
 	}
 	if opts.VPCResolver.Is4() {
 		b := opts.VPCResolver.As4()
@@ -204,6 +285,7 @@ func Spec(opts Options) (*ebpf.CollectionSpec, error) {
 	spec.Maps["buckets"].MaxEntries = 2 * slots
 	spec.Maps["size_slices"].MaxEntries = 2 * opts.SliceSlots
 	spec.Maps["window_events"].MaxEntries = opts.RingBytes
+	spec.Maps["cpu_timers"].MaxEntries = uint32(possibleCPUs())
 	return spec, nil
 }
 
@@ -212,6 +294,10 @@ func Load(opts Options, logVerifier bool) (*Probe, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("remove memlock limit: %w", err)
 	}
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.resolved()
 	spec, err := Spec(opts)
 	if err != nil {
 		return nil, err

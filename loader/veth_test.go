@@ -150,12 +150,24 @@ func sendUDP(t *testing.T, ns string, dst netip.AddrPort, n, payload int) {
 }
 
 func TestVethUDPExact(t *testing.T) {
-	for _, mode := range []AttachMode{AttachTCX, AttachTC} {
-		t.Run(string(mode), func(t *testing.T) {
+	type run struct {
+		attach  AttachMode
+		buckets BucketMode
+	}
+	var runs []run
+	for _, b := range bucketModes(t) {
+		for _, a := range []AttachMode{AttachTCX, AttachTC} {
+			runs = append(runs, run{a, b})
+		}
+	}
+	for _, r := range runs {
+		t.Run(string(r.attach)+"/"+r.buckets.String(), func(t *testing.T) {
 			pair := vethpair.ForTest(t, vethpair.Options{Octet: 1})
 			dst := netip.AddrPortFrom(pair.AddrB, 9000)
 			sink := newUDPSink(t, pair.NSB, dst)
-			tr := startTrace(t, pair, mode, DefaultOptions())
+			opts := DefaultOptions()
+			opts.Buckets = r.buckets
+			tr := startTrace(t, pair, r.attach, opts)
 			const n, payload = 500, 100
 			sendUDP(t, pair.NSA, dst, n, payload)
 			if got := sink.received(); got != n {

@@ -80,4 +80,12 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } window_events SEC(".maps");
 
+/* One flush timer per CPU; max_entries is set to the possible CPUs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct cpu_timer);
+	__uint(max_entries, 256);
+} cpu_timers SEC(".maps");
+
 #endif

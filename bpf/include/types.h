@@ -148,17 +148,26 @@ struct dir_totals {
 	__u64 syns;
 };
 
-/* Per-CPU state: exact totals, loss, the current size slices, and the
- * current bucket cached so the hot path divides only when the bucket or
- * slice changes. */
+/* Per-CPU state: exact totals, loss, the current size slices, the open
+ * buckets (per-CPU bucket mode), and the current bucket cached so the hot
+ * path divides only when the bucket or slice changes. */
 struct cpu_state {
 	struct dir_totals totals[NUM_DIRECTIONS];
 	struct size_slice slices[NUM_DIRECTIONS];
+	struct bucket open[NUM_DIRECTIONS];
 	__u64 loss[NUM_LOSS];
 	__u64 bucket_epoch;
 	__u64 bucket_start_ns;
 	__u64 slice_epoch;
 	__u64 slice_start_ns;
+	__u32 timer_ready; /* this CPU's flush timer is set up */
+	__u32 timer_armed; /* and pending */
+};
+
+/* A CPU's flush timer, in an array indexed by CPU: a per-CPU map cannot
+ * hold a bpf_timer. */
+struct cpu_timer {
+	struct bpf_timer timer;
 };
 
 /* A flow moved at least heavy_bytes in the fine window starting at

@@ -27,8 +27,14 @@ func RequireRoot(tb testing.TB, tools ...string) {
 	if missing == "" {
 		return
 	}
+	Unavailable(tb, missing)
+}
+
+// Unavailable skips tb for want of what, or fails it in CI (CI=true).
+func Unavailable(tb testing.TB, what string) {
+	tb.Helper()
 	if os.Getenv("CI") == "true" {
-		tb.Fatalf("test needs %s, and CI=true forbids skipping it", missing)
+		tb.Fatalf("test needs %s, and CI=true forbids skipping it", what)
 	}
-	tb.Skipf("test needs %s", missing)
+	tb.Skipf("test needs %s", what)
 }

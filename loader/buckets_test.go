@@ -1,0 +1,94 @@
+//go:build linux
+
+package loader
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/enaprobe/enaprobe/bpf"
+	"github.com/enaprobe/enaprobe/internal/privtest"
+	"github.com/enaprobe/enaprobe/record"
+)
+
+// TestBucketModeResolves: the feature probe finds pinned BPF timers on a
+// kernel that has them (6.7+), so the default mode there is per CPU.
+func TestBucketModeResolves(t *testing.T) {
+	privtest.RequireRoot(t)
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	release := unix.ByteSliceToString(u.Release[:])
+	var major, minor int
+	if _, err := fmt.Sscanf(release, "%d.%d", &major, &minor); err != nil {
+		t.Fatalf("kernel release %q: %v", release, err)
+	}
+	got := DefaultOptions().resolved().Buckets
+	t.Logf("kernel %s: %s buckets", release, got)
+	if (major > 6 || major == 6 && minor >= 7) && got != BucketsPerCPU {
+		t.Errorf("kernel %s has pinned BPF timers, but the mode resolved to %s", release, got)
+	}
+}
+
+// TestFlushTimer: a CPU that sees one packet and then nothing more still
+// hands its open bucket to the shared ring: its pinned timer flushes it
+// once the bucket has ended, and then disarms.
+func TestFlushTimer(t *testing.T) {
+	privtest.RequireRoot(t)
+	if !timerPinSupported() {
+		privtest.Unavailable(t, "pinned BPF timers (Linux 6.7+)")
+	}
+	opts := testOptions()
+	opts.Buckets = BucketsPerCPU
+	opts.Bucket = time.Millisecond
+	opts.BucketRing = 64 * time.Millisecond
+	opts.FlushDelay = 2 * time.Millisecond
+	tp := newTestProbe(t, opts)
+	tp.clearBuckets(t)
+	frame := udpFrame(t, v4A, v4B, 1000, 2000, 18)
+	if err := tp.tryRun(record.Egress, frame, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	ring, open, armed := tp.bucketPlaces(t)
+	if ring+open != 1 || !armed {
+		t.Fatalf("right after the packet: %d in the ring, %d open, timer armed %v; want 1 in all, armed", ring, open, armed)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		time.Sleep(opts.Bucket + opts.FlushDelay)
+		if ring, open, armed = tp.bucketPlaces(t); ring == 1 && open == 0 && !armed {
+			return
+		}
+	}
+	t.Errorf("after %v: %d in the ring, %d open, timer armed %v; want the packet flushed and the timer idle",
+		2*time.Second, ring, open, armed)
+}
+
+// bucketPlaces counts the packets in the shared ring and in the CPUs' open
+// buckets, and says whether any CPU's flush timer is armed.
+func (tp *testProbe) bucketPlaces(t *testing.T) (ring, open uint64, armed bool) {
+	t.Helper()
+	m := tp.coll.Maps["buckets"]
+	for i := uint32(0); i < m.MaxEntries(); i++ {
+		var b bpf.ProbeBucket
+		if err := m.Lookup(i, &b); err != nil {
+			t.Fatal(err)
+		}
+		ring += b.Packets
+	}
+	var states []bpf.ProbeCpuState
+	if err := tp.coll.Maps["cpu_states"].Lookup(uint32(0), &states); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range states {
+		for _, b := range s.Open {
+			open += b.Packets
+		}
+		armed = armed || s.TimerArmed != 0
+	}
+	return ring, open, armed
+}
