@@ -332,6 +332,7 @@ func assemble(cfg Config, traced []*tracedInterface, start, end record.ClockPair
 	for _, ti := range traced {
 		m.Interfaces = append(m.Interfaces, ti.info)
 		m.AttachMode = string(ti.mode)
+		m.BucketMode = ti.probe.Options().Buckets.String()
 		r := ti.col.Result()
 		rec.Series = append(rec.Series, r.Series...)
 		rec.Sizes = append(rec.Sizes, r.Sizes...)

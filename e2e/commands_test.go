@@ -16,6 +16,7 @@ import (
 	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/internal/privtest"
 	"github.com/enaprobe/enaprobe/internal/vethpair"
+	"github.com/enaprobe/enaprobe/report"
 )
 
 // TestCountersCommand reads counters from a file that an "emulator"
@@ -114,6 +115,18 @@ func TestCountersReplay(t *testing.T) {
 	bundle := filepath.Join(dir, "lab")
 	if out, err := exec.Command(binary, "lab", "run", "micro-burst", "--format", "json", "-o", bundle).CombinedOutput(); err != nil {
 		t.Fatalf("lab run: %v\n%s", err, out)
+	}
+	// The bundle says how the time buckets were counted, for a ticket.
+	raw, err := os.ReadFile(filepath.Join(bundle, report.BundleEnvironment))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env report.Environment
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatal(err)
+	}
+	if env.BucketMode != "per-cpu" && env.BucketMode != "shared" {
+		t.Errorf("bundle environment bucket mode %q, want per-cpu or shared", env.BucketMode)
 	}
 	cmd := exec.Command("ip", "netns", "exec", pair.NSA, binary, "trace", "-i", pair.IfA, "--duration", "4s",
 		"--no-imds", "--format", "json", "--counters-replay", bundle, "--sample-interval", "50ms")

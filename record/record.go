@@ -288,6 +288,7 @@ type Meta struct {
 	Hostname      string
 	InstanceType  string
 	AttachMode    string // tcx or tc
+	BucketMode    string // per-cpu or shared: how packets reached the time buckets
 	Interfaces    []InterfaceInfo
 	BucketNs      int64
 	WindowNs      int64

@@ -27,6 +27,7 @@ type Environment struct {
 	Hostname        string             `json:"hostname"`
 	InstanceType    string             `json:"instance_type"`
 	AttachMode      string             `json:"attach_mode"`
+	BucketMode      string             `json:"bucket_mode"` // per-cpu or shared
 	CommandLine     string             `json:"command_line"`
 	Interfaces      []InterfaceEnviron `json:"interfaces"`
 }
@@ -45,7 +46,7 @@ type InterfaceEnviron struct {
 func EnvironmentOf(rec *record.Recording) Environment {
 	m := rec.Meta
 	env := Environment{EnaprobeVersion: m.Version, Kernel: m.Kernel, Hostname: m.Hostname,
-		InstanceType: m.InstanceType, AttachMode: m.AttachMode, Interfaces: []InterfaceEnviron{}}
+		InstanceType: m.InstanceType, AttachMode: m.AttachMode, BucketMode: m.BucketMode, Interfaces: []InterfaceEnviron{}}
 	for _, i := range m.Interfaces {
 		env.Interfaces = append(env.Interfaces, InterfaceEnviron{Name: i.Name, Driver: i.Driver,
 			DriverVersion: i.DriverVersion, ENA: i.ENA, MTU: i.MTU})
