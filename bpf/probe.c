@@ -170,6 +170,29 @@ static __always_inline void wire_of(struct __sk_buff *skb, const struct pkt *p, 
 	w->last_size = (payload > full ? payload - full : gso_size) + hdr3;
 }
 
+/* epoch_of is now / width, divided only when now has left the cached
+ * interval [*start, *start + width). */
+static __always_inline __u64 epoch_of(__u64 now, __u64 width, __u64 *epoch, __u64 *start)
+{
+	if (now - *start < width)
+		return *epoch;
+	__u64 e = now / width;
+	*epoch = e;
+	*start = e * width;
+	return e;
+}
+
+/* zero_counts empties a bucket's counters; its epoch stays. */
+static __always_inline void zero_counts(struct bucket *b)
+{
+	b->packets = 0;
+	b->bytes = 0;
+	b->syns = 0;
+	b->link_local[0] = 0;
+	b->link_local[1] = 0;
+	b->link_local[2] = 0;
+}
+
 /* add_to_slot adds counts of bucket epoch to its slot of the shared ring,
  * taking the slot over from an older epoch first. */
 static __always_inline void add_to_slot(struct cpu_state *cs, __u32 dir, __u64 epoch,
@@ -194,12 +217,7 @@ static __always_inline void add_to_slot(struct cpu_state *cs, __u32 dir, __u64 e
 			 * Linux 5.12 and Amazon Linux 2 runs 5.10. This path is loss
 			 * already; a race here only blurs how much. */
 			cs->loss[LOSS_BUCKET_OVERWRITTEN] += b->packets;
-			b->packets = 0;
-			b->bytes = 0;
-			b->syns = 0;
-			b->link_local[0] = 0;
-			b->link_local[1] = 0;
-			b->link_local[2] = 0;
+			zero_counts(b);
 		}
 	}
 	if (atomic_adds) {
@@ -228,12 +246,7 @@ static __attribute__((noinline)) void flush_open(struct cpu_state *cs, __u32 dir
 	struct bucket *o = &cs->open[dir];
 	if (o->packets)
 		add_to_slot(cs, dir, o->epoch, o->packets, o->bytes, o->syns, o->link_local);
-	o->packets = 0;
-	o->bytes = 0;
-	o->syns = 0;
-	o->link_local[0] = 0;
-	o->link_local[1] = 0;
-	o->link_local[2] = 0;
+	zero_counts(o);
 }
 
 /* flush_timer_fired runs on the CPU that armed it (BPF_F_TIMER_CPU_PIN):
@@ -293,14 +306,7 @@ static __attribute__((noinline)) void arm_flush_timer(struct cpu_state *cs)
 static __always_inline void count_bucket(struct cpu_state *cs, __u64 now, __u32 dir,
 					 const struct wire *w, __u32 syn, __u8 svc)
 {
-	__u64 epoch;
-	if (now - cs->bucket_start_ns < bucket_ns) {
-		epoch = cs->bucket_epoch;
-	} else {
-		epoch = now / bucket_ns;
-		cs->bucket_epoch = epoch;
-		cs->bucket_start_ns = epoch * bucket_ns;
-	}
+	__u64 epoch = epoch_of(now, bucket_ns, &cs->bucket_epoch, &cs->bucket_start_ns);
 	if (!percpu_buckets) {
 		__u32 ll[NUM_LL_SERVICES] = {};
 		if (svc >= LL_IMDS && svc <= LL_NTP)
@@ -354,14 +360,7 @@ static __attribute__((noinline)) void retire_slice(struct cpu_state *cs, __u32 d
 static __always_inline void count_sizes(struct cpu_state *cs, __u64 now, __u32 dir,
 					const struct wire *w)
 {
-	__u64 epoch;
-	if (now - cs->slice_start_ns < slice_ns) {
-		epoch = cs->slice_epoch;
-	} else {
-		epoch = now / slice_ns;
-		cs->slice_epoch = epoch;
-		cs->slice_start_ns = epoch * slice_ns;
-	}
+	__u64 epoch = epoch_of(now, slice_ns, &cs->slice_epoch, &cs->slice_start_ns);
 	struct size_slice *s = &cs->slices[dir];
 	if (s->epoch != epoch) {
 		if (s->epoch)

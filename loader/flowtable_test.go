@@ -80,6 +80,19 @@ func (f *flowTableProbe) send(t *testing.T, frame []byte, repeat int) {
 	}
 }
 
+// finish drains everything and snapshots the flows, as a trace's end does.
+func (f *flowTableProbe) finish(t *testing.T) Result {
+	t.Helper()
+	now := MonotonicNow()
+	if err := f.col.Drain(now, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.col.SnapshotFlows(now); err != nil {
+		t.Fatal(err)
+	}
+	return f.col.Result()
+}
+
 // flowFrames are n distinct IPv4 UDP flows, one frame each.
 func flowFrames(t testing.TB, n int) ([][]byte, []record.FlowKey) {
 	frames := make([][]byte, n)
@@ -113,14 +126,7 @@ func TestFlowTableFull(t *testing.T) {
 	for _, fr := range frames {
 		f.send(t, fr, 3)
 	}
-	now := MonotonicNow()
-	if err := f.col.Drain(now, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.col.SnapshotFlows(now); err != nil {
-		t.Fatal(err)
-	}
-	r := f.col.Result()
+	r := f.finish(t)
 	flows := lastByFlow(r)
 	if len(flows) != 8 {
 		t.Errorf("%d flows in a table of 8 slots", len(flows))
@@ -138,36 +144,40 @@ func TestFlowTableFull(t *testing.T) {
 	}
 }
 
+// flowIdleTest is the FlowIdle of the eviction tests.
+const flowIdleTest = 50 * time.Millisecond
+
+// newFilledTable makes a table of one bucket (8 slots) with FlowIdle
+// flowIdleTest, and fills it with the first 8 of n flows, 2 packets each.
+func newFilledTable(t *testing.T, n int) (*flowTableProbe, [][]byte, []record.FlowKey) {
+	t.Helper()
+	opts := testOptions()
+	opts.FlowEntries = 6 // 8 slots: one bucket
+	opts.FlowIdle = flowIdleTest
+	f := newFlowTableProbe(t, opts)
+	frames, keys := flowFrames(t, n)
+	for _, fr := range frames[:8] {
+		f.send(t, fr, 2)
+	}
+	return f, frames, keys
+}
+
 // TestFlowTableEviction: once the flows of a full table are idle for
 // FlowIdle, new flows take their slots, and the evicted flows' counters
 // reach userspace through the eviction ring: every flow's cumulative count
 // stays exact, including a flow evicted and then back.
 func TestFlowTableEviction(t *testing.T) {
-	opts := testOptions()
-	opts.FlowEntries = 6 // 8 slots: one bucket
-	opts.FlowIdle = 50 * time.Millisecond
-	f := newFlowTableProbe(t, opts)
-	frames, keys := flowFrames(t, 16)
-	for _, fr := range frames[:8] {
-		f.send(t, fr, 2)
-	}
+	f, frames, keys := newFilledTable(t, 16)
 	if err := f.col.SnapshotFlows(MonotonicNow()); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * opts.FlowIdle)
+	time.Sleep(2 * flowIdleTest)
 	for _, fr := range frames[8:] {
 		f.send(t, fr, 5)
 	}
 	// Flow 0 comes back: it finds every slot taken by a live flow.
 	f.send(t, frames[0], 1)
-	now := MonotonicNow()
-	if err := f.col.Drain(now, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.col.SnapshotFlows(now); err != nil {
-		t.Fatal(err)
-	}
-	r := f.col.Result()
+	r := f.finish(t)
 	flows := lastByFlow(r)
 	for i, k := range keys {
 		want := uint64(2)
@@ -187,10 +197,9 @@ func TestFlowTableEviction(t *testing.T) {
 
 	// Once the new flows are idle too, flow 0 returns for good: its count
 	// continues from what it had before its eviction.
-	time.Sleep(2 * opts.FlowIdle)
+	time.Sleep(2 * flowIdleTest)
 	f.send(t, frames[0], 4)
-	now = MonotonicNow()
-	if err := f.col.SnapshotFlows(now); err != nil {
+	if err := f.col.SnapshotFlows(MonotonicNow()); err != nil {
 		t.Fatal(err)
 	}
 	if got := lastByFlow(f.col.Result())[keys[0]].Packets; got != 2+4 {
@@ -202,19 +211,12 @@ func TestFlowTableEviction(t *testing.T) {
 // came back but before its eviction event: the collector takes the entry
 // it read last as the evicted one, and the late event adds nothing twice.
 func TestFlowTableLateEviction(t *testing.T) {
-	opts := testOptions()
-	opts.FlowEntries = 6 // 8 slots: one bucket
-	opts.FlowIdle = 50 * time.Millisecond
-	f := newFlowTableProbe(t, opts)
-	frames, keys := flowFrames(t, 9)
-	for _, fr := range frames[:8] {
-		f.send(t, fr, 2)
-	}
+	f, frames, keys := newFilledTable(t, 9)
 	f.col.scanTables(MonotonicNow())
-	time.Sleep(2 * opts.FlowIdle)
+	time.Sleep(2 * flowIdleTest)
 	f.send(t, frames[8], 1) // evicts one of the first eight
 	f.send(t, frames[8], 1)
-	time.Sleep(2 * opts.FlowIdle)
+	time.Sleep(2 * flowIdleTest)
 	// All nine are idle now. Each of the first eight comes back in turn:
 	// the evicted one takes the slot idle longest, whose flow, when its
 	// turn comes, takes the next; the last takes flow 8's.
