@@ -278,23 +278,25 @@ static int flush_timer_fired(void *map, __u32 *key, struct cpu_timer *t)
 }
 
 /* arm_flush_timer starts this CPU's flush timer, setting it up on first
- * use. A CPU whose timer cannot start flushes its buckets at once. */
-static __attribute__((noinline)) void arm_flush_timer(struct cpu_state *cs)
+ * use; it returns whether the timer is armed. */
+static __attribute__((noinline)) int arm_flush_timer(struct cpu_state *cs)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct cpu_timer *t = bpf_map_lookup_elem(&cpu_timers, &cpu);
 	if (!t)
-		return;
+		return 0;
 	if (!cs->timer_ready) {
 		long err = bpf_timer_init(&t->timer, &cpu_timers, CLOCK_MONOTONIC);
 		if (err && err != -EBUSY)
-			return;
+			return 0;
 		if (bpf_timer_set_callback(&t->timer, flush_timer_fired))
-			return;
+			return 0;
 		cs->timer_ready = 1;
 	}
-	if (!bpf_timer_start(&t->timer, flush_delay_ns, BPF_F_TIMER_CPU_PIN))
-		cs->timer_armed = 1;
+	if (bpf_timer_start(&t->timer, flush_delay_ns, BPF_F_TIMER_CPU_PIN))
+		return 0;
+	cs->timer_armed = 1;
+	return 1;
 }
 
 /* count_bucket counts a packet in the time series. With per-CPU buckets
@@ -320,13 +322,15 @@ static __always_inline void count_bucket(struct cpu_state *cs, __u64 now, __u32 
 			flush_open(cs, dir);
 		o->epoch = epoch;
 	}
-	if (!cs->timer_armed)
-		arm_flush_timer(cs);
 	o->packets += w->packets;
 	o->bytes += w->bytes;
 	o->syns += syn;
 	if (svc >= LL_IMDS && svc <= LL_NTP)
 		o->link_local[svc - 1] += w->packets;
+	/* Without a timer nothing would hand an idle CPU's bucket over: a CPU
+	 * whose timer does not start hands each packet over at once. */
+	if (!cs->timer_armed && !arm_flush_timer(cs))
+		flush_open(cs, dir);
 }
 
 /* retire_slice moves a finished slice to its ring slot, unless userspace

@@ -4,9 +4,11 @@ package loader
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/enaprobe/enaprobe/bpf"
@@ -91,4 +93,43 @@ func (tp *testProbe) bucketPlaces(t *testing.T) (ring, open uint64, armed bool) 
 		armed = armed || s.TimerArmed != 0
 	}
 	return ring, open, armed
+}
+
+// TestNoTimerFlushesAtOnce: a CPU whose flush timer cannot start (here: the
+// timer array has no slot for it) hands each packet to the shared ring at
+// once instead of holding it in an open bucket nothing would flush.
+func TestNoTimerFlushesAtOnce(t *testing.T) {
+	privtest.RequireRoot(t)
+	if !timerPinSupported() {
+		privtest.Unavailable(t, "pinned BPF timers (Linux 6.7+)")
+	}
+	if runtime.NumCPU() < 2 {
+		privtest.Unavailable(t, "a second CPU")
+	}
+	opts := testOptions()
+	opts.Buckets = BucketsPerCPU
+	tp := newTestProbeFrom(t, opts, func(s *ebpf.CollectionSpec) {
+		s.Maps["cpu_timers"].MaxEntries = 1 // CPU 0 only
+	})
+	tp.clearBuckets(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var all, one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	one.Set(1)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SchedSetaffinity(0, &all)
+	frame := udpFrame(t, v4A, v4B, 1000, 2000, 18)
+	for range 3 {
+		if err := tp.tryRun(record.Egress, frame, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ring, open, armed := tp.bucketPlaces(t); ring != 3 || open != 0 || armed {
+		t.Errorf("%d in the ring, %d open, timer armed %v; want 3 in the ring", ring, open, armed)
+	}
 }

@@ -48,11 +48,18 @@ func testOptions() Options {
 
 func newTestProbe(tb testing.TB, opts Options) *testProbe {
 	tb.Helper()
+	return newTestProbeFrom(tb, opts, func(*ebpf.CollectionSpec) {})
+}
+
+// newTestProbeFrom is newTestProbe with edit applied to the spec first.
+func newTestProbeFrom(tb testing.TB, opts Options, edit func(*ebpf.CollectionSpec)) *testProbe {
+	tb.Helper()
 	privtest.RequireRoot(tb)
 	spec, err := Spec(opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	edit(spec)
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
 		tb.Fatalf("load datapath: %+v", err)
