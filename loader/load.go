@@ -294,14 +294,11 @@ func Load(opts Options, logVerifier bool) (*Probe, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("remove memlock limit: %w", err)
 	}
-	if err := opts.validate(); err != nil {
-		return nil, err
-	}
-	opts = opts.resolved()
-	spec, err := Spec(opts)
+	spec, err := Spec(opts) // validates
 	if err != nil {
 		return nil, err
 	}
+	opts = opts.resolved()
 	p := &Probe{opts: opts, bucketSlots: opts.bucketSlots(), mapBytes: MapBytes(spec, possibleCPUs())}
 	copts := &ebpf.CollectionOptions{}
 	if logVerifier {
@@ -327,13 +324,11 @@ func (p *Probe) MapBytes() uint64 { return p.mapBytes }
 func (p *Probe) Options() Options { return p.opts }
 
 // MapBytes estimates the memory of the maps of spec on a host with cpus
-// CPUs: hash entries carry about 48 bytes of kernel overhead each.
+// CPUs: values times entries, per-CPU maps times the CPU count.
 func MapBytes(spec *ebpf.CollectionSpec, cpus int) uint64 {
 	var total uint64
 	for _, m := range spec.Maps {
 		switch m.Type {
-		case ebpf.Hash:
-			total += uint64(m.MaxEntries) * uint64(m.KeySize+m.ValueSize+48)
 		case ebpf.Array:
 			total += uint64(m.MaxEntries) * uint64(m.ValueSize)
 		case ebpf.PerCPUArray:
