@@ -389,7 +389,7 @@ static __attribute__((noinline)) void emit_window(struct cpu_state *cs, const st
 	ev.bytes = v->win_bytes;
 	ev.packets = v->win_packets;
 	ev.dir = v->win_dir;
-	if (bpf_ringbuf_output(&window_events, &ev, sizeof(ev), 0))
+	if (bpf_ringbuf_output(&window_events, &ev, sizeof(ev), BPF_RB_NO_WAKEUP))
 		cs->loss[LOSS_RINGBUF_FULL] += 1;
 }
 
@@ -464,22 +464,36 @@ static __always_inline void oldest_way(void *bucket, int words, int slot_size, _
 	}
 }
 
+/* What the miss path needs besides the buckets and the key: packed, as a
+ * BPF function takes five arguments at most. */
+struct miss_args {
+	__u64 now;
+	__u32 region;
+	__u32 packets;
+	__u8 svc;
+	__u8 bit1, bit2; /* the two buckets' places in the region */
+	__u8 pad[5];
+};
+
 /* claim_slot settles a miss under the region's lock: the key may have
  * arrived meanwhile; else it takes the first free way of the emptier
- * bucket; else, both buckets full, the way idle longest if idle for
- * flow_idle_ns (its key and final counters are copied to ev). The new
+ * bucket (marking the bucket used when it is its first); else, both
+ * buckets full, the way idle longest if idle for flow_idle_ns (its key and
+ * final counters are copied to ev). The new
  * flow's counters start at zero and the packet is then counted like any
  * other, so a CPU that sees the key before the rest of the slot (weakly
  * ordered CPUs) only adds to zeroes. NULL when both buckets are full of
  * live flows. */
 static __always_inline struct flow_stats *claim_slot(void *fb1, void *fb2, struct flow_lock *l,
+						     __u64 *used, const struct miss_args *m,
 						     const __u64 *key, int words, int slot_size,
-						     __u64 now, __u8 svc, void *ev_key,
-						     struct flow_stats *ev_stats, int *evicted)
+						     void *ev_key, struct flow_stats *ev_stats,
+						     int *evicted)
 {
 	__u32 used1, used2;
 	void *slot = NULL;
 	struct flow_stats *v;
+	__u64 now = m->now;
 
 	bpf_spin_lock(&l->lock);
 	v = scan_bucket(fb1, key, words, slot_size, &used1);
@@ -490,8 +504,12 @@ static __always_inline struct flow_stats *claim_slot(void *fb1, void *fb2, struc
 		goto out;
 	if (used1 < FLOW_WAYS && used1 <= used2) {
 		slot = fb1 + used1 * slot_size;
+		if (!used1)
+			*used |= 1ULL << (m->bit1 & 63);
 	} else if (used2 < FLOW_WAYS) {
 		slot = fb2 + used2 * slot_size;
+		if (!used2)
+			*used |= 1ULL << (m->bit2 & 63);
 	} else {
 		__u64 oldest = ~0ULL;
 		void *victim = NULL;
@@ -509,46 +527,38 @@ static __always_inline struct flow_stats *claim_slot(void *fb1, void *fb2, struc
 	v->first_seen_ns = now;
 	v->win_start_ns = now - now % window_ns;
 	v->min_size = 0xffff;
-	v->service = svc;
+	v->service = m->svc;
 	__builtin_memcpy(slot, key, words * 8);
 out:
 	bpf_spin_unlock(&l->lock);
 	return v;
 }
 
-/* What the miss path needs besides the buckets and the key: packed, as a
- * BPF function takes five arguments at most. */
-struct miss_args {
-	__u64 now;
-	__u32 region;
-	__u32 packets;
-	__u8 svc;
-	__u8 pad[7];
-};
-
 /* settle_miss claims a slot for a key found in neither bucket, under the
  * region's lock, sends an evicted flow's final counters to userspace, and
  * counts a flow with no slot as loss. */
-static __always_inline struct flow_stats *settle_miss(struct cpu_state *cs, void *locks, void *fb1,
-						      void *fb2, const __u64 *key, int words,
-						      int slot_size, const struct miss_args *m)
+static __always_inline struct flow_stats *settle_miss(struct cpu_state *cs, void *locks,
+						      void *used_map, void *fb1, void *fb2,
+						      const __u64 *key, int words, int slot_size,
+						      const struct miss_args *m)
 {
 	__u32 region = m->region;
 	struct flow_lock *l = bpf_map_lookup_elem(locks, &region);
-	if (!l)
+	__u64 *used = bpf_map_lookup_elem(used_map, &region);
+	if (!l || !used)
 		return NULL;
 	struct flow_eviction ev;
 	int evicted = 0;
 	__builtin_memset(&ev, 0, sizeof(ev));
-	struct flow_stats *v = claim_slot(fb1, fb2, l, key, words, slot_size, m->now, m->svc,
-					  &ev.key, &ev.stats, &evicted);
+	struct flow_stats *v = claim_slot(fb1, fb2, l, used, m, key, words, slot_size, &ev.key,
+					  &ev.stats, &evicted);
 	if (evicted) {
 		if (words == KEY_WORDS4) {
 			struct flow_key4 k4;
 			__builtin_memcpy(&k4, &ev.key, sizeof(k4));
 			keycopy4(&ev.key, &k4);
 		}
-		if (bpf_ringbuf_output(&flow_evictions, &ev, sizeof(ev), 0))
+		if (bpf_ringbuf_output(&flow_evictions, &ev, sizeof(ev), BPF_RB_NO_WAKEUP))
 			cs->loss[LOSS_RINGBUF_FULL] += 1;
 	}
 	if (!v)
@@ -562,13 +572,15 @@ static __always_inline struct flow_stats *settle_miss(struct cpu_state *cs, void
 static __attribute__((noinline)) struct flow_stats *
 miss4(struct cpu_state *cs, void *fb1, void *fb2, const __u64 *key, const struct miss_args *m)
 {
-	return settle_miss(cs, &flow_locks4, fb1, fb2, key, KEY_WORDS4, sizeof(struct flow_slot4), m);
+	return settle_miss(cs, &flow_locks4, &flow_used4, fb1, fb2, key, KEY_WORDS4,
+			   sizeof(struct flow_slot4), m);
 }
 
 static __attribute__((noinline)) struct flow_stats *
 miss6(struct cpu_state *cs, void *fb1, void *fb2, const __u64 *key, const struct miss_args *m)
 {
-	return settle_miss(cs, &flow_locks6, fb1, fb2, key, KEY_WORDS6, sizeof(struct flow_slot6), m);
+	return settle_miss(cs, &flow_locks6, &flow_used6, fb1, fb2, key, KEY_WORDS6,
+			   sizeof(struct flow_slot6), m);
 }
 
 /* find_flow returns the flow's stats in its table, claiming a slot for a
@@ -599,7 +611,12 @@ static __always_inline struct flow_stats *find_flow(struct cpu_state *cs, void *
 	if (v)
 		return v;
 
-	struct miss_args m = {.now = now, .region = region, .packets = w->packets, .svc = svc};
+	struct miss_args m = {.now = now,
+			      .region = region,
+			      .packets = w->packets,
+			      .svc = svc,
+			      .bit1 = b1 & mask,
+			      .bit2 = b2 & mask};
 	if (words == KEY_WORDS4)
 		return miss4(cs, fb1, fb2, key, &m);
 	return miss6(cs, fb1, fb2, key, &m);

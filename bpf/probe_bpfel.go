@@ -192,6 +192,8 @@ const (
 	ProbeMapFlowEvictions          = "flow_evictions"
 	ProbeMapFlowLocks4             = "flow_locks4"
 	ProbeMapFlowLocks6             = "flow_locks6"
+	ProbeMapFlowUsed4              = "flow_used4"
+	ProbeMapFlowUsed6              = "flow_used6"
 	ProbeMapFlows4                 = "flows4"
 	ProbeMapFlows6                 = "flows6"
 	ProbeMapSizeSlices             = "size_slices"
@@ -287,6 +289,8 @@ type ProbeMapSpecs struct {
 	FlowEvictions *ebpf.MapSpec `ebpf:"flow_evictions"`
 	FlowLocks4    *ebpf.MapSpec `ebpf:"flow_locks4"`
 	FlowLocks6    *ebpf.MapSpec `ebpf:"flow_locks6"`
+	FlowUsed4     *ebpf.MapSpec `ebpf:"flow_used4"`
+	FlowUsed6     *ebpf.MapSpec `ebpf:"flow_used6"`
 	Flows4        *ebpf.MapSpec `ebpf:"flows4"`
 	Flows6        *ebpf.MapSpec `ebpf:"flows6"`
 	SizeSlices    *ebpf.MapSpec `ebpf:"size_slices"`
@@ -350,6 +354,8 @@ type ProbeMaps struct {
 	FlowEvictions *ebpf.Map `ebpf:"flow_evictions"`
 	FlowLocks4    *ebpf.Map `ebpf:"flow_locks4"`
 	FlowLocks6    *ebpf.Map `ebpf:"flow_locks6"`
+	FlowUsed4     *ebpf.Map `ebpf:"flow_used4"`
+	FlowUsed6     *ebpf.Map `ebpf:"flow_used6"`
 	Flows4        *ebpf.Map `ebpf:"flows4"`
 	Flows6        *ebpf.Map `ebpf:"flows6"`
 	SizeSlices    *ebpf.Map `ebpf:"size_slices"`
@@ -364,6 +370,8 @@ func (m *ProbeMaps) Close() error {
 		m.FlowEvictions,
 		m.FlowLocks4,
 		m.FlowLocks6,
+		m.FlowUsed4,
+		m.FlowUsed6,
 		m.Flows4,
 		m.Flows6,
 		m.SizeSlices,

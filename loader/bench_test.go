@@ -216,9 +216,7 @@ func BenchmarkNewFlow(b *testing.B) {
 		return sum
 	}
 	for b.Loop() {
-		if err := zeroArray[bpf.ProbeFlowBucket4](coll.Maps["flows4"]); err != nil {
-			b.Fatal(err)
-		}
+		clearFlowTables(b, coll)
 		base := runAll(empty)
 		inserts := runAll(egress)
 		established := runAll(egress)
@@ -241,9 +239,7 @@ func BenchmarkFullMap(b *testing.B) {
 	frame := benchFrames(b)[0].frame
 	small, _ := medianRatio(b, egress, empty, frame)
 
-	if err := zeroArray[bpf.ProbeFlowBucket4](coll.Maps["flows4"]); err != nil {
-		b.Fatal(err)
-	}
+	clearFlowTables(b, coll)
 	for i := range others {
 		a := net.IPv4(10, byte(9+i>>16), byte(i>>8), byte(i))
 		f := udpFrame(b, a, a, uint16(i), 443, 22)
@@ -254,7 +250,7 @@ func BenchmarkFullMap(b *testing.B) {
 	if _, _, err := egress.Benchmark(frame, 1, nil); err != nil {
 		b.Fatal(err)
 	}
-	tables, err := mapFlowTables(coll.Maps["flows4"], coll.Maps["flows6"])
+	tables, err := mapFlowTables(flowMaps{coll.Maps["flows4"], coll.Maps["flows6"], coll.Maps["flow_used4"], coll.Maps["flow_used6"]})
 	if err != nil {
 		b.Fatal(err)
 	}

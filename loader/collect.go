@@ -155,7 +155,7 @@ func NewCollector(p *Probe, iface string, nowNs int64) (*Collector, error) {
 		c.Close()
 		return nil, fmt.Errorf("open flow eviction ring of %s: %w", iface, err)
 	}
-	if c.table, err = mapFlowTables(p.objs.Flows4, p.objs.Flows6); err != nil {
+	if c.table, err = mapFlowTables(flowMaps{p.objs.Flows4, p.objs.Flows6, p.objs.FlowUsed4, p.objs.FlowUsed6}); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("%s: %w", iface, err)
 	}

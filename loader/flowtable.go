@@ -5,6 +5,8 @@ package loader
 import (
 	"errors"
 	"fmt"
+	"math/bits"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -15,25 +17,55 @@ import (
 
 // flowTables are the datapath's two flow tables mapped read-only into
 // memory: a snapshot of every flow is a walk over memory, with no syscall
-// per entry. The layout is bpf.ProbeFlowBucket4 and 6 back to back.
+// per entry. The layout is bpf.ProbeFlowBucket4 and 6 back to back; the
+// used maps have a word per region, a bit per bucket that holds a flow, so
+// a walk visits those buckets only.
 type flowTables struct {
-	mem4, mem6 []byte
-	b4         []bpf.ProbeFlowBucket4
-	b6         []bpf.ProbeFlowBucket6
+	mems         [][]byte
+	b4           []bpf.ProbeFlowBucket4
+	b6           []bpf.ProbeFlowBucket6
+	used4, used6 []uint64
+	per4, per6   int // buckets per region
 }
 
-func mapFlowTables(m4, m6 *ebpf.Map) (*flowTables, error) {
+// flowMaps are the maps behind flowTables.
+type flowMaps struct {
+	Flows4, Flows6, Used4, Used6 *ebpf.Map
+}
+
+func mapFlowTables(m flowMaps) (*flowTables, error) {
 	t := &flowTables{}
-	var err error
-	if t.mem4, err = mapArray(m4, unsafe.Sizeof(bpf.ProbeFlowBucket4{})); err != nil {
-		return nil, fmt.Errorf("map ipv4 flow table: %w", err)
+	mapped := func(name string, m *ebpf.Map, size uintptr) (unsafe.Pointer, error) {
+		mem, err := mapArray(m, size)
+		if err != nil {
+			t.close()
+			return nil, fmt.Errorf("map %s: %w", name, err)
+		}
+		t.mems = append(t.mems, mem)
+		return unsafe.Pointer(&mem[0]), nil
 	}
-	if t.mem6, err = mapArray(m6, unsafe.Sizeof(bpf.ProbeFlowBucket6{})); err != nil {
-		t.close()
-		return nil, fmt.Errorf("map ipv6 flow table: %w", err)
+	p4, err := mapped("ipv4 flow table", m.Flows4, unsafe.Sizeof(bpf.ProbeFlowBucket4{}))
+	if err != nil {
+		return nil, err
 	}
-	t.b4 = unsafe.Slice((*bpf.ProbeFlowBucket4)(unsafe.Pointer(&t.mem4[0])), m4.MaxEntries())
-	t.b6 = unsafe.Slice((*bpf.ProbeFlowBucket6)(unsafe.Pointer(&t.mem6[0])), m6.MaxEntries())
+	p6, err := mapped("ipv6 flow table", m.Flows6, unsafe.Sizeof(bpf.ProbeFlowBucket6{}))
+	if err != nil {
+		return nil, err
+	}
+	u4, err := mapped("ipv4 used buckets", m.Used4, 8)
+	if err != nil {
+		return nil, err
+	}
+	u6, err := mapped("ipv6 used buckets", m.Used6, 8)
+	if err != nil {
+		return nil, err
+	}
+	t.b4 = unsafe.Slice((*bpf.ProbeFlowBucket4)(p4), m.Flows4.MaxEntries())
+	t.b6 = unsafe.Slice((*bpf.ProbeFlowBucket6)(p6), m.Flows6.MaxEntries())
+	t.used4 = unsafe.Slice((*uint64)(u4), m.Used4.MaxEntries())
+	t.used6 = unsafe.Slice((*uint64)(u6), m.Used6.MaxEntries())
+	t.per4 = len(t.b4) / len(t.used4)
+	t.per6 = len(t.b6) / len(t.used6)
 	return t, nil
 }
 
@@ -47,20 +79,27 @@ func mapArray(m *ebpf.Map, size uintptr) ([]byte, error) {
 
 func (t *flowTables) close() error {
 	var errs []error
-	for _, m := range [][]byte{t.mem4, t.mem6} {
-		if m != nil {
-			errs = append(errs, unix.Munmap(m))
+	for _, m := range t.mems {
+		errs = append(errs, unix.Munmap(m))
+	}
+	*t = flowTables{}
+	return errors.Join(errs...)
+}
+
+// eachUsed calls fn with the index of every bucket marked used.
+func eachUsed(used []uint64, per int, fn func(bucket int)) {
+	for r := range used {
+		for w := atomic.LoadUint64(&used[r]); w != 0; w &= w - 1 {
+			fn(r*per + bits.TrailingZeros64(w))
 		}
 	}
-	t.mem4, t.mem6, t.b4, t.b6 = nil, nil, nil, nil
-	return errors.Join(errs...)
 }
 
 // each calls fn with every flow in the tables. A bucket's ways fill in
 // order, so the first free way ends it. Counters are read while the
 // datapath adds to them: each is a whole aligned word, never torn.
 func (t *flowTables) each(fn func(stateKey, bpf.ProbeFlowStats)) {
-	for i := range t.b4 {
+	eachUsed(t.used4, t.per4, func(i int) {
 		for w := range t.b4[i].Ways {
 			s := t.b4[i].Ways[w] // one copy: key and stats read together
 			if s.Key.Present == 0 {
@@ -68,8 +107,8 @@ func (t *flowTables) each(fn func(stateKey, bpf.ProbeFlowStats)) {
 			}
 			fn(stateKey4(s.Key), s.Stats)
 		}
-	}
-	for i := range t.b6 {
+	})
+	eachUsed(t.used6, t.per6, func(i int) {
 		for w := range t.b6[i].Ways {
 			s := t.b6[i].Ways[w]
 			if s.Key.Present == 0 {
@@ -77,5 +116,5 @@ func (t *flowTables) each(fn func(stateKey, bpf.ProbeFlowStats)) {
 			}
 			fn(stateKey6(s.Key), s.Stats)
 		}
-	}
+	})
 }

@@ -65,7 +65,7 @@ func newTestProbeFrom(tb testing.TB, opts Options, edit func(*ebpf.CollectionSpe
 		tb.Fatalf("load datapath: %+v", err)
 	}
 	tb.Cleanup(func() { coll.Close() })
-	tables, err := mapFlowTables(coll.Maps["flows4"], coll.Maps["flows6"])
+	tables, err := mapFlowTables(flowMaps{coll.Maps["flows4"], coll.Maps["flows6"], coll.Maps["flow_used4"], coll.Maps["flow_used6"]})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -254,20 +254,44 @@ func (tp *testProbe) flow(tb testing.TB, k record.FlowKey) (bpf.ProbeFlowStats, 
 // deleteFlows empties both flow tables. Only while no program runs.
 func (tp *testProbe) deleteFlows(tb testing.TB) {
 	tb.Helper()
-	if err := zeroArray[bpf.ProbeFlowBucket4](tp.coll.Maps["flows4"]); err != nil {
-		tb.Fatal(err)
+	clearFlowTables(tb, tp.coll)
+}
+
+// clearFlowTables empties both flow tables and their used marks.
+func clearFlowTables(tb testing.TB, coll *ebpf.Collection) {
+	tb.Helper()
+	errs := []error{
+		zeroArray[bpf.ProbeFlowBucket4](coll.Maps["flows4"]),
+		zeroArray[bpf.ProbeFlowBucket6](coll.Maps["flows6"]),
+		zeroArray[uint64](coll.Maps["flow_used4"]),
+		zeroArray[uint64](coll.Maps["flow_used6"]),
 	}
-	if err := zeroArray[bpf.ProbeFlowBucket6](tp.coll.Maps["flows6"]); err != nil {
-		tb.Fatal(err)
+	if err := errors.Join(errs...); err != nil {
+		tb.Fatalf("clear flow tables: %v", err)
 	}
 }
 
-// countFlows counts the flows in both tables.
+// countFlows counts the flows in both tables, after checking that the
+// used marks, which the walk follows, name exactly the buckets that hold
+// a flow.
 func (tp *testProbe) countFlows(tb testing.TB) int {
 	tb.Helper()
+	t := tp.tables
+	checkUsedMarks(tb, "ipv4", t.used4, t.per4, len(t.b4), func(i int) bool { return t.b4[i].Ways[0].Key.Present != 0 })
+	checkUsedMarks(tb, "ipv6", t.used6, t.per6, len(t.b6), func(i int) bool { return t.b6[i].Ways[0].Key.Present != 0 })
 	n := 0
 	tp.tables.each(func(stateKey, bpf.ProbeFlowStats) { n++ })
 	return n
+}
+
+func checkUsedMarks(tb testing.TB, table string, used []uint64, per, buckets int, holds func(int) bool) {
+	tb.Helper()
+	for i := range buckets {
+		marked := used[i/per]&(1<<(i%per)) != 0
+		if marked != holds(i) {
+			tb.Errorf("%s bucket %d: marked used %v, holds a flow %v", table, i, marked, holds(i))
+		}
+	}
 }
 
 // zeroArray sets every value (a V) of an array map to zeroes, in one

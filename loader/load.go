@@ -43,7 +43,11 @@ type Options struct {
 	BucketRing time.Duration
 	// Buckets says how packets reach the time series; FlushDelay is, in the
 	// per-CPU mode, how long a CPU's timer waits before flushing a bucket
-	// that has ended (0: the larger of 1 ms and the bucket width).
+	// that has ended (0: the larger of 10 ms and the bucket width). A busy
+	// CPU hands its buckets over itself; the timer is for the last one
+	// before it goes idle, and each expiry is an interrupt (two VM exits on
+	// some hypervisors): at 1 ms the timers cost 1% of a small-packet
+	// stream's throughput, at 10 ms 0.1% (BENCHMARKS.md).
 	Buckets     BucketMode
 	FlushDelay  time.Duration
 	SliceSlots  uint32 // size-slice ring slots per direction (power of two)
@@ -87,7 +91,7 @@ func (o Options) resolved() Options {
 		}
 	}
 	if o.FlushDelay == 0 {
-		o.FlushDelay = max(time.Millisecond, o.Bucket)
+		o.FlushDelay = max(10*time.Millisecond, o.Bucket)
 	}
 	return o
 }
@@ -280,8 +284,10 @@ func Spec(opts Options) (*ebpf.CollectionSpec, error) {
 	}
 	spec.Maps["flows4"].MaxEntries = t4.buckets()
 	spec.Maps["flow_locks4"].MaxEntries = t4.regions
+	spec.Maps["flow_used4"].MaxEntries = t4.regions
 	spec.Maps["flows6"].MaxEntries = t6.buckets()
 	spec.Maps["flow_locks6"].MaxEntries = t6.regions
+	spec.Maps["flow_used6"].MaxEntries = t6.regions
 	spec.Maps["buckets"].MaxEntries = 2 * slots
 	spec.Maps["size_slices"].MaxEntries = 2 * opts.SliceSlots
 	spec.Maps["window_events"].MaxEntries = opts.RingBytes

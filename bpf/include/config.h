@@ -35,7 +35,7 @@ volatile const __u64 flow_idle_ns = 10000000000ULL;
  * kernel has them, Linux 6.7+), and the timer's delay: an idle CPU's last
  * bucket reaches the shared ring at most this long after it ends. */
 volatile const __u8 percpu_buckets = 0;
-volatile const __u64 flush_delay_ns = 1000000;
+volatile const __u64 flush_delay_ns = 10000000;
 
 /* Shared counters are added with atomic instructions. 0 makes them plain
  * read-modify-write adds, which lose counts when CPUs race: it exists only

@@ -43,6 +43,26 @@ struct {
 	__uint(max_entries, 32);
 } flow_locks6 SEC(".maps");
 
+/* Which buckets hold a flow: one word per region, bit b for the region's
+ * bucket b, set under the region's lock when a bucket takes its first flow
+ * (buckets never empty). Userspace walks only those buckets: a snapshot
+ * costs what the flows take, not what the table could hold. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 128);
+	__uint(map_flags, BPF_F_MMAPABLE);
+} flow_used4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 32);
+	__uint(map_flags, BPF_F_MMAPABLE);
+} flow_used6 SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 64 * 1024);
@@ -75,6 +95,9 @@ struct {
 	__uint(max_entries, 1);
 } cpu_states SEC(".maps");
 
+/* The rings are written with BPF_RB_NO_WAKEUP: userspace reads them on a
+ * timer and never sleeps on them, and a wakeup is an irq_work, a self-IPI
+ * that costs a VM exit on some hypervisors. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
