@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -59,7 +60,7 @@ type Collector struct {
 	late       int64 // buckets each drain sweeps again
 	settle     time.Duration
 	nextBucket int64 // every epoch below it has been swept at least once
-	series     [record.NumDirections][]record.Bucket
+	series     [record.NumDirections]chunkedSeries
 
 	sliceNs   int64
 	sliceMask int64
@@ -237,7 +238,7 @@ func (c *Collector) drainBuckets(nowNs int64, final bool) {
 				continue
 			}
 			got.StartNs = e * c.bucketNs
-			c.series[d] = mergeBucket(c.series[d], got)
+			c.series[d].add(got)
 		}
 	}
 	if end > c.nextBucket {
@@ -249,6 +250,32 @@ func (c *Collector) drainBuckets(nowNs int64, final bool) {
 		_ = c.p.objs.BucketDrained.Set(uint64(v))
 	}
 }
+
+// seriesChunk is how many buckets a piece of a time series holds. The
+// series grows a piece at a time: appending to one slice copied the whole
+// series each time it outgrew its room, half the tracer's CPU time on a busy
+// interface.
+const seriesChunk = 4096
+
+// chunkedSeries is a time series sorted by StartNs, in pieces.
+type chunkedSeries struct{ chunks [][]record.Bucket }
+
+// add merges b into the series: into the last piece, or the piece holding
+// its place when it is a straggler from before.
+func (s *chunkedSeries) add(b record.Bucket) {
+	i := len(s.chunks) - 1
+	for i > 0 && s.chunks[i][0].StartNs > b.StartNs {
+		i--
+	}
+	if i < 0 || i == len(s.chunks)-1 && len(s.chunks[i]) == cap(s.chunks[i]) &&
+		s.chunks[i][len(s.chunks[i])-1].StartNs < b.StartNs {
+		s.chunks = append(s.chunks, make([]record.Bucket, 0, seriesChunk))
+		i = len(s.chunks) - 1
+	}
+	s.chunks[i] = mergeBucket(s.chunks[i], b)
+}
+
+func (s *chunkedSeries) all() []record.Bucket { return slices.Concat(s.chunks...) }
 
 // mergeBucket appends b to s, sorted by StartNs, adding it to an existing
 // bucket of the same start (a straggler swept on a later drain).
@@ -544,7 +571,7 @@ func (c *Collector) Result() Result {
 	r := Result{Sizes: c.sizes, Flows: c.snapshots, Windows: c.windows, Loss: c.loss}
 	r.Loss.FlowsEvicted = c.evicted
 	for d := range c.series {
-		r.Series = append(r.Series, record.Series{Interface: c.iface, Direction: record.Direction(d), WidthNs: c.bucketNs, Buckets: c.series[d]})
+		r.Series = append(r.Series, record.Series{Interface: c.iface, Direction: record.Direction(d), WidthNs: c.bucketNs, Buckets: c.series[d].all()})
 		r.Totals = append(r.Totals, c.totals[d])
 	}
 	sort.SliceStable(r.Windows, func(i, j int) bool { return r.Windows[i].StartNs < r.Windows[j].StartNs })
