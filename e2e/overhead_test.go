@@ -130,7 +130,7 @@ func alternate(b *testing.B, pairs []*vethpair.Pair, traced int, d time.Duration
 
 // traceWhile runs enaprobe trace on pair's A end while fn runs, and
 // returns the tracer's CPU share during fn and its peak memory.
-func traceWhile(b *testing.B, pair *vethpair.Pair, fn func()) tracerUsage {
+func traceWhile(b testing.TB, pair *vethpair.Pair, fn func()) tracerUsage {
 	b.Helper()
 	ready := filepath.Join(b.TempDir(), "ready")
 	cmd := exec.Command("ip", "netns", "exec", pair.NSA, binary, "trace", "-i", pair.IfA, "--duration", "5m",
@@ -223,7 +223,7 @@ func emptyProgNs(b *testing.B, pair *vethpair.Pair, d time.Duration) float64 {
 
 // enableBPFStats turns the kernel's BPF run-time statistics on; the
 // returned function turns them off.
-func enableBPFStats(b *testing.B) func() {
+func enableBPFStats(b testing.TB) func() {
 	b.Helper()
 	if out, err := exec.Command("sysctl", "-qw", "kernel.bpf_stats_enabled=1").CombinedOutput(); err != nil {
 		b.Fatalf("enable bpf stats: %v %s", err, out)
