@@ -130,23 +130,23 @@ func alternate(b *testing.B, pairs []*vethpair.Pair, traced int, d time.Duration
 
 // traceWhile runs enaprobe trace on pair's A end while fn runs, and
 // returns the tracer's CPU share during fn and its peak memory.
-func traceWhile(b testing.TB, pair *vethpair.Pair, fn func()) tracerUsage {
-	b.Helper()
-	ready := filepath.Join(b.TempDir(), "ready")
+func traceWhile(tb testing.TB, pair *vethpair.Pair, fn func()) tracerUsage {
+	tb.Helper()
+	ready := filepath.Join(tb.TempDir(), "ready")
 	cmd := exec.Command("ip", "netns", "exec", pair.NSA, binary, "trace", "-i", pair.IfA, "--duration", "5m",
 		"--no-imds", "--format", "json", "--ready-file", ready, "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = nil, os.Stderr
 	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	waitFile(b, ready, 20*time.Second)
+	waitFile(tb, ready, 20*time.Second)
 	time.Sleep(200 * time.Millisecond) // the load's aftermath settles
-	cpu0, t0 := processCPU(b, cmd.Process.Pid), time.Now()
+	cpu0, t0 := processCPU(tb, cmd.Process.Pid), time.Now()
 	fn()
-	cpu, elapsed := processCPU(b, cmd.Process.Pid)-cpu0, time.Since(t0)
+	cpu, elapsed := processCPU(tb, cmd.Process.Pid)-cpu0, time.Since(t0)
 	_ = cmd.Process.Signal(syscall.SIGINT)
 	if err := cmd.Wait(); err != nil {
-		b.Fatalf("enaprobe trace: %v", err)
+		tb.Fatalf("enaprobe trace: %v", err)
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	return tracerUsage{cpuShare: cpu / elapsed.Seconds(), maxRSSMiB: float64(ru.Maxrss) / 1024}
@@ -223,10 +223,10 @@ func emptyProgNs(b *testing.B, pair *vethpair.Pair, d time.Duration) float64 {
 
 // enableBPFStats turns the kernel's BPF run-time statistics on; the
 // returned function turns them off.
-func enableBPFStats(b testing.TB) func() {
-	b.Helper()
+func enableBPFStats(tb testing.TB) func() {
+	tb.Helper()
 	if out, err := exec.Command("sysctl", "-qw", "kernel.bpf_stats_enabled=1").CombinedOutput(); err != nil {
-		b.Fatalf("enable bpf stats: %v %s", err, out)
+		tb.Fatalf("enable bpf stats: %v %s", err, out)
 	}
 	return func() { _ = exec.Command("sysctl", "-qw", "kernel.bpf_stats_enabled=0").Run() }
 }

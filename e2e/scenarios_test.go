@@ -93,6 +93,16 @@ func findingsOf(res *analyzer.Result, kind string) []analyzer.Finding {
 	return out
 }
 
+// mustFind is findingsOf, failing the test at once when there is none.
+func mustFind(t *testing.T, res *analyzer.Result, kind string) []analyzer.Finding {
+	t.Helper()
+	fs := findingsOf(res, kind)
+	if len(fs) == 0 {
+		t.Fatalf("no %s finding", kind)
+	}
+	return fs
+}
+
 func logFindings(t *testing.T, res *analyzer.Result) {
 	t.Helper()
 	for _, f := range res.Findings {
@@ -136,10 +146,7 @@ func TestScenarioMicroBurst(t *testing.T) {
 func TestScenarioFlowAtCap(t *testing.T) {
 	res, _, _ := labRun(t, "flow-at-cap")
 	logFindings(t, res)
-	caps := findingsOf(res, analyzer.KindFlowAtCap)
-	if len(caps) == 0 {
-		t.Fatal("no flow_at_cap finding")
-	}
+	caps := mustFind(t, res, analyzer.KindFlowAtCap)
 	f := caps[0].Flows
 	if len(f) == 0 || !strings.HasPrefix(f[0].Src, lab.InstanceAddr.String()+":") || !strings.HasSuffix(f[0].Dst, ":5001") {
 		t.Errorf("flow_at_cap flows %+v, want the upload to :%d", f, lab.BulkPort)
@@ -154,10 +161,7 @@ func TestScenarioFlowAtCap(t *testing.T) {
 func TestScenarioLinkLocal(t *testing.T) {
 	res, truth, _ := labRun(t, "link-local")
 	logFindings(t, res)
-	ll := findingsOf(res, analyzer.KindLinkLocalExceeded)
-	if len(ll) == 0 {
-		t.Fatal("no linklocal_exceeded finding")
-	}
+	ll := mustFind(t, res, analyzer.KindLinkLocalExceeded)
 	if f := ll[0].Flows; len(f) == 0 || f[0].Src != truth.Culprit.String() {
 		t.Errorf("linklocal_exceeded flows %+v, want the DNS client %s first", f, truth.Culprit)
 	}
@@ -166,10 +170,7 @@ func TestScenarioLinkLocal(t *testing.T) {
 func TestScenarioConnectionFlood(t *testing.T) {
 	res, _, _ := labRun(t, "connection-flood")
 	logFindings(t, res)
-	ct := findingsOf(res, analyzer.KindConntrackExceeded)
-	if len(ct) == 0 {
-		t.Fatal("no conntrack_exceeded finding")
-	}
+	ct := mustFind(t, res, analyzer.KindConntrackExceeded)
 	src := ct[0].Flows
 	if len(src) == 0 {
 		t.Fatal("conntrack_exceeded names no source")

@@ -250,7 +250,7 @@ func BenchmarkFullMap(b *testing.B) {
 	if _, _, err := egress.Benchmark(frame, 1, nil); err != nil {
 		b.Fatal(err)
 	}
-	tables, err := mapFlowTables(flowMaps{coll.Maps["flows4"], coll.Maps["flows6"], coll.Maps["flow_used4"], coll.Maps["flow_used6"]})
+	tables, err := mapFlowTables(flowMapsOf(coll))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func newTestProbeFrom(tb testing.TB, opts Options, edit func(*ebpf.CollectionSpe
 		tb.Fatalf("load datapath: %+v", err)
 	}
 	tb.Cleanup(func() { coll.Close() })
-	tables, err := mapFlowTables(flowMaps{coll.Maps["flows4"], coll.Maps["flows6"], coll.Maps["flow_used4"], coll.Maps["flow_used6"]})
+	tables, err := mapFlowTables(flowMapsOf(coll))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -255,6 +255,11 @@ func (tp *testProbe) flow(tb testing.TB, k record.FlowKey) (bpf.ProbeFlowStats, 
 func (tp *testProbe) deleteFlows(tb testing.TB) {
 	tb.Helper()
 	clearFlowTables(tb, tp.coll)
+}
+
+// flowMapsOf picks the flow tables' maps out of a loaded collection.
+func flowMapsOf(coll *ebpf.Collection) flowMaps {
+	return flowMaps{coll.Maps["flows4"], coll.Maps["flows6"], coll.Maps["flow_used4"], coll.Maps["flow_used6"]}
 }
 
 // clearFlowTables empties both flow tables and their used marks.
