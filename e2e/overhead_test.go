@@ -83,6 +83,15 @@ func BenchmarkTraceOverhead(b *testing.B) {
 		}
 		b.ReportMetric(slices.Max(cpuShare), "tracer_cpu_share")
 		b.ReportMetric(slices.Max(rss), "tracer_max_rss_MiB")
+		// The floor any tc probe starts from, by the same method: the
+		// object's empty program (the hook's own cost) and a program that
+		// only reads the clock, attached alone to each pair in turn.
+		for _, floor := range []struct{ prog, metric string }{
+			{"enaprobe_empty", "hook_with/without"},
+			{"enaprobe_clock", "hook_clock_with/without"},
+		} {
+			b.ReportMetric(floorRatio(b, pairs, floor.prog, runFor), floor.metric)
+		}
 		// What the probe itself costs per packet in the kernel: BPF run-time
 		// statistics of the egress program, less those of an empty program
 		// measured the same way (the statistics' own clock reads), and the
@@ -189,6 +198,39 @@ func progCostNs(b *testing.B, pair *vethpair.Pair, d time.Duration) float64 {
 // with tcx in A: what the statistics cost by themselves.
 func emptyProgNs(b *testing.B, pair *vethpair.Pair, d time.Duration) float64 {
 	b.Helper()
+	coll := loadObject(b)
+	defer coll.Close()
+	prog := coll.Programs["enaprobe_empty"]
+	defer attachEgress(b, pair, prog).Close()
+	defer enableBPFStats(b)()
+	sendAlternating(b, []*vethpair.Pair{pair}, d)
+	st, err := prog.Stats()
+	if err != nil || st.RunCount == 0 {
+		b.Fatalf("empty program statistics: %+v %v", st, err)
+	}
+	return float64(st.Runtime.Nanoseconds()) / float64(st.RunCount)
+}
+
+// floorRatio is the with / without throughput of the object's program
+// prog alone on A's egress, each pair traced in turn for d.
+func floorRatio(b *testing.B, pairs []*vethpair.Pair, prog string, d time.Duration) float64 {
+	b.Helper()
+	coll := loadObject(b)
+	defer coll.Close()
+	var ratios []float64
+	for k := range pairs {
+		l := attachEgress(b, pairs[k], coll.Programs[prog])
+		paths := sendAlternating(b, pairs, d)
+		l.Close()
+		ratios = append(ratios, paths[k].pps()/paths[1-k].pps())
+	}
+	return geoMean(ratios)
+}
+
+// loadObject loads the datapath's object as the tracer would, for its
+// benchmark-only programs.
+func loadObject(b *testing.B) *ebpf.Collection {
+	b.Helper()
 	spec, err := loader.Spec(loader.DefaultOptions())
 	if err != nil {
 		b.Fatal(err)
@@ -197,10 +239,14 @@ func emptyProgNs(b *testing.B, pair *vethpair.Pair, d time.Duration) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer coll.Close()
-	prog := coll.Programs["enaprobe_empty"]
+	return coll
+}
+
+// attachEgress attaches prog with tcx to the egress of pair's A end.
+func attachEgress(b *testing.B, pair *vethpair.Pair, prog *ebpf.Program) link.Link {
+	b.Helper()
 	var l link.Link
-	err = vethpair.Do(pair.NSA, func() error {
+	err := vethpair.Do(pair.NSA, func() error {
 		ifc, err := net.InterfaceByName(pair.IfA)
 		if err != nil {
 			return err
@@ -209,16 +255,9 @@ func emptyProgNs(b *testing.B, pair *vethpair.Pair, d time.Duration) float64 {
 		return err
 	})
 	if err != nil {
-		b.Fatalf("attach empty program: %v", err)
+		b.Fatalf("attach %s to %s egress: %v", prog, pair.IfA, err)
 	}
-	defer l.Close()
-	defer enableBPFStats(b)()
-	sendAlternating(b, []*vethpair.Pair{pair}, d)
-	st, err := prog.Stats()
-	if err != nil || st.RunCount == 0 {
-		b.Fatalf("empty program statistics: %+v %v", st, err)
-	}
-	return float64(st.Runtime.Nanoseconds()) / float64(st.RunCount)
+	return l
 }
 
 // enableBPFStats turns the kernel's BPF run-time statistics on; the
