@@ -202,6 +202,7 @@ const (
 	ProbeProgEnaprobeEgress        = "enaprobe_egress"
 	ProbeProgEnaprobeEmpty         = "enaprobe_empty"
 	ProbeProgEnaprobeIngress       = "enaprobe_ingress"
+	ProbeProgEnaprobeMinimal       = "enaprobe_minimal"
 	ProbeProgEnaprobeProbeTimerPin = "enaprobe_probe_timer_pin"
 	ProbeVarAtomicAdds             = "atomic_adds"
 	ProbeVarBucketDrained          = "bucket_drained"
@@ -276,6 +277,7 @@ type ProbeProgramSpecs struct {
 	EnaprobeEgress        *ebpf.ProgramSpec `ebpf:"enaprobe_egress"`
 	EnaprobeEmpty         *ebpf.ProgramSpec `ebpf:"enaprobe_empty"`
 	EnaprobeIngress       *ebpf.ProgramSpec `ebpf:"enaprobe_ingress"`
+	EnaprobeMinimal       *ebpf.ProgramSpec `ebpf:"enaprobe_minimal"`
 	EnaprobeProbeTimerPin *ebpf.ProgramSpec `ebpf:"enaprobe_probe_timer_pin"`
 }
 
@@ -418,6 +420,7 @@ type ProbePrograms struct {
 	EnaprobeEgress        *ebpf.Program `ebpf:"enaprobe_egress"`
 	EnaprobeEmpty         *ebpf.Program `ebpf:"enaprobe_empty"`
 	EnaprobeIngress       *ebpf.Program `ebpf:"enaprobe_ingress"`
+	EnaprobeMinimal       *ebpf.Program `ebpf:"enaprobe_minimal"`
 	EnaprobeProbeTimerPin *ebpf.Program `ebpf:"enaprobe_probe_timer_pin"`
 }
 
@@ -427,6 +430,7 @@ func (p *ProbePrograms) Close() error {
 		p.EnaprobeEgress,
 		p.EnaprobeEmpty,
 		p.EnaprobeIngress,
+		p.EnaprobeMinimal,
 		p.EnaprobeProbeTimerPin,
 	)
 }

@@ -83,12 +83,15 @@ func BenchmarkTraceOverhead(b *testing.B) {
 		}
 		b.ReportMetric(slices.Max(cpuShare), "tracer_cpu_share")
 		b.ReportMetric(slices.Max(rss), "tracer_max_rss_MiB")
-		// The floor any tc probe starts from, by the same method: the
-		// object's empty program (the hook's own cost) and a program that
-		// only reads the clock, attached alone to each pair in turn.
+		// The floor any counting tc probe starts from, by the same method:
+		// the object's empty program (the hook's own cost), one that only
+		// reads the clock, and one that reads the clock, parses the frame
+		// and adds it to its CPU's totals, each attached alone to each pair
+		// in turn.
 		for _, floor := range []struct{ prog, metric string }{
 			{"enaprobe_empty", "hook_with/without"},
 			{"enaprobe_clock", "hook_clock_with/without"},
+			{"enaprobe_minimal", "minimal_probe_with/without"},
 		} {
 			b.ReportMetric(floorRatio(b, pairs, floor.prog, runFor), floor.metric)
 		}

@@ -105,12 +105,17 @@ func BenchmarkDatapath(b *testing.B) {
 			}
 		})
 	}
-	b.Run("clock_only", func(b *testing.B) {
-		for b.Loop() {
-			r, _ := medianRatio(b, clock, empty, benchFrames(b)[0].frame)
-			b.ReportMetric(r, "x_empty")
-		}
-	})
+	for _, floor := range []struct {
+		name string
+		prog *ebpf.Program
+	}{{"clock_only", clock}, {"minimal", coll.Programs["enaprobe_minimal"]}} {
+		b.Run(floor.name, func(b *testing.B) {
+			for b.Loop() {
+				r, _ := medianRatio(b, floor.prog, empty, benchFrames(b)[0].frame)
+				b.ReportMetric(r, "x_empty")
+			}
+		})
+	}
 }
 
 // BenchmarkContention measures what sharing costs when CPUs count at once:

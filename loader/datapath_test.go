@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/enaprobe/enaprobe/record"
@@ -269,5 +270,36 @@ func TestDatapathGSO(t *testing.T) {
 				t.Errorf("wire bytes %d hold payload %d, want %d", ref.Wire.Bytes, got, payload)
 			}
 		})
+	}
+}
+
+// TestMinimalProgram checks the benchmarks' floor program counts what it
+// says it does (a floor that counted nothing would flatter the probe): each
+// frame once in its class, with its length, and nothing else.
+func TestMinimalProgram(t *testing.T) {
+	tp := newTestProbe(t, testOptions())
+	udp4 := udpFrame(t, v4A, v4B, 1000, 2000, 18)
+	tcp6 := tcpFrame(t, v6A, v6B, 40000, 443, false, true, 1000)
+	prog := tp.coll.Programs["enaprobe_minimal"]
+	for _, f := range [][]byte{udp4, udp4, tcp6} {
+		ret, err := prog.Run(&ebpf.RunOptions{Data: f})
+		if err != nil || int32(ret) != -1 {
+			t.Fatalf("run enaprobe_minimal: %d, %v", int32(ret), err)
+		}
+	}
+	c := tp.read(t)
+	eg := c.totals[record.Egress]
+	want := map[record.Class][2]uint64{
+		record.ClassUDP: {2, 2 * uint64(len(udp4))},
+		record.ClassTCP: {1, uint64(len(tcp6))},
+	}
+	for class := range eg.Packets {
+		w := want[record.Class(class)]
+		if eg.Packets[class] != w[0] || eg.Bytes[class] != w[1] {
+			t.Errorf("class %v: %d packets, %d bytes; want %d, %d", record.Class(class), eg.Packets[class], eg.Bytes[class], w[0], w[1])
+		}
+	}
+	if in := c.totals[record.Ingress]; in.Packets != [4]uint64{} {
+		t.Errorf("ingress totals %v, want none", in.Packets)
 	}
 }
