@@ -163,10 +163,7 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	stopSamplers()
 	end := clockPair()
 	for _, ti := range traced {
-		if err := ti.col.Drain(end.MonoNs, true); err != nil {
-			return nil, err
-		}
-		if err := ti.col.SnapshotFlows(end.MonoNs); err != nil {
+		if err := ti.col.Finish(end.MonoNs); err != nil {
 			return nil, err
 		}
 	}

@@ -563,6 +563,15 @@ type Result struct {
 	Loss    record.Loss
 }
 
+// Finish is the last read of a trace, once the programs are detached: a
+// final drain, then the flow tables.
+func (c *Collector) Finish(nowNs int64) error {
+	if err := c.Drain(nowNs, true); err != nil {
+		return err
+	}
+	return c.SnapshotFlows(nowNs)
+}
+
 // Totals are the exact totals as of the last drain.
 func (c *Collector) Totals() []record.Totals { return c.totals[:] }
 

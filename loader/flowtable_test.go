@@ -83,11 +83,7 @@ func (f *flowTableProbe) send(t *testing.T, frame []byte, repeat int) {
 // finish drains everything and snapshots the flows, as a trace's end does.
 func (f *flowTableProbe) finish(t *testing.T) Result {
 	t.Helper()
-	now := MonotonicNow()
-	if err := f.col.Drain(now, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.col.SnapshotFlows(now); err != nil {
+	if err := f.col.Finish(MonotonicNow()); err != nil {
 		t.Fatal(err)
 	}
 	return f.col.Result()

@@ -77,11 +77,7 @@ func (tr *trace) stop(t *testing.T) Result {
 	if left, err := tr.pair.Leftovers(); err != nil || left != "" {
 		t.Fatalf("after detach: %v\n%s", err, left)
 	}
-	now := MonotonicNow()
-	if err := tr.col.Drain(now, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.col.SnapshotFlows(now); err != nil {
+	if err := tr.col.Finish(MonotonicNow()); err != nil {
 		t.Fatal(err)
 	}
 	return tr.col.Result()
