@@ -96,10 +96,12 @@ func (o Options) resolved() Options {
 	return o
 }
 
-// timerPinSupported runs the object's feature probe once: whether this
-// kernel starts a BPF timer pinned to the current CPU.
+// timerPinSupported runs the per-CPU object's feature probe once: whether
+// this kernel starts a BPF timer pinned to the current CPU. A kernel before
+// 5.15 refuses the probe program itself (BPF timers), one before 6.7 the
+// pin flag when it runs.
 var timerPinSupported = sync.OnceValue(func() bool {
-	spec, err := bpf.LoadProbe()
+	spec, err := bpf.LoadProbePerCPU()
 	if err != nil {
 		return false
 	}
@@ -116,13 +118,6 @@ var timerPinSupported = sync.OnceValue(func() bool {
 	ret, err := objs.Prog.Run(&ebpf.RunOptions{Data: make([]byte, 14)})
 	return err == nil && ret == 0
 })
-
-func boolByte(b bool) uint8 {
-	if b {
-		return 1
-	}
-	return 0
-}
 
 // DefaultOptions are modest enough for a 192-CPU host: only the size-slice
 // ring and the per-CPU state are per CPU (about 11 KiB per CPU).
@@ -212,17 +207,28 @@ func (o Options) bucketSlots() uint32 {
 type Probe struct {
 	opts        Options
 	objs        probeObjects
+	timers      *ebpf.Map // per-CPU buckets only
 	bucketSlots uint32
 	mapBytes    uint64
 }
 
-// probeObjects is what a trace needs of the generated objects: every map
-// and variable, and the two tc programs (not the benchmark-only ones).
+// probeObjects is what a trace needs of the generated objects: the maps
+// and variables both variants have, and the two tc programs (not the
+// benchmark-only ones). The maps and variables of the shared-ring object
+// are those of the per-CPU one but its timers.
 type probeObjects struct {
 	bpf.ProbeMaps
 	bpf.ProbeVariables
 	Ingress *ebpf.Program `ebpf:"enaprobe_ingress"`
 	Egress  *ebpf.Program `ebpf:"enaprobe_egress"`
+}
+
+// perCPUObjects is probeObjects with the per-CPU object's timer array,
+// held open while the programs run: the kernel cancels a map's timers when
+// userspace lets go of it.
+type perCPUObjects struct {
+	*probeObjects
+	Timers *ebpf.Map `ebpf:"cpu_timers"`
 }
 
 func (o *probeObjects) close() error {
@@ -243,7 +249,11 @@ func Spec(opts Options) (*ebpf.CollectionSpec, error) {
 		return nil, err
 	}
 	opts = opts.resolved()
-	spec, err := bpf.LoadProbe()
+	load := bpf.LoadProbe
+	if opts.Buckets == BucketsPerCPU {
+		load = bpf.LoadProbePerCPU
+	}
+	spec, err := load()
 	if err != nil {
 		return nil, fmt.Errorf("parse embedded bpf object: %w", err)
 	}
@@ -266,8 +276,9 @@ func Spec(opts Options) (*ebpf.CollectionSpec, error) {
 		"heavy_bytes":       opts.HeavyBytes,
 		"slice_ns":          uint64(opts.Slice),
 		"slice_mask":        opts.SliceSlots - 1,
-		"percpu_buckets":    boolByte(opts.Buckets == BucketsPerCPU),
-		"flush_delay_ns":    uint64(opts.FlushDelay),
+	}
+	if opts.Buckets == BucketsPerCPU {
+		consts["flush_delay_ns"] = uint64(opts.FlushDelay)
 	}
 	if opts.VPCResolver.Is4() {
 		b := opts.VPCResolver.As4()
@@ -291,7 +302,9 @@ func Spec(opts Options) (*ebpf.CollectionSpec, error) {
 	spec.Maps["buckets"].MaxEntries = 2 * slots
 	spec.Maps["size_slices"].MaxEntries = 2 * opts.SliceSlots
 	spec.Maps["window_events"].MaxEntries = opts.RingBytes
-	spec.Maps["cpu_timers"].MaxEntries = uint32(possibleCPUs())
+	if m, ok := spec.Maps["cpu_timers"]; ok {
+		m.MaxEntries = uint32(possibleCPUs())
+	}
 	return spec, nil
 }
 
@@ -310,8 +323,15 @@ func Load(opts Options, logVerifier bool) (*Probe, error) {
 	if logVerifier {
 		copts.Programs.LogLevel = ebpf.LogLevelInstruction | ebpf.LogLevelStats
 	}
-	if err := spec.LoadAndAssign(&p.objs, copts); err != nil {
+	var to any = &p.objs
+	if opts.Buckets == BucketsPerCPU {
+		to = &perCPUObjects{probeObjects: &p.objs}
+	}
+	if err := spec.LoadAndAssign(to, copts); err != nil {
 		return nil, explainLoadError(err)
+	}
+	if po, ok := to.(*perCPUObjects); ok {
+		p.timers = po.Timers
 	}
 	return p, nil
 }
@@ -319,7 +339,11 @@ func Load(opts Options, logVerifier bool) (*Probe, error) {
 // Close releases the programs and maps. Links and filters must be closed
 // first (see Attachment).
 func (p *Probe) Close() error {
-	return p.objs.close()
+	err := p.objs.close()
+	if p.timers != nil {
+		err = errors.Join(err, p.timers.Close())
+	}
+	return err
 }
 
 // MapBytes is the kernel memory the loaded maps take, roughly: values and
