@@ -45,8 +45,6 @@ type Config struct {
 	// Attached, when set, is called once the programs are attached: the
 	// moment traffic starts being counted.
 	Attached func()
-	// VerifierLog asks for the full verifier log on load errors.
-	VerifierLog bool
 }
 
 // Progress is what a live status line shows.
@@ -185,7 +183,7 @@ func setUp(cfg Config, name string) (*tracedInterface, error) {
 		}
 	}
 	ti := &tracedInterface{info: info}
-	ti.probe, err = loader.Load(cfg.Datapath, cfg.VerifierLog)
+	ti.probe, err = loader.Load(cfg.Datapath)
 	if err != nil {
 		return nil, fmt.Errorf("interface %s: %w", name, err)
 	}

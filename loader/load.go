@@ -13,6 +13,8 @@ import (
 	"math/bits"
 	"net/netip"
 	"os"
+	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -308,8 +310,12 @@ func Spec(opts Options) (*ebpf.CollectionSpec, error) {
 	return spec, nil
 }
 
-// Load loads the datapath with opts. The caller must Close it.
-func Load(opts Options, logVerifier bool) (*Probe, error) {
+// Load loads the datapath with opts. The caller must Close it. The
+// verifier writes no log while loading succeeds (its instruction-level log
+// of these programs takes seconds to write); when it rejects a program,
+// cilium/ebpf loads it again with the log, and the error is a
+// *VerifierRejection that holds it whole.
+func Load(opts Options) (*Probe, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("remove memlock limit: %w", err)
 	}
@@ -317,12 +323,13 @@ func Load(opts Options, logVerifier bool) (*Probe, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts = opts.resolved()
+	return load(spec, opts.resolved())
+}
+
+// load loads spec, the datapath of opts (resolved).
+func load(spec *ebpf.CollectionSpec, opts Options) (*Probe, error) {
 	p := &Probe{opts: opts, bucketSlots: opts.bucketSlots(), mapBytes: MapBytes(spec, possibleCPUs())}
-	copts := &ebpf.CollectionOptions{}
-	if logVerifier {
-		copts.Programs.LogLevel = ebpf.LogLevelInstruction | ebpf.LogLevelStats
-	}
+	copts := &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogSizeStart: verifierLogStart}}
 	var to any = &p.objs
 	if opts.Buckets == BucketsPerCPU {
 		to = &perCPUObjects{probeObjects: &p.objs}
@@ -382,13 +389,54 @@ func possibleCPUs() int {
 	return n
 }
 
+// verifierLogStart is the verifier log buffer of a load that failed and is
+// repeated with the log: large enough for most rejections at once, where
+// each doubling from the default would run the verifier again.
+const verifierLogStart = 8 << 20
+
+// A VerifierRejection is a program of the datapath that the kernel's
+// verifier refused, with the verifier's whole log of it.
+type VerifierRejection struct {
+	Program string   // the program refused
+	Log     []string // the verifier's log, every line
+	Err     *ebpf.VerifierError
+}
+
+// Error is one line: the program, the verifier's reason (its last line)
+// and how long the log is.
+func (e *VerifierRejection) Error() string {
+	return fmt.Sprintf("the kernel's verifier rejected the datapath's program %s: %v (its log has %d lines)",
+		e.Program, reason(e.Err), len(e.Log))
+}
+
+func (e *VerifierRejection) Unwrap() error { return e.Err }
+
+// reason is the verifier error without the log's line count.
+func reason(ve *ebpf.VerifierError) string {
+	if ve == nil {
+		return "no reason given"
+	}
+	msg := ve.Error()
+	if i := strings.LastIndex(msg, " ("); i > 0 && strings.HasSuffix(msg, "omitted)") {
+		msg = msg[:i]
+	}
+	return strings.TrimPrefix(msg, "load program: ")
+}
+
+// programOfError is the program a collection load error names.
+var programOfError = regexp.MustCompile(`program (\w+):`)
+
 // explainLoadError turns a load failure into an error that names the cause
-// and the fix. The verifier log is kept whole: %+v prints it.
+// and the fix.
 func explainLoadError(err error) error {
 	var ve *ebpf.VerifierError
 	switch {
-	case errors.As(err, &ve):
-		return fmt.Errorf("the kernel's verifier rejected the datapath (run with --debug for the full log): %w", err)
+	case errors.As(err, &ve) && len(ve.Log) > 0:
+		r := &VerifierRejection{Program: "?", Log: ve.Log, Err: ve}
+		if m := programOfError.FindStringSubmatch(err.Error()); m != nil {
+			r.Program = m[1]
+		}
+		return r
 	case errors.Is(err, os.ErrPermission):
 		return fmt.Errorf("load bpf programs: not permitted: run as root or grant CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON: %w", err)
 	case errors.Is(err, ebpf.ErrNotSupported):

@@ -3,6 +3,7 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -11,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/enaprobe/enaprobe/internal/privtest"
 	"github.com/enaprobe/enaprobe/internal/vethpair"
 	"github.com/enaprobe/enaprobe/record"
 )
@@ -33,7 +36,7 @@ func startTrace(t *testing.T, pair *vethpair.Pair, mode AttachMode, opts Options
 	tr := &trace{pair: pair}
 	err := vethpair.Do(pair.NSA, func() error {
 		var err error
-		if tr.probe, err = Load(opts, false); err != nil {
+		if tr.probe, err = Load(opts); err != nil {
 			return err
 		}
 		if tr.col, err = NewCollector(tr.probe, pair.IfA, MonotonicNow()); err != nil {
@@ -42,22 +45,34 @@ func startTrace(t *testing.T, pair *vethpair.Pair, mode AttachMode, opts Options
 		tr.att, err = Attach(tr.probe, pair.IfA, mode)
 		return err
 	})
+	if errors.Is(err, ebpf.ErrNotSupported) && mode == AttachTCX {
+		tr.close()
+		privtest.KernelLacks(t, "tcx", 6, 6)
+	}
 	if err != nil {
 		t.Fatalf("start trace: %+v", err)
 	}
 	if mode != AttachAuto && tr.att.Mode != mode {
 		t.Fatalf("attached with %s, want %s", tr.att.Mode, mode)
 	}
-	t.Cleanup(func() {
-		if tr.att != nil {
-			_ = vethpair.Do(pair.NSA, tr.att.Close)
-		}
-		if tr.col != nil {
-			tr.col.Close()
-		}
-		tr.probe.Close()
-	})
+	t.Cleanup(tr.close)
 	return tr
+}
+
+// close undoes what startTrace did, as far as it got.
+func (tr *trace) close() {
+	if tr.att != nil {
+		_ = vethpair.Do(tr.pair.NSA, tr.att.Close)
+		tr.att = nil
+	}
+	if tr.col != nil {
+		tr.col.Close()
+		tr.col = nil
+	}
+	if tr.probe != nil {
+		tr.probe.Close()
+		tr.probe = nil
+	}
 }
 
 // stop detaches, checks nothing of ours is left on the interface, and
@@ -490,7 +505,7 @@ func TestVethSizeClasses(t *testing.T) {
 // that attach removes only the stale one and close leaves the rest alone.
 func TestStaleFilterRemoved(t *testing.T) {
 	pair := vethpair.ForTest(t, vethpair.Options{Octet: 6})
-	p, err := Load(DefaultOptions(), false)
+	p, err := Load(DefaultOptions())
 	if err != nil {
 		t.Fatalf("%+v", err)
 	}

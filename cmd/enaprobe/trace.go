@@ -37,6 +37,7 @@ type traceFlags struct {
 	flowEntries    uint32
 	logLevel       string
 	debug          bool
+	verifierLog    string
 	readyFile      string
 	cpuProfile     string
 	analysis       analysisFlags
@@ -77,7 +78,8 @@ dropped or changed: the programs only count.`,
 	fs.Float64Var(&f.heavyShare, "heavy-share", 0.1, "a flow moving this share of the per-flow cap within one fine window is recorded as a heavy window")
 	fs.Uint32Var(&f.flowEntries, "flow-entries", loader.DefaultOptions().FlowEntries, "flow table capacity per interface (kernel memory: about 150 bytes a flow)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.BoolVar(&f.debug, "debug", false, "debug logs, and the full verifier log if the kernel rejects the programs")
+	fs.BoolVar(&f.debug, "debug", false, "debug logs, and the verifier's whole log on stderr if the kernel rejects the programs")
+	fs.StringVar(&f.verifierLog, "verifier-log", "", "if the kernel rejects the programs, write the verifier's whole log to this file (e.g. /tmp/verifier.log)")
 	fs.StringVar(&f.readyFile, "ready-file", "", "write this file once the programs are attached (for scripts and tests)")
 	_ = fs.MarkHidden("ready-file")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the trace to this file (to measure enaprobe's own overhead)")
@@ -135,7 +137,6 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	cfg.Attach = mode
 	cfg.SampleInterval = f.sampleInterval
 	cfg.CounterSources = sources
-	cfg.VerifierLog = f.debug
 	cfg.Datapath.Bucket = f.bucket
 	cfg.Datapath.Window = f.analysis.window
 	cfg.Datapath.FlowEntries = f.flowEntries
@@ -178,6 +179,10 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	rec, err := capture.Run(ctx, cfg)
 	status.done()
 	if err != nil {
+		var vr *loader.VerifierRejection
+		if errors.As(err, &vr) {
+			return privilegeError{verifierLog(cmd.ErrOrStderr(), err, vr, f)}
+		}
 		if errors.Is(err, os.ErrPermission) {
 			return privilegeError{err}
 		}
@@ -185,6 +190,26 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	}
 	warnLoss(rec, log)
 	return writeReports(cmd.OutOrStdout(), rec, aopts, f.out, environment(rec, strings.Join(os.Args, " ")), log)
+}
+
+// verifierLog hands the log of a rejected program where the flags say:
+// whole on stderr with --debug, to the file of --verifier-log; the error
+// stays one line and says where the log is, or how to get it.
+func verifierLog(stderr io.Writer, err error, vr *loader.VerifierRejection, f *traceFlags) error {
+	text := strings.Join(vr.Log, "\n") + "\n"
+	if f.debug {
+		fmt.Fprintf(stderr, "verifier log of %s:\n%s", vr.Program, text)
+	}
+	if f.verifierLog != "" {
+		if werr := os.WriteFile(f.verifierLog, []byte(text), 0o644); werr != nil {
+			return fmt.Errorf("%w; writing its log to %s failed: %v", err, f.verifierLog, werr)
+		}
+		return fmt.Errorf("%w; the log is in %s", err, f.verifierLog)
+	}
+	if f.debug {
+		return fmt.Errorf("%w; the log is above", err)
+	}
+	return fmt.Errorf("%w; --verifier-log FILE saves the log", err)
 }
 
 // heavyBytes is the window-event threshold: heavyShare of what a flow at the
