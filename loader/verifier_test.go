@@ -15,13 +15,20 @@ import (
 	"github.com/enaprobe/enaprobe/internal/privtest"
 )
 
-// TestVerifierStats loads the datapath this kernel gets, in each bucket mode
-// it can run, and logs what the verifier processed for every program (the
-// kernel matrix prints these lines). A program must stay well under the
-// verifier's limit of 1,000,000 processed instructions, which the verifiers
-// of 5.10 and 6.1 reached before the programs were shaped for them.
+// TestVerifierStats loads each program of the datapath object this kernel
+// gets, and of the shared-ring object where that is not it, and logs what
+// the verifier processed, accepted or not, as
+//
+//	verifier: program=NAME insns=N result=loaded|rejected
+//
+// for the default object (the kernel matrix collects these lines) and as
+// "verifier (MODE buckets): ..." for the other. A program must load, and
+// stay well under the verifier's limit of 1,000,000 processed instructions,
+// which the verifiers of 5.10 and 6.1 reached before the programs were
+// shaped for them.
 func TestVerifierStats(t *testing.T) {
 	privtest.RequireRoot(t)
+	def := DefaultOptions().resolved().Buckets
 	for _, mode := range bucketModes(t) {
 		opts := DefaultOptions()
 		opts.Buckets = mode
@@ -29,10 +36,17 @@ func TestVerifierStats(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s buckets: %v", mode, err)
 		}
+		prefix := "verifier:"
+		if mode != def {
+			prefix = "verifier (" + mode.String() + " buckets):"
+		}
 		for _, s := range stats {
-			t.Logf("%s (%s buckets)", s, mode)
-			if s.Insns > verifierBudget {
-				t.Errorf("%s: %d processed instructions, over the budget of %d", s.Program, s.Insns, verifierBudget)
+			t.Logf("%s program=%s insns=%d result=%s states=%d peak_states=%d buckets=%s",
+				prefix, s.Program, s.Insns, s.Result(), s.TotalStates, s.PeakStates, mode)
+			if s.Err != nil {
+				t.Errorf("%s buckets: %v", mode, s.Err)
+			} else if s.Insns > verifierBudget {
+				t.Errorf("%s (%s buckets): %d processed instructions, over the budget of %d", s.Program, mode, s.Insns, verifierBudget)
 			}
 		}
 	}
