@@ -28,6 +28,7 @@ type TraceInfo struct {
 	FineWindowUs  int64          `json:"fine_window_us"` // width of the windows findings are located with
 	SampleMs      float64        `json:"sample_ms"`      // configured counter sample interval
 	AttachMode    string         `json:"attach_mode"`
+	BucketMode    string         `json:"bucket_mode,omitempty"` // per-cpu or shared; empty in recordings that predate it
 	Kernel        string         `json:"kernel"`
 	Hostname      string         `json:"hostname"`
 	InstanceType  string         `json:"instance_type"`

@@ -23,6 +23,7 @@ func (a *analysis) traceInfo() TraceInfo {
 		FineWindowUs:  a.g.widthNs / 1000,
 		SampleMs:      float64(m.SampleNs) / 1e6,
 		AttachMode:    m.AttachMode,
+		BucketMode:    m.BucketMode,
 		Kernel:        m.Kernel,
 		Hostname:      m.Hostname,
 		InstanceType:  a.instanceType(),
@@ -61,6 +62,7 @@ func (a *analysis) traceInfo() TraceInfo {
 	if !a.limits.BaselineBps.Known {
 		t.Notes = append(t.Notes, "instance bandwidth allowance unknown: bursts are located by their own level, baseline_exhausted and near-misses are not checked")
 	}
+	t.Notes = append(t.Notes, kernelNotes(m)...)
 	if t.DurationS < 60 {
 		t.Notes = append(t.Notes, "trace shorter than one CloudWatch period: the 1-minute and 5-minute averages are partial")
 	}
@@ -199,4 +201,18 @@ func (c LossCounts) add(d LossCounts) LossCounts {
 		SliceOverwritten:  c.SliceOverwritten + d.SliceOverwritten,
 		FlowsEvicted:      c.FlowsEvicted + d.FlowsEvicted,
 	}
+}
+
+// kernelNotes says what the kernel the trace ran on made differ from the
+// newest: the attach mode and the bucket mode it fell back to. Counts are
+// exact either way; nothing goes unmeasured.
+func kernelNotes(m record.Meta) []string {
+	var notes []string
+	if m.AttachMode == "tc" {
+		notes = append(notes, "attached with tc (clsact + cls_bpf), not tcx (Linux 6.6+): the same packets are counted")
+	}
+	if m.BucketMode == "shared" {
+		notes = append(notes, "time buckets shared by all CPUs: per-CPU buckets need pinned BPF timers (Linux 6.7+); the counts are the same, each packet costs an atomic add on a shared cache line")
+	}
+	return notes
 }

@@ -50,8 +50,9 @@ func textHeader(p *page, in Input) {
 	p.field("", "Trace", labelWidth, fmt.Sprintf("%s -> %s UTC (%s)",
 		tr.Start.UTC().Format("2006-01-02 15:04:05.000"), fmtClock(tr.End, tr.Start), fmtSeconds(tr.DurationS)))
 	p.field("", "Capture", labelWidth, fmt.Sprintf(
-		"%s attach; %s buckets; findings located to %s windows; counters read every %s (source: %s)",
+		"%s attach; %s buckets%s; findings located to %s windows; counters read every %s (source: %s)",
 		firstNonEmpty(env.AttachMode, tr.AttachMode, "unknown"), fmtSeconds(float64(tr.BucketUs)/1e6),
+		bucketMode(firstNonEmpty(env.BucketMode, tr.BucketMode)),
 		fmtSeconds(float64(tr.FineWindowUs)/1e6), fmtSeconds(tr.SampleMs/1e3), firstNonEmpty(tr.CounterSource, "none")))
 	for i, e := range tr.ENA {
 		label := ""
@@ -126,4 +127,13 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// bucketMode is how the buckets were kept, for the Capture line: " (per-cpu)"
+// or " (shared)", nothing when the recording does not say.
+func bucketMode(mode string) string {
+	if mode == "" {
+		return ""
+	}
+	return " (" + mode + ")"
 }

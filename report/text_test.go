@@ -203,3 +203,23 @@ func TestRenderEmptyResult(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestTextSaysWhatTheKernelChanged: a trace on a kernel without tcx and
+// without pinned BPF timers says so, in the Capture line and the notes.
+func TestTextSaysWhatTheKernelChanged(t *testing.T) {
+	in := loadInput(t, "steady")
+	rec := *in.Recording
+	rec.Meta.AttachMode, rec.Meta.BucketMode = "tc", "shared"
+	res := analyzer.Analyze(&rec, analyzer.DefaultOptions())
+	env := EnvironmentOf(&rec)
+	text := renderText(t, Input{Result: res, Recording: &rec, Env: env})
+	for _, want := range []string{"tc attach; 100 µs buckets (shared)", "not tcx (Linux 6.6+)", "pinned BPF timers (Linux 6.7+)"} {
+		if !strings.Contains(strings.Join(strings.Fields(text), " "), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	rec.Meta.AttachMode, rec.Meta.BucketMode = "tcx", "per-cpu"
+	if notes := analyzer.Analyze(&rec, analyzer.DefaultOptions()).Trace.Notes; slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "Linux 6.") }) {
+		t.Errorf("tcx and per-cpu buckets noted as a fallback: %q", notes)
+	}
+}

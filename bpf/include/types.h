@@ -156,7 +156,7 @@ struct dir_totals {
  * verifiers of 5.10 and 6.1). Ports and protocol are parsed into key4
  * whatever the family; an IPv6 packet's addresses go straight into key6,
  * whose other fields are filled from key4 before use. */
-struct packet {
+struct __attribute__((aligned(8))) packet {
 	struct flow_key4 key4;
 	struct flow_key key6;
 	__u32 l2_len;   /* Ethernet and VLAN headers */
