@@ -4,7 +4,20 @@
 /* enaprobe datapath: counts wire packets, bytes and new TCP connections per
  * time bucket, per flow and per link-local service on tc ingress and egress.
  * It never alters, redirects or drops a packet: every path returns
- * TC_ACT_UNSPEC, which is also TCX_NEXT, so other programs keep running. */
+ * TC_ACT_UNSPEC, which is also TCX_NEXT, so other programs keep running.
+ *
+ * Built twice (gen.go): without ENAPROBE_PERCPU_BUCKETS every packet is
+ * added to the shared bucket ring, and the object needs nothing newer than
+ * Linux 5.10; with it, each CPU keeps open buckets that a pinned BPF timer
+ * hands over (6.7+). The loader picks one by a feature probe.
+ *
+ * Shaped for the verifiers of 5.10 and 6.1, which give up at 1,000,000
+ * processed instructions and prune less than newer ones: the parse is a
+ * global function, checked once (parse_packet), and wherever paths would
+ * carry different constants into the code after them (header offsets, the
+ * way of a flow table bucket) the value is read back through memory
+ * (reload32), so the verifier goes on with one state instead of checking
+ * the rest once per path. TestVerifierStats logs the counts per kernel. */
 
 #include "include/config.h"
 #include "include/maps.h"

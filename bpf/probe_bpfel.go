@@ -46,8 +46,8 @@ type ProbeCpuState struct {
 		Service  uint8
 		Scratch  uint32
 		Pad      uint32
+		_        [4]byte
 	}
-	_ [4]byte
 }
 
 type ProbeDirTotals struct {
