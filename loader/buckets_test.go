@@ -42,8 +42,10 @@ func TestFlushTimer(t *testing.T) {
 	opts := testOptions()
 	opts.Buckets = BucketsAuto
 	opts.Bucket = time.Millisecond
-	opts.BucketRing = 64 * time.Millisecond
-	opts.FlushDelay = 2 * time.Millisecond
+	opts.BucketRing = 256 * time.Millisecond
+	// Long enough that the timer is still pending when the test reads the
+	// maps, even under qemu without acceleration.
+	opts.FlushDelay = 100 * time.Millisecond
 	perCPU := opts.resolved().Buckets == BucketsPerCPU
 	tp := newTestProbe(t, opts)
 	tp.clearBuckets(t)
