@@ -1,0 +1,259 @@
+package debian
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Kernel is one line of Debian's cloud kernels: the newest version of the
+// suite for arch, found through the metapackage linux-image-cloud-<arch>.
+type Kernel struct {
+	Name  string // the matrix's name for it: 5.10, 6.1, 6.12, 6.1-arm64
+	Suite string
+	Arch  string
+}
+
+// Fetched is a kernel ready to boot: the image and the modules to load, in
+// order, decompressed, all in the cache.
+type Fetched struct {
+	Kernel
+	Package string // the binary package the image came from
+	Version string // its Debian version (the cache key)
+	Release string // uname -r
+	Image   string // path of vmlinuz
+	Modules []string
+}
+
+// Resolve finds the newest kernel package of the line: the one the cloud
+// metapackage depends on, as its -unsigned twin where the archive has one.
+func (k Kernel) Resolve(a *Apt) (pkg, version string, err error) {
+	meta := "linux-image-cloud-" + k.Arch
+	deps, err := a.Depends(meta)
+	if err != nil {
+		return "", "", err
+	}
+	for _, d := range deps {
+		if strings.HasPrefix(d, "linux-image-") {
+			pkg = d
+			break
+		}
+	}
+	if pkg == "" {
+		return "", "", fmt.Errorf("%s in %s/%s depends on no linux-image package", meta, k.Suite, k.Arch)
+	}
+	if v, err := a.Candidate(pkg + "-unsigned"); err == nil && v != "" {
+		return pkg + "-unsigned", v, nil
+	}
+	version, err = a.Candidate(pkg)
+	if err != nil {
+		return "", "", err
+	}
+	if version == "" {
+		return "", "", fmt.Errorf("no candidate version of %s in %s/%s", pkg, k.Suite, k.Arch)
+	}
+	return pkg, version, nil
+}
+
+// Fetch resolves, downloads and unpacks the kernel into root/kernel/, once
+// per package version: later runs find it there. modules are the module
+// names to load (veth, sch_ingress, cls_bpf); their dependencies from
+// modules.dep come along, before them.
+func (k Kernel) Fetch(root string, a *Apt, modules []string) (*Fetched, error) {
+	pkg, version, err := k.Resolve(a)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fetched{Kernel: k, Package: pkg, Version: version}
+	dir := filepath.Join(root, "kernel", pkg+"_"+version)
+	manifest := filepath.Join(dir, "manifest")
+	if err := f.readManifest(dir, manifest); err == nil {
+		return f, nil
+	}
+	deb, err := a.Download(pkg, version)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(root, "unpack-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := Extract(deb, tmp); err != nil {
+		return nil, err
+	}
+	images, _ := filepath.Glob(filepath.Join(tmp, "boot/vmlinuz-*"))
+	if len(images) != 1 {
+		return nil, fmt.Errorf("%s: want one boot/vmlinuz-*, found %d", filepath.Base(deb), len(images))
+	}
+	f.Release = strings.TrimPrefix(filepath.Base(images[0]), "vmlinuz-")
+	modDir := filepath.Join(tmp, "lib/modules", f.Release)
+	if _, err := os.Stat(modDir); err != nil {
+		modDir = filepath.Join(tmp, "usr/lib/modules", f.Release)
+	}
+	order, err := moduleOrder(filepath.Join(modDir, "modules.dep"), modules)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", pkg, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "modules"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := copyFile(images[0], filepath.Join(dir, "vmlinuz")); err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, rel := range order {
+		name := moduleName(rel) + ".ko"
+		if err := decompress(filepath.Join(modDir, rel), filepath.Join(dir, "modules", name)); err != nil {
+			return nil, err
+		}
+		lines = append(lines, name)
+	}
+	content := "release " + f.Release + "\n" + strings.Join(lines, "\n") + "\n"
+	if err := os.WriteFile(manifest, []byte(content), 0o644); err != nil {
+		return nil, err
+	}
+	return f, f.readManifest(dir, manifest)
+}
+
+func (f *Fetched) readManifest(dir, manifest string) error {
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		return err
+	}
+	f.Modules = nil
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if rel, ok := strings.CutPrefix(line, "release "); ok {
+			f.Release = rel
+			continue
+		}
+		f.Modules = append(f.Modules, filepath.Join(dir, "modules", line))
+	}
+	f.Image = filepath.Join(dir, "vmlinuz")
+	if f.Release == "" {
+		return errors.New("manifest names no release")
+	}
+	return nil
+}
+
+// moduleOrder returns the modules.dep paths of want and of everything they
+// need, each after what it needs.
+func moduleOrder(depFile string, want []string) ([]string, error) {
+	fh, err := os.Open(depFile)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	deps := map[string][]string{} // path -> the paths it needs
+	byName := map[string]string{}
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		mod, needs, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		deps[mod] = strings.Fields(needs)
+		byName[moduleName(mod)] = mod
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	var order []string
+	placed := map[string]bool{}
+	var place func(string)
+	place = func(mod string) {
+		if placed[mod] {
+			return
+		}
+		placed[mod] = true
+		// modules.dep lists every dependency, indirect ones included, the
+		// deepest last: placing each one's own needs first orders them.
+		for _, d := range deps[mod] {
+			place(d)
+		}
+		order = append(order, mod)
+	}
+	for _, name := range want {
+		mod, ok := byName[strings.ReplaceAll(name, "-", "_")]
+		if !ok {
+			// Built into the kernel: nothing to load.
+			if builtIn(filepath.Dir(depFile), name) {
+				continue
+			}
+			return nil, fmt.Errorf("module %s is neither in modules.dep nor built in", name)
+		}
+		place(mod)
+	}
+	return order, nil
+}
+
+func builtIn(modDir, name string) bool {
+	data, err := os.ReadFile(filepath.Join(modDir, "modules.builtin"))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if moduleName(line) == strings.ReplaceAll(name, "-", "_") {
+			return true
+		}
+	}
+	return false
+}
+
+// moduleName is the module's name as the kernel knows it: the file name
+// without .ko and compression suffix, dashes as underscores.
+func moduleName(path string) string {
+	base := filepath.Base(path)
+	if i := strings.Index(base, ".ko"); i >= 0 {
+		base = base[:i]
+	}
+	return strings.ReplaceAll(base, "-", "_")
+}
+
+// decompress writes the module at src to dst uncompressed: finit_module of
+// a compressed module needs a kernel built to decompress it, and the older
+// ones are not.
+func decompress(src, dst string) error {
+	var tool string
+	switch filepath.Ext(src) {
+	case ".ko":
+		return copyFile(src, dst)
+	case ".xz":
+		tool = "xz"
+	case ".zst":
+		tool = "zstd"
+	case ".gz":
+		tool = "gzip"
+	default:
+		return fmt.Errorf("module %s: unknown compression", src)
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(tool, "-dc", src)
+	cmd.Stdout = out
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		out.Close()
+		return fmt.Errorf("%s -dc %s: %w: %s", tool, filepath.Base(src), err, stderr.String())
+	}
+	return out.Close()
+}
+
+func copyFile(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o644)
+}

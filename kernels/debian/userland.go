@@ -1,0 +1,62 @@
+package debian
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// GuestTools are the Debian packages whose commands the tests run inside a
+// guest: ip and tc (iproute2), bpftool, sysctl (procps).
+var GuestTools = []string{"iproute2", "bpftool", "procps"}
+
+// Userland downloads tools and the libraries they link (the lib* packages of
+// their dependency closure) for the Apt's architecture and unpacks them into
+// one tree, cached under root by the packages' versions. Documentation is
+// left out.
+func Userland(root string, a *Apt, tools []string) (string, error) {
+	pkgs, err := a.Closure(tools, func(p string) bool { return strings.HasPrefix(p, "lib") })
+	if err != nil {
+		return "", err
+	}
+	versions := make([]string, len(pkgs))
+	h := sha256.New()
+	for i, p := range pkgs {
+		if versions[i], err = a.Candidate(p); err != nil {
+			return "", err
+		}
+		if versions[i] == "" {
+			return "", fmt.Errorf("no candidate version of %s in %s/%s", p, a.Suite, a.Arch)
+		}
+		fmt.Fprintf(h, "%s=%s\n", p, versions[i])
+	}
+	dir := filepath.Join(root, "userland", a.Suite+"-"+a.Arch+"-"+hex.EncodeToString(h.Sum(nil))[:12])
+	tree := filepath.Join(dir, "root")
+	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
+		return tree, nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	for i, p := range pkgs {
+		deb, err := a.Download(p, versions[i])
+		if err != nil {
+			return "", err
+		}
+		if err := Extract(deb, tree); err != nil {
+			return "", err
+		}
+	}
+	for _, d := range []string{"usr/share/doc", "usr/share/man", "usr/share/locale", "usr/share/lintian", "usr/share/bash-completion"} {
+		if err := os.RemoveAll(filepath.Join(tree, d)); err != nil {
+			return "", err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "complete"), []byte(strings.Join(pkgs, "\n")+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	return tree, nil
+}
