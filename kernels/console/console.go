@@ -22,6 +22,7 @@ const (
 	Fail    = "fail"
 	Skip    = "skip"
 	Missing = "missing" // asked for, never reported: the guest died or hung
+	Blocked = "blocked" // not run: a gate before it failed (a failure too)
 )
 
 // CheckLine is the line reporting a check the init ran itself.

@@ -1,9 +1,10 @@
 package debian
 
 import (
-	"bufio"
+	"debug/elf"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,10 +96,6 @@ func (k Kernel) Fetch(root string, a *Apt, modules []string) (*Fetched, error) {
 	if _, err := os.Stat(modDir); err != nil {
 		modDir = filepath.Join(tmp, "usr/lib/modules", f.Release)
 	}
-	order, err := moduleOrder(filepath.Join(modDir, "modules.dep"), modules)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", pkg, err)
-	}
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
@@ -108,13 +105,9 @@ func (k Kernel) Fetch(root string, a *Apt, modules []string) (*Fetched, error) {
 	if err := copyFile(images[0], filepath.Join(dir, "vmlinuz")); err != nil {
 		return nil, err
 	}
-	var lines []string
-	for _, rel := range order {
-		name := moduleName(rel) + ".ko"
-		if err := decompress(filepath.Join(modDir, rel), filepath.Join(dir, "modules", name)); err != nil {
-			return nil, err
-		}
-		lines = append(lines, name)
+	lines, err := placeModules(modDir, filepath.Join(dir, "modules"), modules)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", pkg, err)
 	}
 	content := "release " + f.Release + "\n" + strings.Join(lines, "\n") + "\n"
 	if err := os.WriteFile(manifest, []byte(content), 0o644); err != nil {
@@ -143,56 +136,82 @@ func (f *Fetched) readManifest(dir, manifest string) error {
 	return nil
 }
 
-// moduleOrder returns the modules.dep paths of want and of everything they
-// need, each after what it needs.
-func moduleOrder(depFile string, want []string) ([]string, error) {
-	fh, err := os.Open(depFile)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	deps := map[string][]string{} // path -> the paths it needs
-	byName := map[string]string{}
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		mod, needs, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
+// placeModules decompresses the modules named in want, and those they
+// depend on, from the package's module tree into dst, and returns their file
+// names in load order, each after what it needs. The package ships no
+// modules.dep (depmod writes it at install): the dependencies come from each
+// module's own .modinfo.
+func placeModules(modDir, dst string, want []string) ([]string, error) {
+	files := map[string]string{} // module name -> path
+	err := filepath.WalkDir(modDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(d.Name(), ".ko") {
+			files[moduleName(p)] = p
 		}
-		deps[mod] = strings.Fields(needs)
-		byName[moduleName(mod)] = mod
-	}
-	if err := sc.Err(); err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	var order []string
 	placed := map[string]bool{}
-	var place func(string)
-	place = func(mod string) {
-		if placed[mod] {
-			return
+	var place func(name string) error
+	place = func(name string) error {
+		if placed[name] {
+			return nil
 		}
-		placed[mod] = true
-		// modules.dep lists every dependency, indirect ones included, the
-		// deepest last: placing each one's own needs first orders them.
-		for _, d := range deps[mod] {
-			place(d)
+		placed[name] = true
+		src, ok := files[name]
+		if !ok {
+			if builtIn(modDir, name) {
+				return nil
+			}
+			return fmt.Errorf("module %s is neither in the package nor built in", name)
 		}
-		order = append(order, mod)
+		out := filepath.Join(dst, name+".ko")
+		if err := decompress(src, out); err != nil {
+			return err
+		}
+		deps, err := modinfoDepends(out)
+		if err != nil {
+			return err
+		}
+		for _, d := range deps {
+			if err := place(d); err != nil {
+				return err
+			}
+		}
+		order = append(order, name+".ko")
+		return nil
 	}
 	for _, name := range want {
-		mod, ok := byName[strings.ReplaceAll(name, "-", "_")]
-		if !ok {
-			// Built into the kernel: nothing to load.
-			if builtIn(filepath.Dir(depFile), name) {
-				continue
-			}
-			return nil, fmt.Errorf("module %s is neither in modules.dep nor built in", name)
+		if err := place(strings.ReplaceAll(name, "-", "_")); err != nil {
+			return nil, err
 		}
-		place(mod)
 	}
 	return order, nil
+}
+
+// modinfoDepends reads the depends= entry of a module's .modinfo section.
+func modinfoDepends(ko string) ([]string, error) {
+	f, err := elf.Open(ko)
+	if err != nil {
+		return nil, fmt.Errorf("module %s: %w", filepath.Base(ko), err)
+	}
+	defer f.Close()
+	sec := f.Section(".modinfo")
+	if sec == nil {
+		return nil, fmt.Errorf("module %s has no .modinfo", filepath.Base(ko))
+	}
+	data, err := sec.Data()
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range strings.Split(string(data), "\x00") {
+		if v, ok := strings.CutPrefix(kv, "depends="); ok && v != "" {
+			return strings.Split(v, ","), nil
+		}
+	}
+	return nil, nil
 }
 
 func builtIn(modDir, name string) bool {

@@ -41,6 +41,9 @@ func Userland(root string, a *Apt, tools []string) (string, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return "", err
 	}
+	if err := os.MkdirAll(tree, 0o755); err != nil {
+		return "", err
+	}
 	for i, p := range pkgs {
 		deb, err := a.Download(p, versions[i])
 		if err != nil {
