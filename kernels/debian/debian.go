@@ -130,34 +130,54 @@ func (a *Apt) Depends(pkg string) ([]string, error) {
 	return deps, nil
 }
 
-// Closure is pkgs and everything they depend on, recursively, keeping only
-// packages for which keep says yes (the others are not followed).
+// Closure is pkgs and the packages of their recursive Depends for which
+// keep says yes, in one apt-cache call.
 func (a *Apt) Closure(pkgs []string, keep func(string) bool) ([]string, error) {
+	args := append([]string{"depends", "--recurse", "--no-recommends", "--no-suggests", "--no-conflicts",
+		"--no-breaks", "--no-replaces", "--no-enhances", "--no-pre-depends"}, pkgs...)
+	out, err := a.run(a.Dir, "apt-cache", args...)
+	if err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
-	queue := append([]string(nil), pkgs...)
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		if seen[p] {
-			continue
-		}
+	for _, p := range pkgs {
 		seen[p] = true
-		deps, err := a.Depends(p)
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range deps {
-			if !seen[d] && keep(d) {
-				queue = append(queue, d)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		line = strings.TrimSpace(line)
+		if name, ok := strings.CutPrefix(line, "Depends: "); ok && !strings.HasPrefix(name, "<") {
+			name = strings.TrimSuffix(name, ":"+a.Arch)
+			if keep(name) {
+				seen[name] = true
 			}
 		}
 	}
-	out := make([]string, 0, len(seen))
+	all := make([]string, 0, len(seen))
 	for p := range seen {
-		out = append(out, p)
+		all = append(all, p)
 	}
-	sort.Strings(out)
-	return out, nil
+	sort.Strings(all)
+	return all, nil
+}
+
+// Candidates is Candidate for many packages in one apt-cache call.
+func (a *Apt) Candidates(pkgs []string) (map[string]string, error) {
+	out, err := a.run(a.Dir, "apt-cache", append([]string{"policy"}, pkgs...)...)
+	if err != nil {
+		return nil, err
+	}
+	got := map[string]string{}
+	current := ""
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasSuffix(line, ":") && !strings.HasPrefix(line, " ") {
+			current = strings.TrimSuffix(strings.TrimSuffix(line, ":"), ":"+a.Arch)
+			continue
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Candidate: "); ok && current != "" && v != "(none)" {
+			got[current] = v
+		}
+	}
+	return got, nil
 }
 
 // Download fetches pkg at version into the private download directory

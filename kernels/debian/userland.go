@@ -22,13 +22,14 @@ func Userland(root string, a *Apt, tools []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	candidates, err := a.Candidates(pkgs)
+	if err != nil {
+		return "", err
+	}
 	versions := make([]string, len(pkgs))
 	h := sha256.New()
 	for i, p := range pkgs {
-		if versions[i], err = a.Candidate(p); err != nil {
-			return "", err
-		}
-		if versions[i] == "" {
+		if versions[i] = candidates[p]; versions[i] == "" {
 			return "", fmt.Errorf("no candidate version of %s in %s/%s", p, a.Suite, a.Arch)
 		}
 		fmt.Fprintf(h, "%s=%s\n", p, versions[i])

@@ -55,7 +55,7 @@ func main() {
 	flag.BoolVar(&c.trace, "trace", true, "also run enaprobe trace on a veth pair and check its counts")
 	flag.DurationVar(&c.timeout, "timeout", 20*time.Minute, "bound on one guest, boot to power-off")
 	flag.StringVar(&c.memory, "memory", "2048", "guest memory in MiB")
-	flag.StringVar(&c.logs, "logs", "", "directory for the consoles' logs (default: CACHE/logs)")
+	flag.StringVar(&c.logs, "logs", "", "directory for the consoles' logs (default: CACHE/logs/<base name of -repo>)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		usage("unexpected arguments %q", flag.Args())
@@ -83,7 +83,7 @@ func main() {
 		usage("run kmatrix from the root of its own tree (kernels/guestinit not found under %s)", c.self)
 	}
 	if c.logs == "" {
-		c.logs = filepath.Join(c.cache, "logs")
+		c.logs = filepath.Join(c.cache, "logs", filepath.Base(c.repo))
 	}
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "kmatrix: needs root (private apt downloads into the cache, the host row loads BPF): run it through sudo or `make kernels`")

@@ -14,7 +14,10 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/enaprobe/enaprobe/kernels/console"
 	"github.com/enaprobe/enaprobe/kernels/debian"
@@ -277,6 +280,12 @@ func hostRelease() string {
 func runGuest(c config, k debian.Kernel, b binaries, work string, ps []phase) outcome {
 	var o outcome
 	step("%s: fetch Debian %s %s kernel", k.Name, k.Suite, k.Arch)
+	unlock, err := lockCache(c.cache)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	defer unlock()
 	kapt, err := debian.NewApt(c.cache, k.Suite, k.Arch)
 	if err == nil {
 		err = kapt.Update(6 * time.Hour)
@@ -303,6 +312,7 @@ func runGuest(c config, k debian.Kernel, b binaries, work string, ps []phase) ou
 		o.err = fmt.Errorf("guest tools: %w", err)
 		return o
 	}
+	unlock()
 	initrd := filepath.Join(work, k.Name+".cpio")
 	if err := writeInitramfs(initrd, c, kern, tools, b, ps); err != nil {
 		o.err = err
@@ -313,6 +323,21 @@ func runGuest(c config, k debian.Kernel, b binaries, work string, ps []phase) ou
 	logPath := filepath.Join(c.logs, k.Name+".log")
 	o.rep, o.err = boot(c, k.Arch, o.accel, kern.Image, initrd, logPath)
 	return o
+}
+
+// lockCache serialises fetching between matrix runs sharing the cache (two
+// worktrees tested at once): apt runs there without its own locks.
+func lockCache(cache string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(cache, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock the kernel cache: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock the kernel cache: %w", err)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { f.Close() }) }, nil
 }
 
 func writeInitramfs(path string, c config, kern *debian.Fetched, tools string, b binaries, ps []phase) error {
