@@ -31,17 +31,17 @@ var Matrix = []string{"5.10", "6.1", "6.12", "6.1-arm64", "host"}
 const DefaultTests = `^(TestVerifierStats|TestDatapath.*|FuzzDatapath|TestMinimalProgram|TestBucketModeResolves|TestFlushTimer|TestNoTimerFlushesAtOnce|TestFlowTable(Full|Eviction|LateEviction)|TestVeth(UDPExact|SYNsExact|LinkLocalExact|SizeClasses)|TestStaleFilterRemoved)$`
 
 type config struct {
-	repo     string // tree under test
-	self     string // the tree kmatrix and guestinit are built from
-	cache    string
-	kernels  []string
-	run      string
-	pkg      string
-	trace    bool
-	timeout  time.Duration
-	memory   string
-	logs     string
-	keepLogs bool
+	repo      string // tree under test
+	self      string // the tree kmatrix and guestinit are built from
+	cache     string
+	kernels   []string
+	run       string
+	pkg       string
+	trace     bool
+	timeout   time.Duration
+	memory    string
+	logs      string
+	fetchOnly bool
 }
 
 func main() {
@@ -56,6 +56,7 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 20*time.Minute, "bound on one guest, boot to power-off")
 	flag.StringVar(&c.memory, "memory", "2048", "guest memory in MiB")
 	flag.StringVar(&c.logs, "logs", "", "directory for the consoles' logs (default: CACHE/logs/<base name of -repo>)")
+	flag.BoolVar(&c.fetchOnly, "fetch-only", false, "only bring the kernels and guest tools into the cache")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		usage("unexpected arguments %q", flag.Args())

@@ -65,6 +65,18 @@ func runMatrix(c config) (bool, error) {
 	if err := os.MkdirAll(c.logs, 0o755); err != nil {
 		return false, err
 	}
+	if c.fetchOnly {
+		for _, k := range c.kernels {
+			if g, ok := guests[k]; ok {
+				kern, _, err := fetchGuest(c, g)
+				if err != nil {
+					return false, err
+				}
+				step("%s: %s %s (%s), %d modules", k, kern.Package, kern.Version, kern.Release, len(kern.Modules))
+			}
+		}
+		return true, nil
+	}
 	work, err := os.MkdirTemp(c.cache, "build-")
 	if err != nil {
 		return false, fmt.Errorf("build directory: %w", err)
@@ -279,40 +291,12 @@ func hostRelease() string {
 // console.
 func runGuest(c config, k debian.Kernel, b binaries, work string, ps []phase) outcome {
 	var o outcome
-	step("%s: fetch Debian %s %s kernel", k.Name, k.Suite, k.Arch)
-	unlock, err := lockCache(c.cache)
-	if err != nil {
-		o.err = err
-		return o
-	}
-	defer unlock()
-	kapt, err := debian.NewApt(c.cache, k.Suite, k.Arch)
-	if err == nil {
-		err = kapt.Update(6 * time.Hour)
-	}
-	if err != nil {
-		o.err = err
-		return o
-	}
-	kern, err := k.Fetch(c.cache, kapt, guestModules)
+	kern, tools, err := fetchGuest(c, k)
 	if err != nil {
 		o.err = err
 		return o
 	}
 	o.release = kern.Release
-	tapt, err := debian.NewApt(c.cache, toolsSuite, k.Arch)
-	if err == nil {
-		err = tapt.Update(6 * time.Hour)
-	}
-	var tools string
-	if err == nil {
-		tools, err = debian.Userland(c.cache, tapt, debian.GuestTools)
-	}
-	if err != nil {
-		o.err = fmt.Errorf("guest tools: %w", err)
-		return o
-	}
-	unlock()
 	initrd := filepath.Join(work, k.Name+".cpio")
 	if err := writeInitramfs(initrd, c, kern, tools, b, ps); err != nil {
 		o.err = err
@@ -323,6 +307,40 @@ func runGuest(c config, k debian.Kernel, b binaries, work string, ps []phase) ou
 	logPath := filepath.Join(c.logs, k.Name+".log")
 	o.rep, o.err = boot(c, k.Arch, o.accel, kern.Image, initrd, logPath)
 	return o
+}
+
+// fetchGuest brings the kernel and the guest tools into the cache, or finds
+// them there.
+func fetchGuest(c config, k debian.Kernel) (*debian.Fetched, string, error) {
+	step("%s: fetch Debian %s %s kernel", k.Name, k.Suite, k.Arch)
+	unlock, err := lockCache(c.cache)
+	if err != nil {
+		return nil, "", err
+	}
+	defer unlock()
+	kapt, err := debian.NewApt(c.cache, k.Suite, k.Arch)
+	if err == nil {
+		err = kapt.Update(6 * time.Hour)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	kern, err := k.Fetch(c.cache, kapt, guestModules)
+	if err != nil {
+		return nil, "", err
+	}
+	tapt, err := debian.NewApt(c.cache, toolsSuite, k.Arch)
+	if err == nil {
+		err = tapt.Update(6 * time.Hour)
+	}
+	var tools string
+	if err == nil {
+		tools, err = debian.Userland(c.cache, tapt, debian.GuestTools)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("guest tools: %w", err)
+	}
+	return kern, tools, nil
 }
 
 // lockCache serialises fetching between matrix runs sharing the cache (two
