@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -30,34 +31,47 @@ type Fetched struct {
 	Modules []string
 }
 
-// Resolve finds the newest kernel package of the line: the one the cloud
-// metapackage depends on, as its -unsigned twin where the archive has one.
-func (k Kernel) Resolve(a *Apt) (pkg, version string, err error) {
+// Candidates are the line's kernel packages, newest first: for each
+// version of the cloud metapackage the archive offers (security, updates,
+// the point release), the image it depends on, as its -unsigned twin where
+// the archive has one. A mirror that lists a version whose file it lacks
+// still leaves the next.
+func (k Kernel) Candidates(a *Apt) ([][2]string, error) {
 	meta := "linux-image-cloud-" + k.Arch
-	deps, err := a.Depends(meta)
+	out, err := a.run(a.Dir, "apt-cache", "madison", meta)
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
-	for _, d := range deps {
-		if strings.HasPrefix(d, "linux-image-") {
-			pkg = d
-			break
+	var cands [][2]string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Split(line, "|")
+		if len(f) < 2 {
+			continue
 		}
+		ver := strings.TrimSpace(f[1])
+		if seen[ver] {
+			continue
+		}
+		seen[ver] = true
+		show, err := a.run(a.Dir, "apt-cache", "show", meta+"="+ver)
+		if err != nil {
+			return nil, err
+		}
+		m := regexp.MustCompile(`(?m)^Depends:.*?\b(linux-image-\S+) \(= ([^)]+)\)`).FindSubmatch(show)
+		if m == nil {
+			continue
+		}
+		pkg, pver := string(m[1]), string(m[2])
+		if u, err := a.Candidates([]string{pkg + "-unsigned"}); err == nil && u[pkg+"-unsigned"] != "" {
+			cands = append(cands, [2]string{pkg + "-unsigned", pver})
+		}
+		cands = append(cands, [2]string{pkg, pver})
 	}
-	if pkg == "" {
-		return "", "", fmt.Errorf("%s in %s/%s depends on no linux-image package", meta, k.Suite, k.Arch)
+	if len(cands) == 0 {
+		return nil, fmt.Errorf("%s in %s/%s depends on no linux-image package", meta, k.Suite, k.Arch)
 	}
-	if v, err := a.Candidate(pkg + "-unsigned"); err == nil && v != "" {
-		return pkg + "-unsigned", v, nil
-	}
-	version, err = a.Candidate(pkg)
-	if err != nil {
-		return "", "", err
-	}
-	if version == "" {
-		return "", "", fmt.Errorf("no candidate version of %s in %s/%s", pkg, k.Suite, k.Arch)
-	}
-	return pkg, version, nil
+	return cands, nil
 }
 
 // Fetch resolves, downloads and unpacks the kernel into root/kernel/, once
@@ -65,10 +79,22 @@ func (k Kernel) Resolve(a *Apt) (pkg, version string, err error) {
 // names to load (veth, sch_ingress, cls_bpf); their dependencies from
 // modules.dep come along, before them.
 func (k Kernel) Fetch(root string, a *Apt, modules []string) (*Fetched, error) {
-	pkg, version, err := k.Resolve(a)
+	cands, err := k.Candidates(a)
 	if err != nil {
 		return nil, err
 	}
+	var errs []error
+	for _, c := range cands {
+		f, err := k.fetch(root, a, c[0], c[1], modules)
+		if err == nil {
+			return f, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+func (k Kernel) fetch(root string, a *Apt, pkg, version string, modules []string) (*Fetched, error) {
 	f := &Fetched{Kernel: k, Package: pkg, Version: version}
 	dir := filepath.Join(root, "kernel", pkg+"_"+version)
 	manifest := filepath.Join(dir, "manifest")

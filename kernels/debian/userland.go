@@ -2,8 +2,10 @@ package debian
 
 import (
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +20,7 @@ var GuestTools = []string{"iproute2", "bpftool", "procps"}
 // one tree, cached under root by the packages' versions. Documentation is
 // left out.
 func Userland(root string, a *Apt, tools []string) (string, error) {
-	pkgs, err := a.Closure(tools, func(p string) bool { return strings.HasPrefix(p, "lib") })
+	pkgs, err := a.Closure(tools, isLibrary)
 	if err != nil {
 		return "", err
 	}
@@ -59,8 +61,57 @@ func Userland(root string, a *Apt, tools []string) (string, error) {
 			return "", err
 		}
 	}
+	if err := checkLinked(tree); err != nil {
+		return "", err
+	}
 	if err := os.WriteFile(filepath.Join(dir, "complete"), []byte(strings.Join(pkgs, "\n")+"\n"), 0o644); err != nil {
 		return "", err
 	}
 	return tree, nil
+}
+
+// isLibrary says which dependencies to follow: shared libraries (Debian
+// names them lib*, and zlib's package zlib1g), not the maintainer scripts'
+// debconf and perl, which the tools never run.
+func isLibrary(pkg string) bool {
+	return strings.HasPrefix(pkg, "lib") || pkg == "zlib1g"
+}
+
+// checkLinked makes sure every shared library the tree's executables need
+// is in the tree, so a missing one fails here by name instead of in a test.
+func checkLinked(tree string) error {
+	have := map[string]bool{}
+	var bins []string
+	err := filepath.WalkDir(tree, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if strings.Contains(d.Name(), ".so") {
+			have[d.Name()] = true
+		}
+		if d.Type().IsRegular() && (strings.Contains(p, "/bin/") || strings.Contains(p, "/sbin/")) {
+			bins = append(bins, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, b := range bins {
+		f, err := elf.Open(b)
+		if err != nil {
+			continue // a script
+		}
+		libs, err := f.ImportedLibraries()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("guest tools: %s: %w", b, err)
+		}
+		for _, l := range libs {
+			if !have[l] {
+				return fmt.Errorf("guest tools: %s needs %s, which no package of the closure holds", filepath.Base(b), l)
+			}
+		}
+	}
+	return nil
 }

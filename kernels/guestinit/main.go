@@ -23,8 +23,12 @@ import (
 	"github.com/enaprobe/enaprobe/kernels/tracecheck"
 )
 
+// path is the guests' PATH: the kernel starts init without one.
+const path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 func main() {
 	defer powerOff()
+	os.Setenv("PATH", path)
 	if err := mountAll(); err != nil {
 		say(console.CheckLine("boot", console.Fail, err.Error()))
 		return
@@ -153,7 +157,7 @@ func runTest(t plan.Test) bool {
 	cmd := exec.CommandContext(ctx, t.Path, t.Args...)
 	cmd.Dir = t.Dir
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "TMPDIR=/tmp", "CI=true"}
+	cmd.Env = []string{"PATH=" + path, "HOME=/root", "TMPDIR=/tmp", "CI=true"}
 	start := time.Now()
 	err := cmd.Run()
 	result, detail := console.Pass, ""
