@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -128,6 +129,13 @@ func step(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "kmatrix: "+format+"\n", args...)
 }
 
+// verifierTest is TestVerifierStats for trees from before the loader had
+// its own (loader/verifier_test.go): it logs each program's processed
+// instructions in the line format package console reads.
+//
+//go:embed verifier_test.go.in
+var verifierTest []byte
+
 // build compiles the tree's test binary and enaprobe for arch, and the
 // guest's init from kmatrix's own tree. A tree without the verifier test
 // (a branch older than the matrix) gets it through a build overlay, so its
@@ -145,9 +153,12 @@ func build(c config, arch, dir string) (binaries, error) {
 	}
 	testArgs := []string{"test", "-c", "-o", b.test}
 	if c.pkg == "./loader" {
-		own := filepath.Join(c.self, "loader/verifier_test.go")
 		theirs := filepath.Join(c.repo, "loader/verifier_test.go")
 		if _, err := os.Stat(theirs); err != nil {
+			own := filepath.Join(dir, "verifier_test.go")
+			if err := os.WriteFile(own, verifierTest, 0o644); err != nil {
+				return b, err
+			}
 			overlay := filepath.Join(dir, "overlay.json")
 			data, _ := json.Marshal(map[string]any{"Replace": map[string]string{theirs: own}})
 			if err := os.WriteFile(overlay, data, 0o644); err != nil {
