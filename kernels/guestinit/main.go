@@ -125,8 +125,15 @@ func readPlan() (*plan.Plan, error) {
 	return &p, nil
 }
 
-// setup loads the modules in order and brings lo up.
+// setup loads the modules in order, brings lo up, and lets sockets have
+// the 16 MiB buffers the tests' UDP sinks ask for (the kernel's default
+// cap, 208 KiB, drops datagrams a guest slowed by TCG reads late).
 func setup(p *plan.Plan) error {
+	for _, key := range []string{"net/core/rmem_max", "net/core/wmem_max"} {
+		if err := os.WriteFile("/proc/sys/"+key, []byte("16777216"), 0o644); err != nil {
+			return fmt.Errorf("raise %s: %w", key, err)
+		}
+	}
 	for _, path := range p.Modules {
 		f, err := os.Open(path)
 		if err != nil {
