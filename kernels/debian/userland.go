@@ -12,8 +12,9 @@ import (
 )
 
 // GuestTools are the Debian packages whose commands the tests run inside a
-// guest: ip and tc (iproute2), bpftool, sysctl (procps).
-var GuestTools = []string{"iproute2", "bpftool", "procps"}
+// guest: ip and tc (iproute2), bpftool, sysctl (procps), true and the like
+// (coreutils).
+var GuestTools = []string{"iproute2", "bpftool", "procps", "coreutils"}
 
 // Userland downloads tools and the libraries they link (the lib* packages of
 // their dependency closure) for the Apt's architecture and unpacks them into
