@@ -208,8 +208,10 @@ func listTests(bin, pattern string) ([]string, error) {
 	return names, nil
 }
 
-func testArgs(pattern string) []string {
-	return []string{"-test.v", "-test.count=1", "-test.run", pattern}
+// testArgs runs the pattern's tests verbosely (the table reads their
+// result lines), bounded by timeout instead of go test's default 10 minutes.
+func testArgs(pattern string, timeout time.Duration) []string {
+	return []string{"-test.v", "-test.count=1", "-test.timeout", timeout.String(), "-test.run", pattern}
 }
 
 // gateTest runs first, alone: when the datapath does not load, the checks
@@ -259,7 +261,7 @@ func runHost(c config, b binaries, work string, ps []phase) outcome {
 	blocked := false
 	for _, p := range ps {
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-		cmd := exec.CommandContext(ctx, b.test, testArgs(p.pattern)...)
+		cmd := exec.CommandContext(ctx, b.test, testArgs(p.pattern, c.timeout)...)
 		cmd.Dir = filepath.Join(c.repo, c.pkg)
 		cmd.Stdout, cmd.Stderr = tee, tee
 		start := time.Now()
@@ -396,7 +398,7 @@ func writeInitramfs(path string, c config, kern *debian.Fetched, tools string, b
 	for _, ph := range ps {
 		p.Tests = append(p.Tests, plan.Test{
 			Name: ph.name, Path: "/kmatrix/bin/" + filepath.Base(b.test), Dir: work,
-			Args: testArgs(ph.pattern), Timeout: c.timeout - 2*time.Minute, Gate: ph.gate,
+			Args: testArgs(ph.pattern, c.timeout-3*time.Minute), Timeout: c.timeout - 2*time.Minute, Gate: ph.gate,
 		})
 	}
 	if c.trace {
