@@ -166,18 +166,24 @@ func (a *Apt) Candidates(pkgs []string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parsePolicy(string(out), a.Arch), nil
+}
+
+// parsePolicy reads apt-cache policy's output: each package's name line,
+// then its Candidate line ("(none)" when the archive has no version).
+func parsePolicy(out, arch string) map[string]string {
 	got := map[string]string{}
 	current := ""
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		if strings.HasSuffix(line, ":") && !strings.HasPrefix(line, " ") {
-			current = strings.TrimSuffix(strings.TrimSuffix(line, ":"), ":"+a.Arch)
+			current = strings.TrimSuffix(strings.TrimSuffix(line, ":"), ":"+arch)
 			continue
 		}
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Candidate: "); ok && current != "" && v != "(none)" {
 			got[current] = v
 		}
 	}
-	return got, nil
+	return got
 }
 
 // Download fetches pkg at version into the private download directory
