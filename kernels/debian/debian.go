@@ -130,11 +130,12 @@ func (a *Apt) Depends(pkg string) ([]string, error) {
 	return deps, nil
 }
 
-// Closure is pkgs and the packages of their recursive Depends for which
-// keep says yes, in one apt-cache call.
+// Closure is pkgs and the packages of their recursive Depends and
+// Pre-Depends (coreutils pre-depends on its libraries) for which keep says
+// yes, in one apt-cache call.
 func (a *Apt) Closure(pkgs []string, keep func(string) bool) ([]string, error) {
 	args := append([]string{"depends", "--recurse", "--no-recommends", "--no-suggests", "--no-conflicts",
-		"--no-breaks", "--no-replaces", "--no-enhances", "--no-pre-depends"}, pkgs...)
+		"--no-breaks", "--no-replaces", "--no-enhances"}, pkgs...)
 	out, err := a.run(a.Dir, "apt-cache", args...)
 	if err != nil {
 		return nil, err
@@ -145,7 +146,8 @@ func (a *Apt) Closure(pkgs []string, keep func(string) bool) ([]string, error) {
 	}
 	for _, line := range strings.Split(string(out), "\n") {
 		line = strings.TrimSpace(line)
-		if name, ok := strings.CutPrefix(line, "Depends: "); ok && !strings.HasPrefix(name, "<") {
+		_, name, ok := strings.Cut(line, "Depends: ") // Depends and PreDepends
+		if ok && !strings.HasPrefix(name, "<") {
 			name = strings.TrimSuffix(name, ":"+a.Arch)
 			if keep(name) {
 				seen[name] = true

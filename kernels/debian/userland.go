@@ -106,11 +106,11 @@ func checkLinked(tree string) error {
 		libs, err := f.ImportedLibraries()
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("guest tools: %s: %w", b, err)
+			return fmt.Errorf("%s: %w", b, err)
 		}
 		for _, l := range libs {
 			if !have[l] {
-				return fmt.Errorf("guest tools: %s needs %s, which no package of the closure holds", filepath.Base(b), l)
+				return fmt.Errorf("%s needs %s, which no package of the closure holds", filepath.Base(b), l)
 			}
 		}
 	}
