@@ -91,12 +91,8 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	if len(cfg.Interfaces) == 0 {
 		return nil, errors.New("no interface to trace")
 	}
-	if os.Geteuid() != 0 {
-		// Not fatal by itself (capabilities may suffice), but say why a
-		// load failure is likely.
-		if err := checkCapabilities(); err != nil {
-			return nil, err
-		}
+	if err := CheckCapabilities(); err != nil {
+		return nil, err
 	}
 	var traced []*tracedInterface
 	defer func() {
@@ -365,18 +361,4 @@ func kernelRelease() string {
 		return ""
 	}
 	return unix.ByteSliceToString(u.Release[:])
-}
-
-// checkCapabilities explains what a non-root user lacks.
-func checkCapabilities() error {
-	var hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("read capabilities: %w", err)
-	}
-	has := func(c int) bool { return data[c/32].Effective&(1<<(uint(c)%32)) != 0 }
-	if (has(unix.CAP_BPF) || has(unix.CAP_SYS_ADMIN)) && has(unix.CAP_NET_ADMIN) {
-		return nil
-	}
-	return errors.New("enaprobe trace needs root, or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON: run it with sudo")
 }

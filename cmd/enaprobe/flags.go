@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -24,6 +26,14 @@ func (r rateValue) Set(s string) error {
 	v, err := limits.ParseRate(s)
 	if err != nil {
 		return err
+	}
+	// A bare number would be bit/s: "--flow-limit 5" meaning 5 bit/s is
+	// never what was meant.
+	if strings.TrimLeft(strings.TrimSpace(s), "0123456789.eE+-") == "" {
+		return fmt.Errorf("%q has no unit: write it with one, e.g. %sGbit, %sMbit or %sMB/s (bytes)", s, s, s, s)
+	}
+	if v <= 0 {
+		return fmt.Errorf("%q: a rate must be above zero", s)
 	}
 	*r.bps = v
 	return nil
