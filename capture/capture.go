@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -179,6 +180,9 @@ func setUp(cfg Config, name string) (*tracedInterface, error) {
 		if !errors.Is(err, unix.EOPNOTSUPP) {
 			return nil, fmt.Errorf("describe interface %s: %w", name, err)
 		}
+	}
+	if ifc, err := net.InterfaceByName(name); err == nil && ifc.Flags&net.FlagUp == 0 {
+		info.Down = true
 	}
 	ti := &tracedInterface{info: info}
 	ti.probe, err = loader.Load(cfg.Datapath, cfg.VerifierLog)

@@ -143,6 +143,9 @@ func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *lab
 	if os.Geteuid() != 0 {
 		return privilegeError{fmt.Errorf("the lab needs root: run it with sudo")}
 	}
+	if err := checkBundlePath(f.out.output); err != nil {
+		return err
+	}
 	base := s.Lab
 	s.Lab = func() lab.Config { return f.lab.apply(base()) }
 	log := newLogger(cmd.ErrOrStderr(), "info", false)
@@ -165,6 +168,9 @@ func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *lab
 		ev = ev.Float64(fmt.Sprintf("burst%d_offset_s", i+1), float64(b.StartNs-out.Recording.Meta.Start.MonoNs)/1e9)
 	}
 	ev.Strs("notes", out.Truth.Notes).Msg("scenario done")
+	if out.Interrupted {
+		log.Warn().Msg("interrupted: the report covers what ran until then")
+	}
 	if f.truthFile != "" {
 		b, err := json.MarshalIndent(out.Truth, "", "  ")
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -100,20 +101,35 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	if f.duration < 0 {
 		return usagef("--duration %v: must not be negative", f.duration)
 	}
+	if !(f.heavyShare > 0 && f.heavyShare <= 1) {
+		return usagef("--heavy-share %v: want a share above 0 and at most 1, e.g. 0.1", f.heavyShare)
+	}
+	if f.flowEntries == 0 {
+		return usagef("--flow-entries 0: want a flow table capacity, e.g. %d", loader.DefaultOptions().FlowEntries)
+	}
+	if err := checkLogLevel(f.logLevel); err != nil {
+		return err
+	}
 	mode, err := loader.ParseAttachMode(f.attach)
 	if err != nil {
 		return usageError{err}
+	}
+	log := newLogger(cmd.ErrOrStderr(), f.logLevel, f.debug)
+	// The fine window is at least one bucket: a wider bucket raises the
+	// default window with it, an explicit window below it is an error.
+	if f.analysis.window < f.bucket {
+		if f.analysis.changed("window") {
+			return usagef("--window %v is shorter than --bucket %v", f.analysis.window, f.bucket)
+		}
+		log.Info().Dur("window", f.bucket).Msgf("--bucket %v: the fine window is raised to %v with it", f.bucket, f.bucket)
+		f.analysis.window = f.bucket
 	}
 	aopts, err := f.analysis.options()
 	if err != nil {
 		return err
 	}
-	if f.analysis.window < f.bucket {
-		return usagef("--window %v is shorter than --bucket %v", f.analysis.window, f.bucket)
-	}
-	log := newLogger(cmd.ErrOrStderr(), f.logLevel, f.debug)
 
-	ifaces := f.interfaces
+	ifaces := dedupe(f.interfaces)
 	if len(ifaces) == 0 {
 		name, err := capture.DefaultRouteInterface()
 		if err != nil {
@@ -121,11 +137,22 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 		}
 		ifaces = []string{name}
 	}
+	if err := interfacesExist(ifaces); err != nil {
+		return err
+	}
 	sources, err := counterFiles(f.countersFiles, ifaces)
 	if err != nil {
 		return err
 	}
 	if err := counterReplays(sources, f.countersReplay, ifaces); err != nil {
+		return err
+	}
+	// Every capability the load and attach need, before anything is loaded:
+	// the verifier's message for a missing one misleads.
+	if err := capture.CheckCapabilities(); err != nil {
+		return err
+	}
+	if err := checkBundlePath(f.out.output); err != nil {
 		return err
 	}
 
@@ -144,17 +171,30 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	// What the instance is: flags first, IMDS on EC2 (once, cached).
 	inst := discoverInstance(ctx, f, ifaces, log)
 	cfg.Meta.InstanceType = firstNonEmpty(f.analysis.instanceType, inst.InstanceType)
+	switch {
+	case f.analysis.instanceType != "":
+		aopts.Sources.InstanceType = "options"
+	case inst.InstanceType != "":
+		aopts.Sources.InstanceType = "IMDS"
+		aopts.InstanceType = inst.InstanceType
+	}
 	srd, srdKnown := srdMode(ifaces)
 	flowLimit, reason := limits.FlowLimitBps(inst.PlacementGroup, srd, srdKnown, f.analysis.flowLimit)
 	cfg.Meta.FlowLimitBps = flowLimit
 	aopts.FlowLimitBps = flowLimit
+	aopts.Sources.FlowLimit = flowLimitSource(f.analysis.flowLimit, inst.PlacementGroup, srd, srdKnown)
 	log.Debug().Str("reason", reason).Float64("flow_limit_bps", flowLimit).Msg("per-flow cap")
 	if len(inst.VPCCIDRs) > 0 {
 		cfg.Datapath.VPCResolver = limits.VPCResolver(inst.VPCCIDRs[0])
 	}
 	cfg.Datapath.HeavyBytes = heavyBytes(flowLimit, f.heavyShare, f.analysis.window)
+	for _, name := range ifaces {
+		if down, err := interfaceDown(name); err == nil && down {
+			log.Warn().Str("interface", name).Msg("the interface is down: it carries no traffic until it comes up")
+		}
+	}
 
-	status := newStatusLine(cmd.ErrOrStderr(), log)
+	status := newStatusLine(cmd.ErrOrStderr(), log, f.duration)
 	cfg.Progress = status.update
 	cfg.Attached = func() {
 		log.Info().Strs("interfaces", ifaces).Dur("duration", f.duration).Msg("attached; tracing (Ctrl-C ends early)")
@@ -187,6 +227,60 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	return writeReports(cmd.OutOrStdout(), rec, aopts, f.out, environment(rec, strings.Join(os.Args, " ")), log)
 }
 
+// flowLimitSource says where the per-flow cap came from, the same way
+// limits.FlowLimitBps chooses it.
+func flowLimitSource(override float64, placementGroup string, srd uint64, srdKnown bool) string {
+	switch {
+	case override > 0:
+		return "options"
+	case srdKnown && srd&1 != 0:
+		return "ethtool: ENA Express enabled (ena_srd_mode)"
+	case placementGroup != "":
+		return "IMDS: placement group " + placementGroup
+	}
+	return "default"
+}
+
+// checkLogLevel refuses a level zerolog does not know.
+func checkLogLevel(level string) error {
+	switch level {
+	case "debug", "info", "warn", "error":
+		return nil
+	}
+	return usagef("--log-level %q: want debug, info, warn or error", level)
+}
+
+// dedupe drops repeated names, keeping the first of each: "-i lo -i lo" is
+// one interface traced once.
+func dedupe(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// interfacesExist refuses an interface name this host does not have.
+func interfacesExist(names []string) error {
+	for _, n := range names {
+		if _, err := net.InterfaceByName(n); err != nil {
+			return usagef("--interface %s: no such interface here (ip link lists them)", n)
+		}
+	}
+	return nil
+}
+
+// interfaceDown tells whether an interface is administratively down.
+func interfaceDown(name string) (bool, error) {
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		return false, err
+	}
+	return ifc.Flags&net.FlagUp == 0, nil
+}
+
 // heavyBytes is the window-event threshold: heavyShare of what a flow at the
 // per-flow cap moves in one fine window.
 func heavyBytes(flowLimitBps, share float64, window time.Duration) uint64 {
@@ -204,12 +298,23 @@ func counterFiles(vals, ifaces []string) (map[string]ena.Source, error) {
 			}
 			iface, path = ifaces[0], v
 		}
-		if _, err := os.Stat(path); err != nil {
+		if err := checkCountersFile(path); err != nil {
 			return nil, usagef("--counters-file %s: %v", v, err)
 		}
 		out[iface] = ena.NewFileSource(path)
 	}
 	return out, nil
+}
+
+// checkCountersFile refuses a file that is not ethtool -S output, at once,
+// instead of one failed read per sample.
+func checkCountersFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return counters.CheckEthtoolS(io.LimitReader(f, 1<<20))
 }
 
 // counterReplays adds --counters-replay [IFACE=]BUNDLE sources.
@@ -340,20 +445,21 @@ func isTerminal(w io.Writer) bool {
 // statusLine shows progress on a terminal, and logs it now and then
 // otherwise.
 type statusLine struct {
-	w       io.Writer
-	tty     bool
-	log     zerolog.Logger
-	lastLog time.Time
-	shown   bool
+	w        io.Writer
+	duration time.Duration // 0: until Ctrl-C
+	tty      bool
+	log      zerolog.Logger
+	lastLog  time.Time
+	shown    bool
 }
 
-func newStatusLine(w io.Writer, log zerolog.Logger) *statusLine {
-	return &statusLine{w: w, tty: isTerminal(w), log: log}
+func newStatusLine(w io.Writer, log zerolog.Logger, duration time.Duration) *statusLine {
+	return &statusLine{w: w, tty: isTerminal(w), log: log, duration: duration}
 }
 
 func (s *statusLine) update(p capture.Progress) {
-	left := "open-ended"
-	if p.Remaining > 0 {
+	left := "until Ctrl-C"
+	if s.duration > 0 {
 		left = p.Remaining.Round(time.Second).String() + " left"
 	}
 	if s.tty {
