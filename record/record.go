@@ -350,7 +350,9 @@ func (m Meta) Wall(monoNs int64) time.Time {
 		return s.Wall.Add(time.Duration(monoNs - s.MonoNs))
 	}
 	span := float64(e.MonoNs - s.MonoNs)
-	wallSpan := float64(e.Wall.Sub(s.Wall))
+	// Round(0) drops the monotonic reading a live time.Time carries and a
+	// decoded one lacks, so a recording read back converts as it did live.
+	wallSpan := float64(e.Wall.Round(0).Sub(s.Wall.Round(0)))
 	off := float64(monoNs-s.MonoNs) * wallSpan / span
 	return s.Wall.Add(time.Duration(off))
 }

@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/capture"
 	"github.com/enaprobe/enaprobe/counters"
 	"github.com/enaprobe/enaprobe/record"
 	"github.com/enaprobe/enaprobe/report"
@@ -227,6 +229,22 @@ func TestBundleBelongsToSudoUser(t *testing.T) {
 			if !st.IsDir() && st.Mode().Perm() != 0o644 {
 				t.Errorf("%s mode %v, want 0644", c, st.Mode().Perm())
 			}
+		}
+	}
+}
+
+// TestStatusLineFixedDuration: a fixed-duration trace never says
+// "open-ended", not even at its last update.
+func TestStatusLineFixedDuration(t *testing.T) {
+	for _, tc := range []struct {
+		duration, remaining time.Duration
+		want                string
+	}{{30 * time.Second, 0, "0s left"}, {30 * time.Second, 12 * time.Second, "12s left"}, {0, 0, "until Ctrl-C"}} {
+		var b bytes.Buffer
+		s := &statusLine{w: &b, tty: true, duration: tc.duration}
+		s.update(capture.Progress{Elapsed: time.Second, Remaining: tc.remaining})
+		if !strings.Contains(b.String(), tc.want) || strings.Contains(b.String(), "open-ended") {
+			t.Errorf("duration %v, remaining %v: %q, want %q", tc.duration, tc.remaining, b.String(), tc.want)
 		}
 	}
 }
