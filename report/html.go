@@ -174,7 +174,7 @@ func buildPage(in Input) htmlPage {
 	p.Rates, p.RatesPartial, p.PartialNote = rowsTable(h, rows, 3), partial, partialNote
 	h, rows = totalsRows(res.Totals)
 	p.Totals = rowsTable(h, rows, 2)
-	p.TopFlows = topFlowsTable(res.Profile.TopFlows)
+	p.TopFlows = topFlowsTable(res.Profile.TopFlows, res.Trace.Start)
 	p.LinkLocalTable = linkLocalTable(res.Profile.LinkLocal)
 	p.SizeTable = sizeMixTable(res.Profile.SizeMix)
 	p.Latency = latencyTable(res.Profile.CounterReadLatency)

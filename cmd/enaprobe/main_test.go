@@ -248,3 +248,24 @@ func TestStatusLineFixedDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalyzeStrict: analyze refuses a window below the recording's bucket,
+// as trace does, and notes an instance type the table lacks.
+func TestAnalyzeStrict(t *testing.T) {
+	in, rec := smallInput(t)
+	bundle := filepath.Join(t.TempDir(), "b")
+	if err := report.WriteBundle(bundle, in); err != nil {
+		t.Fatal(err)
+	}
+	below := time.Duration(rec.Meta.BucketNs) / 2
+	if code, out := execute(t, "analyze", bundle, "--window", below.String()); code != exitUsage {
+		t.Errorf("analyze --window %v: exit %d, want %d\n%s", below, code, exitUsage, out)
+	}
+	code, out := execute(t, "analyze", bundle, "--instance-type", "z9.huge", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("analyze --instance-type z9.huge: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out, "instance type z9.huge is not in the table: give --baseline and --burst") {
+		t.Errorf("no note on the unknown instance type:\n%.2000s", out)
+	}
+}
