@@ -245,7 +245,7 @@ func runLabUp(ctx context.Context, cmd *cobra.Command, f *labUpFlags) error {
 	c := l.Config()
 	fmt.Fprintf(cmd.OutOrStdout(), `lab %s is up: instance namespace %s, interface %s
   allowances: out %s, in %s, per flow %s, %d pps, %d link-local pps, %d connections
-  trace it:   sudo ip netns exec %s enaprobe trace -i %s --counters-file %s --no-imds --baseline %d --flow-limit %d
+  trace it:   sudo ip netns exec %s enaprobe trace -i %s --counters-file %s --no-imds --baseline %dbit --flow-limit %dbit
   traffic:    sudo ip netns exec %s ping -c 3 %s
 Ctrl-C removes it.
 `, l.ID(), l.InstanceNetns(), l.InstanceInterface(), fmtBps(c.OutRate), fmtBps(c.InRate), fmtBps(c.FlowRate),

@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/capture"
@@ -267,5 +271,64 @@ func TestAnalyzeStrict(t *testing.T) {
 	}
 	if !strings.Contains(out, "instance type z9.huge is not in the table: give --baseline and --burst") {
 		t.Errorf("no note on the unknown instance type:\n%.2000s", out)
+	}
+}
+
+// TestREADMEMatchesHelp: the README's trace flag table lists exactly the
+// flags `trace --help` shows, and its exit-code table the codes run returns.
+func TestREADMEMatchesHelp(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	table := readme[strings.Index(readme, "| trace flag |"):]
+	table = table[:strings.Index(table, "\n\n")]
+	var inREADME []string
+	for _, line := range strings.Split(table, "\n")[2:] {
+		cell := strings.Split(line, "|")[1]
+		for _, f := range strings.Split(cell, ",") {
+			f = strings.Trim(strings.TrimSpace(f), "`")
+			if strings.HasPrefix(f, "--") {
+				inREADME = append(inREADME, f)
+			}
+		}
+	}
+	var inHelp []string
+	var trace *cobra.Command
+	for _, c := range newRootCommand().Commands() {
+		if c.Name() == "trace" {
+			trace = c
+		}
+	}
+	trace.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			inHelp = append(inHelp, "--"+f.Name)
+		}
+	})
+	slices.Sort(inREADME)
+	slices.Sort(inHelp)
+	if !slices.Equal(inREADME, inHelp) {
+		t.Errorf("README trace flags %v\n--help trace flags %v", inREADME, inHelp)
+	}
+	// Every flag taking a rate or a duration gives its unit and an example,
+	// in every command.
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if typ := f.Value.Type(); (typ == "rate" || typ == "duration") && !f.Hidden &&
+				!(strings.Contains(f.Usage, "e.g.") && strings.Contains(f.Usage, "a "+typ)) {
+				t.Errorf("%s --%s (%s): no unit and example in %q", c.CommandPath(), f.Name, typ, f.Usage)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCommand())
+	for _, code := range []int{exitOK, exitError, exitUsage, exitPrivileges} {
+		if !strings.Contains(readme, fmt.Sprintf("| `%d` |", code)) {
+			t.Errorf("README exit-code table lacks %d", code)
+		}
 	}
 }
