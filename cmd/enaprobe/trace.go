@@ -171,6 +171,11 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	// What the instance is: flags first, IMDS on EC2 (once, cached).
 	inst := discoverInstance(ctx, f, ifaces, log)
 	cfg.Meta.InstanceType = firstNonEmpty(f.analysis.instanceType, inst.InstanceType)
+	if it := cfg.Meta.InstanceType; it != "" && f.analysis.baseline == 0 {
+		if _, ok := limits.Lookup(it); !ok {
+			log.Warn().Str("instance_type", it).Msg("not in the table: give --baseline and --burst for allowance findings")
+		}
+	}
 	switch {
 	case f.analysis.instanceType != "":
 		aopts.Sources.InstanceType = "options"
