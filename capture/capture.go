@@ -88,6 +88,8 @@ type tracedInterface struct {
 
 // Run traces until cfg.Duration has passed or ctx ends, whichever is first.
 // Ending through ctx (Ctrl-C) is not an error: the recording is returned.
+// An error after the programs were attached comes with the recording of
+// what ran; before, with none.
 func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	if len(cfg.Interfaces) == 0 {
 		return nil, errors.New("no interface to trace")
@@ -146,14 +148,17 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	}
 	defer stopSamplers() // on error paths; a no-op after the first call
 
+	// From here on the trace has run: whatever fails, what was counted is
+	// returned with the error, so that its report is still written.
+	var errs []error
 	if err := loop(ctx, cfg, traced, start.MonoNs); err != nil {
-		return nil, err
+		errs = append(errs, err)
 	}
-
 	// Detach first so the final drain sees every bucket complete.
 	for _, ti := range traced {
 		if err := ti.att.Close(); err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		ti.att = nil
 	}
@@ -161,14 +166,14 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	end := clockPair()
 	for _, ti := range traced {
 		if err := ti.col.Finish(end.MonoNs); err != nil {
-			return nil, err
+			errs = append(errs, err)
 		}
 	}
 	rec = assemble(cfg, traced, start, end)
 	if cfg.Progress != nil {
 		cfg.Progress(progress(traced, end.MonoNs-start.MonoNs, 0))
 	}
-	return rec, nil
+	return rec, errors.Join(errs...)
 }
 
 func setUp(cfg Config, name string) (*tracedInterface, error) {

@@ -222,14 +222,17 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	}
 	rec, err := capture.Run(ctx, cfg)
 	status.done()
-	if err != nil {
+	if rec == nil {
 		if errors.Is(err, os.ErrPermission) {
 			return privilegeError{err}
 		}
 		return err
 	}
+	if err != nil {
+		log.Error().Err(err).Msg("the trace failed after it ran: reporting what was counted")
+	}
 	warnLoss(rec, log)
-	return writeReports(cmd.OutOrStdout(), rec, aopts, f.out, environment(rec, strings.Join(os.Args, " ")), log)
+	return errors.Join(err, writeReports(cmd.OutOrStdout(), rec, aopts, f.out, environment(rec, strings.Join(os.Args, " ")), log))
 }
 
 // flowLimitSource says where the per-flow cap came from, the same way
