@@ -25,6 +25,12 @@ type Options struct {
 	// together. AWS does not publish it; 0 (unknown) makes pps_exceeded find
 	// its window from the packet rate's own level.
 	PPSAllowance float64
+	// Sources say where the caller took each limit from, for the report
+	// ("lab", "imds: placement group x", "table ..."); an empty one is
+	// "options" (given by the user). Notes are caveats the caller knows,
+	// shown with the trace's own.
+	Sources LimitSources
+	Notes   []string
 
 	// FineWindow is the width of the windows findings are located with.
 	FineWindow time.Duration
@@ -103,6 +109,11 @@ type Options struct {
 	// carry at least this share of the window's bytes, else from flow
 	// snapshots.
 	EventCoverage float64
+}
+
+// LimitSources name the origin of each limit of Options.
+type LimitSources struct {
+	InstanceType, Baseline, Burst, FlowLimit, LinkLocal, PPSAllowance string
 }
 
 // DefaultOptions returns the documented limits and thresholds.

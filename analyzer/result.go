@@ -56,14 +56,16 @@ type Limits struct {
 	BurstBps     Limit `json:"burst_bps"`      // aggregate per direction while burst credits last
 	FlowLimitBps Limit `json:"flow_limit_bps"` // per 5-tuple
 	LinkLocalPPS Limit `json:"link_local_pps"` // per interface, DNS + IMDS + NTP together
+	PPSAllowance Limit `json:"pps_allowance"`  // packets/s of the instance, both directions; AWS does not publish it
 }
 
 // Limit is one limit and where its value came from.
 type Limit struct {
 	Value float64 `json:"value"` // 0 when unknown
 	Known bool    `json:"known"`
-	// Source: "options" (given by the user), "recording" (recorded metadata),
-	// "default" (documented AWS value), or "unknown".
+	// Source: "options" (given by the user), "recording" (recorded metadata
+	// of an older build), "default" (documented AWS value), "lab", "imds ...",
+	// "ethtool ...", the table the value was looked up in, or "unknown".
 	Source string `json:"source"`
 }
 
@@ -210,9 +212,13 @@ type InterfaceLoss struct {
 // ReadFailure is one failed counter read.
 type ReadFailure struct {
 	Interface string    `json:"interface"`
-	Time      time.Time `json:"time"`
+	Time      time.Time `json:"time"` // of the first of the run
 	OffsetS   float64   `json:"offset_s"`
 	Error     string    `json:"error"`
+	// Count is how many reads in a row failed this way; LastOffsetS is
+	// when the last of them began.
+	Count       int     `json:"count"`
+	LastOffsetS float64 `json:"last_offset_s"`
 }
 
 // CounterReset is a counter that went down between two reads: a driver reset

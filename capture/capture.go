@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -85,16 +86,14 @@ type tracedInterface struct {
 
 // Run traces until cfg.Duration has passed or ctx ends, whichever is first.
 // Ending through ctx (Ctrl-C) is not an error: the recording is returned.
+// An error after the programs were attached comes with the recording of
+// what ran; before, with none.
 func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	if len(cfg.Interfaces) == 0 {
 		return nil, errors.New("no interface to trace")
 	}
-	if os.Geteuid() != 0 {
-		// Not fatal by itself (capabilities may suffice), but say why a
-		// load failure is likely.
-		if err := checkCapabilities(); err != nil {
-			return nil, err
-		}
+	if err := CheckCapabilities(); err != nil {
+		return nil, err
 	}
 	var traced []*tracedInterface
 	defer func() {
@@ -147,14 +146,17 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	}
 	defer stopSamplers() // on error paths; a no-op after the first call
 
+	// From here on the trace has run: whatever fails, what was counted is
+	// returned with the error, so that its report is still written.
+	var errs []error
 	if err := loop(ctx, cfg, traced, start.MonoNs); err != nil {
-		return nil, err
+		errs = append(errs, err)
 	}
-
 	// Detach first so the final drain sees every bucket complete.
 	for _, ti := range traced {
 		if err := ti.att.Close(); err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		ti.att = nil
 	}
@@ -162,14 +164,14 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	end := clockPair()
 	for _, ti := range traced {
 		if err := ti.col.Finish(end.MonoNs); err != nil {
-			return nil, err
+			errs = append(errs, err)
 		}
 	}
 	rec = assemble(cfg, traced, start, end)
 	if cfg.Progress != nil {
 		cfg.Progress(progress(traced, end.MonoNs-start.MonoNs, 0))
 	}
-	return rec, nil
+	return rec, errors.Join(errs...)
 }
 
 func setUp(cfg Config, name string) (*tracedInterface, error) {
@@ -181,6 +183,9 @@ func setUp(cfg Config, name string) (*tracedInterface, error) {
 		if !errors.Is(err, unix.EOPNOTSUPP) {
 			return nil, fmt.Errorf("describe interface %s: %w", name, err)
 		}
+	}
+	if ifc, err := net.InterfaceByName(name); err == nil && ifc.Flags&net.FlagUp == 0 {
+		info.Down = true
 	}
 	ti := &tracedInterface{info: info}
 	ti.probe, err = loader.Load(cfg.Datapath)
@@ -363,18 +368,4 @@ func kernelRelease() string {
 		return ""
 	}
 	return unix.ByteSliceToString(u.Release[:])
-}
-
-// checkCapabilities explains what a non-root user lacks.
-func checkCapabilities() error {
-	var hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("read capabilities: %w", err)
-	}
-	has := func(c int) bool { return data[c/32].Effective&(1<<(uint(c)%32)) != 0 }
-	if (has(unix.CAP_BPF) || has(unix.CAP_SYS_ADMIN)) && has(unix.CAP_NET_ADMIN) {
-		return nil
-	}
-	return errors.New("enaprobe trace needs root, or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON: run it with sudo")
 }

@@ -59,6 +59,7 @@ func labRun(t *testing.T, name string, extra ...string) (*analyzer.Result, scena
 		t.Fatal(err)
 	}
 	t.Logf("stderr:\n%s", stderr.String())
+	checkReanalysis(t, bundle, &res)
 	return &res, truth, rec
 }
 

@@ -128,10 +128,7 @@ func buildPage(in Input) htmlPage {
 		{"Host", []string{fmt.Sprintf("%s, %s, kernel %s", host, itype, firstNonEmpty(env.Kernel, tr.Kernel, "unknown"))}},
 		{"Trace", []string{fmt.Sprintf("%s to %s UTC (%s)", tr.Start.UTC().Format("2006-01-02 15:04:05.000"),
 			fmtClock(tr.End, tr.Start), fmtSeconds(tr.DurationS))}},
-		{"Capture", []string{fmt.Sprintf("%s attach; %s buckets%s; findings located to %s windows; counters read every %s (source: %s)",
-			firstNonEmpty(env.AttachMode, tr.AttachMode, "unknown"), fmtSeconds(float64(tr.BucketUs)/1e6),
-			bucketMode(firstNonEmpty(env.BucketMode, tr.BucketMode)),
-			fmtSeconds(float64(tr.FineWindowUs)/1e6), fmtSeconds(tr.SampleMs/1e3), firstNonEmpty(tr.CounterSource, "none"))}},
+		{"Capture", []string{captureText(firstNonEmpty(env.AttachMode, tr.AttachMode, "unknown"), firstNonEmpty(env.BucketMode, tr.BucketMode), tr)}},
 		{"Interfaces", ifaceLines},
 		{"Limits", limitLines(tr.Limits)},
 		{"enaprobe", []string{version}},
@@ -177,7 +174,7 @@ func buildPage(in Input) htmlPage {
 	p.Rates, p.RatesPartial, p.PartialNote = rowsTable(h, rows, 3), partial, partialNote
 	h, rows = totalsRows(res.Totals)
 	p.Totals = rowsTable(h, rows, 2)
-	p.TopFlows = topFlowsTable(res.Profile.TopFlows)
+	p.TopFlows = topFlowsTable(res.Profile.TopFlows, res.Trace.Start)
 	p.LinkLocalTable = linkLocalTable(res.Profile.LinkLocal)
 	p.SizeTable = sizeMixTable(res.Profile.SizeMix)
 	p.Latency = latencyTable(res.Profile.CounterReadLatency)

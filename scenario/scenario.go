@@ -59,6 +59,9 @@ type Outcome struct {
 	// Analysis holds the lab's allowances as analyzer options, since the
 	// lab is an instance scaled down from any real type.
 	Analysis analyzer.Options
+	// Interrupted: ctx ended (Ctrl-C) while the traffic ran; the recording
+	// holds what ran until then.
+	Interrupted bool
 }
 
 // All lists the scenarios by name.
@@ -153,9 +156,18 @@ func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err
 	// A quiet lead-in and tail, so findings are not at the trace's edges.
 	time.Sleep(300 * time.Millisecond)
 	truth, driveErr := s.Drive(ctx, l)
-	time.Sleep(300 * time.Millisecond)
+	interrupted := ctx.Err() != nil
+	if !interrupted {
+		time.Sleep(300 * time.Millisecond)
+	}
 	stopTrace()
 	wg.Wait()
+	if interrupted && traceErr == nil && rec != nil {
+		// Ctrl-C ends the scenario early, as it ends a trace: what ran is
+		// reported, whatever the traffic generators made of the cancel.
+		truth.Notes = append(truth.Notes, "interrupted: the traffic was stopped early")
+		driveErr = nil
+	}
 	if driveErr != nil {
 		return nil, fmt.Errorf("scenario %s: drive traffic: %w", s.Name, driveErr)
 	}
@@ -169,5 +181,7 @@ func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err
 	opts.FlowLimitBps = float64(lcfg.FlowRate)
 	opts.LinkLocalPPS = float64(lcfg.LinkLocalPPS)
 	opts.PPSAllowance = float64(lcfg.PPS)
-	return &Outcome{Recording: rec, Truth: truth, Analysis: opts}, nil
+	opts.Sources = analyzer.LimitSources{InstanceType: "lab", Baseline: "lab", Burst: "lab", FlowLimit: "lab",
+		LinkLocal: "lab", PPSAllowance: "lab"}
+	return &Outcome{Recording: rec, Truth: truth, Analysis: opts, Interrupted: interrupted}, nil
 }
