@@ -313,7 +313,7 @@ func (h *hook) trampoline(gen uint32) asm.Instructions {
 	}
 	insns = append(insns, lookup(h.gate)...)
 	insns = append(insns, asm.LoadMem(asm.R7, asm.R0, 0, asm.Word)) // r7 = gate
-	insns = append(insns, lookup(h.token)...)                        // r0 = &token
+	insns = append(insns, lookup(h.token)...)                       // r0 = &token
 	insns = append(insns,
 		asm.JEq.Imm(asm.R7, int32(gen), "claim"),
 		asm.JLT.Imm(asm.R7, int32(gen), "newer"),

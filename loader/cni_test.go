@@ -1,0 +1,287 @@
+//go:build linux
+
+package loader
+
+import (
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/enaprobe/enaprobe/internal/vethpair"
+	"github.com/enaprobe/enaprobe/record"
+)
+
+// Tests beside a CNI: small programs stand for the CNI's (drop everything,
+// pass, hand on, redirect to another veth or straight into a peer
+// namespace), attached before and after enaprobe, in tcx and legacy tc
+// mode. enaprobe must count what crossed the wire and never change what
+// the other program does to the packets.
+
+// Verdicts of the stand-in programs.
+const (
+	cniNext         = "next"          // TCX_NEXT / TC_ACT_UNSPEC: the next program runs
+	cniPass         = "pass"          // TCX_PASS / TC_ACT_OK: ends the chain, the packet goes on
+	cniDrop         = "drop"          // TCX_DROP / TC_ACT_SHOT
+	cniRedirect     = "redirect"      // bpf_redirect to the branch's veth (its egress)
+	cniRedirectPeer = "redirect_peer" // bpf_redirect_peer into the branch's namespace
+)
+
+// cniProgram builds a stand-in returning verdict; ifindex is the redirect
+// target.
+func cniProgram(t *testing.T, verdict string, ifindex int) *ebpf.Program {
+	t.Helper()
+	var insns asm.Instructions
+	switch verdict {
+	case cniNext:
+		insns = asm.Instructions{asm.Mov.Imm(asm.R0, -1), asm.Return()}
+	case cniPass:
+		insns = asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
+	case cniDrop:
+		insns = asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}
+	case cniRedirect, cniRedirectPeer:
+		fn := asm.FnRedirect
+		if verdict == cniRedirectPeer {
+			fn = asm.FnRedirectPeer
+		}
+		insns = asm.Instructions{asm.Mov.Imm(asm.R1, int32(ifindex)), asm.Mov.Imm(asm.R2, 0), fn.Call(), asm.Return()}
+	default:
+		t.Fatalf("no stand-in for %s", verdict)
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "cni_standin", Type: ebpf.SchedCLS, License: "GPL", Instructions: insns})
+	if err != nil {
+		t.Fatalf("load stand-in %s: %v", verdict, err)
+	}
+	t.Cleanup(func() { prog.Close() })
+	return prog
+}
+
+// attachCNI hooks prog to ifname in ns the way a CNI does: tcx at the head,
+// or a direct-action filter at priority 1, handle 1, on a clsact qdisc it
+// adds when there is none. It returns a function that removes it.
+func attachCNI(t *testing.T, ns, ifname string, dir record.Direction, mode AttachMode, prog *ebpf.Program) func() {
+	t.Helper()
+	var detach func()
+	err := vethpair.Do(ns, func() error {
+		lnk, err := netlink.LinkByName(ifname)
+		if err != nil {
+			return err
+		}
+		idx := lnk.Attrs().Index
+		if mode == AttachTCX {
+			typ := ebpf.AttachTCXIngress
+			if dir == record.Egress {
+				typ = ebpf.AttachTCXEgress
+			}
+			l, err := link.AttachTCX(link.TCXOptions{Interface: idx, Program: prog, Attach: typ, Anchor: link.Head()})
+			if err != nil {
+				return err
+			}
+			detach = func() { l.Close() }
+			t.Cleanup(detach) // and keep the link from the garbage collector
+			return nil
+		}
+		if out, err := exec.Command("tc", "qdisc", "show", "dev", ifname).CombinedOutput(); err != nil || !strings.Contains(string(out), "clsact") {
+			if out, err := exec.Command("tc", "qdisc", "add", "dev", ifname, "clsact").CombinedOutput(); err != nil {
+				return fmt.Errorf("add clsact: %w: %s", err, out)
+			}
+		}
+		parent := uint32(netlink.HANDLE_MIN_INGRESS)
+		if dir == record.Egress {
+			parent = netlink.HANDLE_MIN_EGRESS
+		}
+		f := &netlink.BpfFilter{
+			FilterAttrs: netlink.FilterAttrs{LinkIndex: idx, Parent: parent, Handle: 1, Protocol: unix.ETH_P_ALL, Priority: 1},
+			Fd:          prog.FD(), Name: "cni_standin", DirectAction: true,
+		}
+		if err := netlink.FilterAdd(f); err != nil {
+			return fmt.Errorf("add stand-in filter: %w", err)
+		}
+		detach = func() { _ = vethpair.Do(ns, func() error { return netlink.FilterDel(f) }) }
+		t.Cleanup(detach)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("attach stand-in on %s %s (%s): %v", ifname, dir, mode, err)
+	}
+	return detach
+}
+
+// hookListing is what tc and bpftool show on ifname in ns.
+func hookListing(t *testing.T, ns, ifname string) string {
+	t.Helper()
+	var all []string
+	for _, args := range [][]string{
+		{"tc", "filter", "show", "dev", ifname, "ingress"},
+		{"tc", "filter", "show", "dev", ifname, "egress"},
+		{"tc", "qdisc", "show", "dev", ifname},
+	} {
+		out, _ := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...).CombinedOutput()
+		all = append(all, string(out))
+	}
+	// This bpftool predates tcx: ask the kernel.
+	idx := ifindexIn(t, ns, ifname)
+	err := vethpair.Do(ns, func() error {
+		for _, typ := range []ebpf.AttachType{ebpf.AttachTCXIngress, ebpf.AttachTCXEgress} {
+			res, err := link.QueryPrograms(link.QueryOptions{Target: idx, Attach: typ})
+			if err != nil {
+				return err
+			}
+			for _, p := range res.Programs {
+				all = append(all, fmt.Sprintf("%s: %s", typ, programName(p.ID)))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("query tcx programs of %s: %v", ifname, err)
+	}
+	return strings.Join(all, "\n")
+}
+
+// stopBeside detaches enaprobe, checks nothing of it is left while the
+// stand-in still is, and returns what was counted.
+func (tr *trace) stopBeside(t *testing.T, standin string) Result {
+	t.Helper()
+	if err := vethpair.Do(tr.pair.NSA, tr.att.Close); err != nil {
+		t.Fatal(err)
+	}
+	tr.att = nil
+	listing := hookListing(t, tr.pair.NSA, tr.pair.IfA)
+	if strings.Contains(listing, "enaprobe") {
+		t.Errorf("enaprobe left something after close:\n%s", listing)
+	}
+	if standin != "" && !strings.Contains(listing, standin) {
+		t.Errorf("the stand-in %s is gone after enaprobe closed:\n%s", standin, listing)
+	}
+	if err := tr.col.Finish(MonotonicNow()); err != nil {
+		t.Fatal(err)
+	}
+	return tr.col.Result()
+}
+
+// check runs the trace loop's placement check inside A's namespace.
+func (tr *trace) check(t *testing.T) {
+	t.Helper()
+	if err := vethpair.Do(tr.pair.NSA, tr.att.Check); err != nil {
+		t.Fatalf("check placement: %v", err)
+	}
+}
+
+func ifindexIn(t *testing.T, ns, ifname string) int {
+	t.Helper()
+	var idx int
+	if err := vethpair.Do(ns, func() error {
+		l, err := netlink.LinkByName(ifname)
+		if err == nil {
+			idx = l.Attrs().Index
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return idx
+}
+
+// TestBesideCNIVerdicts: for every verdict, a stand-in before and after
+// enaprobe on A's interface. Ingress: B sends to A; egress: A sends to B.
+// enaprobe counts every packet of the direction (it runs first), and the
+// stand-in's verdict stands: the receiver it meant gets every packet, the
+// others none.
+func TestBesideCNIVerdicts(t *testing.T) {
+	type tcase struct {
+		mode    AttachMode
+		dir     record.Direction
+		verdict string
+		after   bool
+	}
+	var cases []tcase
+	for _, mode := range []AttachMode{AttachTCX, AttachTC} {
+		for _, dir := range []record.Direction{record.Ingress, record.Egress} {
+			verdicts := []string{cniNext, cniPass, cniDrop, cniRedirect}
+			if dir == record.Ingress {
+				verdicts = append(verdicts, cniRedirectPeer) // an ingress-only helper
+			}
+			for _, v := range verdicts {
+				for _, after := range []bool{false, true} {
+					cases = append(cases, tcase{mode, dir, v, after})
+				}
+			}
+		}
+	}
+	for i, c := range cases {
+		order := "before"
+		if c.after {
+			order = "after"
+		}
+		t.Run(fmt.Sprintf("%s/%s/%s/%s", c.mode, c.dir, c.verdict, order), func(t *testing.T) {
+			pair := vethpair.ForTest(t, vethpair.Options{Octet: byte(100 + i)})
+			// The redirect target C looks like the receiver: same MAC and
+			// address, so it takes the packets meant for A (ingress) or
+			// B (egress).
+			from, to, toNS, toMAC, toAddr := pair.NSB, pair.AddrA, pair.NSA, pair.MACA, pair.AddrA
+			if c.dir == record.Egress {
+				from, to, toNS, toMAC, toAddr = pair.NSA, pair.AddrB, pair.NSB, pair.MACB, pair.AddrB
+			}
+			br, err := pair.AddBranch(toMAC, toAddr, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { br.Close() })
+			dst := netip.AddrPortFrom(to, 9300)
+			sink := newUDPSink(t, toNS, dst)
+			branchSink := newUDPSink(t, br.NS, dst)
+			prog := cniProgram(t, c.verdict, ifindexIn(t, pair.NSA, br.IfA))
+
+			var tr *trace
+			if !c.after {
+				attachCNI(t, pair.NSA, pair.IfA, c.dir, c.mode, prog)
+				tr = startTrace(t, pair, c.mode, DefaultOptions())
+				tr.check(t)
+				if n := tr.att.Notes(); len(n) != 0 {
+					t.Errorf("notes with the stand-in attached first: %q", n)
+				}
+			} else {
+				tr = startTrace(t, pair, c.mode, DefaultOptions())
+				attachCNI(t, pair.NSA, pair.IfA, c.dir, c.mode, prog)
+				tr.check(t) // what the trace loop does periodically
+				notes := strings.Join(tr.att.Notes(), "\n")
+				if !strings.Contains(notes, "moved back to the head") || !strings.Contains(notes, "cni_standin") {
+					t.Errorf("notes after the stand-in was put ahead: %q", notes)
+				}
+				tr.check(t)
+				if n := tr.att.Notes(); len(n) != 1 {
+					t.Errorf("a second check, with enaprobe first, changed the notes: %q", n)
+				}
+			}
+			const n, payload = 300, 64
+			sendUDP(t, from, dst, n, payload)
+			got, gotBranch := sink.received(), branchSink.received()
+			res := tr.stopBeside(t, "cni_standin")
+
+			want, wantBranch := n, 0
+			switch c.verdict {
+			case cniDrop:
+				want = 0
+			case cniRedirect, cniRedirectPeer:
+				want, wantBranch = 0, n
+			}
+			if got != want || gotBranch != wantBranch {
+				t.Errorf("receiver got %d, redirect target %d; the stand-in's verdict means %d and %d", got, gotBranch, want, wantBranch)
+			}
+			tot := res.Totals[c.dir]
+			frame := uint64(14 + 20 + 8 + payload)
+			if tot.Packets[record.ClassUDP] != n || tot.Bytes[record.ClassUDP] != n*frame || tot.SumPackets() != n {
+				t.Errorf("enaprobe %s counted %d udp packets (%d bytes), %d in all; want %d (%d bytes): every packet that crossed",
+					c.dir, tot.Packets[record.ClassUDP], tot.Bytes[record.ClassUDP], tot.SumPackets(), n, n*frame)
+			}
+		})
+	}
+}
