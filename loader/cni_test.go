@@ -146,16 +146,17 @@ func hookListing(t *testing.T, ns, ifname string) string {
 	return strings.Join(all, "\n")
 }
 
-// stopBeside detaches enaprobe, checks nothing of it is left while the
-// stand-in still is, and returns what was counted.
-func (tr *trace) stopBeside(t *testing.T, standin string) Result {
+// stopBeside detaches enaprobe, checks nothing of it is left (unless
+// another enaprobe runs) while the stand-in still is, and returns what was
+// counted.
+func (tr *trace) stopBeside(t *testing.T, standin string, anotherEnaprobe bool) Result {
 	t.Helper()
 	if err := vethpair.Do(tr.pair.NSA, tr.att.Close); err != nil {
 		t.Fatal(err)
 	}
 	tr.att = nil
 	listing := hookListing(t, tr.pair.NSA, tr.pair.IfA)
-	if strings.Contains(listing, "enaprobe") {
+	if !anotherEnaprobe && strings.Contains(listing, "enaprobe") {
 		t.Errorf("enaprobe left something after close:\n%s", listing)
 	}
 	if standin != "" && !strings.Contains(listing, standin) {
@@ -264,7 +265,7 @@ func TestBesideCNIVerdicts(t *testing.T) {
 			const n, payload = 300, 64
 			sendUDP(t, from, dst, n, payload)
 			got, gotBranch := sink.received(), branchSink.received()
-			res := tr.stopBeside(t, "cni_standin")
+			res := tr.stopBeside(t, "cni_standin", false)
 
 			want, wantBranch := n, 0
 			switch c.verdict {
@@ -281,6 +282,111 @@ func TestBesideCNIVerdicts(t *testing.T) {
 			if tot.Packets[record.ClassUDP] != n || tot.Bytes[record.ClassUDP] != n*frame || tot.SumPackets() != n {
 				t.Errorf("enaprobe %s counted %d udp packets (%d bytes), %d in all; want %d (%d bytes): every packet that crossed",
 					c.dir, tot.Packets[record.ClassUDP], tot.Bytes[record.ClassUDP], tot.SumPackets(), n, n*frame)
+			}
+		})
+	}
+}
+
+// TestReanchorUnderTraffic puts stand-ins ahead of enaprobe again and again
+// while packets flow, and moves enaprobe back to the head each time: not a
+// packet lost, none counted twice.
+func TestReanchorUnderTraffic(t *testing.T) {
+	for i, mode := range []AttachMode{AttachTCX, AttachTC} {
+		t.Run(string(mode), func(t *testing.T) {
+			pair := vethpair.ForTest(t, vethpair.Options{Octet: byte(150 + i)})
+			dst := netip.AddrPortFrom(pair.AddrA, 9400)
+			sink := newUDPSink(t, pair.NSA, dst)
+			tr := startTrace(t, pair, mode, DefaultOptions())
+			const n, payload = 20000, 32
+			sent := make(chan struct{})
+			go func() {
+				defer close(sent)
+				sendUDP(t, pair.NSB, dst, n, payload)
+			}()
+			moves := 0
+			for k := 0; ; k++ {
+				select {
+				case <-sent:
+				default:
+					prog := cniProgram(t, cniNext, 0)
+					if mode == AttachTCX {
+						attachCNI(t, pair.NSA, pair.IfA, record.Ingress, mode, prog)
+					} else {
+						attachCNIFilter(t, pair.NSA, pair.IfA, prog, uint32(k+1))
+					}
+					tr.check(t)
+					moves++
+					continue
+				}
+				break
+			}
+			if got := sink.received(); got != n {
+				t.Fatalf("sink got %d, want %d", got, n)
+			}
+			notes := tr.att.Notes()
+			res := tr.stopBeside(t, "cni_standin", false)
+			if moves < 2 || len(notes) == 0 {
+				t.Fatalf("%d stand-ins attached during the traffic, notes %q: the test moved nothing", moves, notes)
+			}
+			t.Logf("%d moves to the head during %d packets", moves, n)
+			if got := res.Totals[record.Ingress].Packets[record.ClassUDP]; got != n {
+				t.Errorf("ingress counted %d udp packets across %d moves, want %d", got, moves, n)
+			}
+		})
+	}
+}
+
+// attachCNIFilter adds prog as a filter at priority 1 with the given handle
+// on the clsact qdisc of ifname (which must exist).
+func attachCNIFilter(t *testing.T, ns, ifname string, prog *ebpf.Program, handle uint32) {
+	t.Helper()
+	f := &netlink.BpfFilter{
+		FilterAttrs: netlink.FilterAttrs{LinkIndex: ifindexIn(t, ns, ifname), Parent: netlink.HANDLE_MIN_INGRESS, Handle: handle, Protocol: unix.ETH_P_ALL, Priority: 1},
+		Fd:          prog.FD(), Name: "cni_standin", DirectAction: true,
+	}
+	if err := vethpair.Do(ns, func() error { return netlink.FilterAdd(f) }); err != nil {
+		t.Fatalf("add stand-in filter handle %d: %v", handle, err)
+	}
+	t.Cleanup(func() { _ = vethpair.Do(ns, func() error { return netlink.FilterDel(f) }) })
+}
+
+// TestTwoEnaprobe runs two traces on one interface, in every pair of
+// modes: each counts every packet, neither moves because of the other, and
+// once both closed nothing of either is left.
+func TestTwoEnaprobe(t *testing.T) {
+	for i, modes := range [][2]AttachMode{{AttachTCX, AttachTCX}, {AttachTC, AttachTC}, {AttachTCX, AttachTC}, {AttachTC, AttachTCX}} {
+		t.Run(string(modes[0])+"+"+string(modes[1]), func(t *testing.T) {
+			pair := vethpair.ForTest(t, vethpair.Options{Octet: byte(160 + i)})
+			in, out := netip.AddrPortFrom(pair.AddrA, 9500), netip.AddrPortFrom(pair.AddrB, 9500)
+			sinkA, sinkB := newUDPSink(t, pair.NSA, in), newUDPSink(t, pair.NSB, out)
+			first := startTrace(t, pair, modes[0], DefaultOptions())
+			second := startTrace(t, pair, modes[1], DefaultOptions())
+			first.check(t)
+			second.check(t)
+			const n, payload = 400, 80
+			sendUDP(t, pair.NSB, in, n, payload)
+			sendUDP(t, pair.NSA, out, n, payload)
+			if a, b := sinkA.received(), sinkB.received(); a != n || b != n {
+				t.Fatalf("sinks got %d and %d, want %d", a, b, n)
+			}
+			for k, tr := range []*trace{first, second} {
+				if notes := tr.att.Notes(); len(notes) != 0 {
+					t.Errorf("trace %d notes beside another enaprobe: %q", k, notes)
+				}
+			}
+			for k, tr := range []*trace{first, second} {
+				res := tr.stopBeside(t, "", k == 0)
+				for _, d := range []record.Direction{record.Ingress, record.Egress} {
+					if got := res.Totals[d].SumPackets(); got != n {
+						t.Errorf("trace %d (%s) counted %d %s packets, want %d", k, modes[k], got, d, n)
+					}
+				}
+				if k == 0 && !strings.Contains(hookListing(t, pair.NSA, pair.IfA), "enaprobe") {
+					t.Errorf("closing the first trace removed the second's programs")
+				}
+			}
+			if left, err := pair.Leftovers(); err != nil || left != "" {
+				t.Errorf("after both closed: %v\n%s", err, left)
 			}
 		})
 	}

@@ -156,6 +156,7 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 
 	status := newStatusLine(cmd.ErrOrStderr(), log)
 	cfg.Progress = status.update
+	cfg.Notice = func(msg string) { log.Warn().Msg(msg) }
 	cfg.Attached = func() {
 		log.Info().Strs("interfaces", ifaces).Dur("duration", f.duration).Msg("attached; tracing (Ctrl-C ends early)")
 		if f.readyFile != "" {
