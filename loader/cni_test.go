@@ -391,3 +391,149 @@ func TestTwoEnaprobe(t *testing.T) {
 		})
 	}
 }
+
+// TestRedirectedIntoEgress: a program on another interface redirects
+// packets to A's interface; they leave through it and enaprobe's egress
+// counts them.
+func TestRedirectedIntoEgress(t *testing.T) {
+	for i, mode := range []AttachMode{AttachTCX, AttachTC} {
+		t.Run(string(mode), func(t *testing.T) {
+			pair := vethpair.ForTest(t, vethpair.Options{Octet: byte(170 + i)})
+			from := netip.AddrFrom4([4]byte{10, 201, byte(170 + i), 3})
+			br, err := pair.AddBranch(fmt.Sprintf("02:00:0a:c9:%02x:03", 170+i), from, map[netip.Addr]string{pair.AddrB: pair.MACB})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { br.Close() })
+			dst := netip.AddrPortFrom(pair.AddrB, 9600)
+			sink := newUDPSink(t, pair.NSB, dst)
+			tr := startTrace(t, pair, mode, DefaultOptions())
+			attachCNI(t, pair.NSA, br.IfA, record.Ingress, mode, cniProgram(t, cniRedirect, ifindexIn(t, pair.NSA, pair.IfA)))
+			const n, payload = 200, 50
+			sendUDP(t, br.NS, dst, n, payload)
+			if got := sink.received(); got != n {
+				t.Fatalf("B got %d of the %d packets redirected through A's interface", got, n)
+			}
+			res := tr.stopBeside(t, "", false)
+			if got := res.Totals[record.Egress].Packets[record.ClassUDP]; got != n {
+				t.Errorf("egress counted %d udp packets, want the %d redirected into the interface", got, n)
+			}
+		})
+	}
+}
+
+// TestForeignFilterAtOurPlace: another tool's filters at priority 1 with
+// handle 1 (where CNIs sit) and at the first handle enaprobe would take, on
+// a clsact qdisc it added. enaprobe attaches beside them, first, leaves
+// them untouched, and leaves the qdisc when it closes.
+func TestForeignFilterAtOurPlace(t *testing.T) {
+	pair := vethpair.ForTest(t, vethpair.Options{Octet: 175})
+	dst := netip.AddrPortFrom(pair.AddrA, 9700)
+	sink := newUDPSink(t, pair.NSA, dst)
+	drop := cniProgram(t, cniDrop, 0)
+	attachCNI(t, pair.NSA, pair.IfA, record.Ingress, AttachTC, cniProgram(t, cniNext, 0)) // handle 1
+	attachCNIFilter(t, pair.NSA, pair.IfA, drop, tcHandleBase)
+	before := hookListing(t, pair.NSA, pair.IfA)
+	tr := startTrace(t, pair, AttachTC, DefaultOptions())
+	tr.check(t)
+	if n := tr.att.Notes(); len(n) != 0 {
+		t.Errorf("notes: %q", n)
+	}
+	const n = 100
+	sendUDP(t, pair.NSB, dst, n, 20)
+	if got := sink.received(); got != 0 {
+		t.Errorf("A got %d packets through the other tool's drop filter", got)
+	}
+	res := tr.stopBeside(t, "cni_standin", false)
+	if got := res.Totals[record.Ingress].Packets[record.ClassUDP]; got != n {
+		t.Errorf("ingress counted %d, want %d", got, n)
+	}
+	if after := hookListing(t, pair.NSA, pair.IfA); after != before {
+		t.Errorf("the other tool's filters changed:\nbefore\n%s\nafter\n%s", before, after)
+	}
+}
+
+// TestNotFirstNoted: where enaprobe cannot run first it says so: a tcx
+// program runs before every legacy filter, and tc allows one protocol per
+// priority, so a filter for IPv4 only at priority 1 keeps enaprobe (all
+// protocols) at priority 2.
+func TestNotFirstNoted(t *testing.T) {
+	for i, c := range []struct {
+		name   string
+		attach func(t *testing.T, pair *vethpair.Pair, prog *ebpf.Program)
+		want   string
+	}{
+		{"tcx ahead of tc", func(t *testing.T, pair *vethpair.Pair, prog *ebpf.Program) {
+			attachCNI(t, pair.NSA, pair.IfA, record.Ingress, AttachTCX, prog)
+		}, "tcx program cni_standin"},
+		{"ipv4 filter at priority 1", func(t *testing.T, pair *vethpair.Pair, prog *ebpf.Program) {
+			inNSA := func(args ...string) {
+				if out, err := exec.Command("ip", append([]string{"netns", "exec", pair.NSA}, args...)...).CombinedOutput(); err != nil {
+					t.Fatalf("%v: %v %s", args, err, out)
+				}
+			}
+			inNSA("tc", "qdisc", "add", "dev", pair.IfA, "clsact")
+			f := &netlink.BpfFilter{
+				FilterAttrs: netlink.FilterAttrs{LinkIndex: ifindexIn(t, pair.NSA, pair.IfA), Parent: netlink.HANDLE_MIN_INGRESS, Handle: 1, Protocol: unix.ETH_P_IP, Priority: 1},
+				Fd:          prog.FD(), Name: "cni_standin", DirectAction: true,
+			}
+			if err := vethpair.Do(pair.NSA, func() error { return netlink.FilterAdd(f) }); err != nil {
+				t.Fatal(err)
+			}
+		}, "tc filter cni_standin (priority 1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pair := vethpair.ForTest(t, vethpair.Options{Octet: byte(176 + i)})
+			dst := netip.AddrPortFrom(pair.AddrA, 9800)
+			sink := newUDPSink(t, pair.NSA, dst)
+			c.attach(t, pair, cniProgram(t, cniDrop, 0))
+			tr := startTrace(t, pair, AttachTC, DefaultOptions())
+			tr.check(t)
+			tr.check(t)
+			notes := tr.att.Notes()
+			if len(notes) != 1 || !strings.Contains(notes[0], c.want) || !strings.Contains(notes[0], "runs before enaprobe") {
+				t.Errorf("notes %q, want one naming %q", notes, c.want)
+			}
+			sendUDP(t, pair.NSB, dst, 50, 20)
+			if got := sink.received(); got != 0 {
+				t.Errorf("A got %d through the drop program", got)
+			}
+			res := tr.stopBeside(t, "cni_standin", false)
+			if got := res.Totals[record.Ingress].Packets[record.ClassUDP]; got != 0 {
+				t.Errorf("ingress counted %d behind a program that drops all: the test does not test placement", got)
+			}
+		})
+	}
+}
+
+// TestClsBpfNewestFirst documents the kernel rule enaprobe's legacy
+// placement rests on: filters at one priority run newest first (cls_bpf
+// adds to the head of its list), whatever their handles; a dump lists them
+// in that order.
+func TestClsBpfNewestFirst(t *testing.T) {
+	pair := vethpair.ForTest(t, vethpair.Options{Octet: 178})
+	if out, err := exec.Command("ip", "netns", "exec", pair.NSA, "tc", "qdisc", "add", "dev", pair.IfA, "clsact").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	for _, h := range []uint32{5, 1, 9} {
+		attachCNIFilter(t, pair.NSA, pair.IfA, cniProgram(t, cniNext, 0), h)
+	}
+	var handles []uint32
+	err := vethpair.Do(pair.NSA, func() error {
+		l, err := netlink.LinkByName(pair.IfA)
+		if err != nil {
+			return err
+		}
+		fs, err := listFilters(l)
+		for _, f := range fs {
+			handles = append(handles, f.attrs.Handle)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(handles) != "[9 1 5]" {
+		t.Errorf("filters at one priority listed as %v, want newest first [9 1 5]", handles)
+	}
+}
