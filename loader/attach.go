@@ -533,8 +533,11 @@ func isTCX(name string) bool { return len(name) > 4 && name[:4] == "tcx " }
 // mode) the legacy filters.
 func (h *hook) chain() ([]chainEntry, error) {
 	res, err := link.QueryPrograms(link.QueryOptions{Target: h.a.Index, Attach: h.tcxTyp})
-	if err != nil && !(h.a.Mode == AttachTC && errors.Is(err, ebpf.ErrNotSupported)) {
-		return nil, fmt.Errorf("query tcx %s programs of %s: %w", h.dir, h.a.Interface, err)
+	if err != nil {
+		if h.a.Mode == AttachTCX {
+			return nil, fmt.Errorf("query tcx %s programs of %s: %w", h.dir, h.a.Interface, err)
+		}
+		res = nil // a kernel without tcx (before 6.6): no tcx program can be ahead
 	}
 	var chain []chainEntry
 	if res != nil {
