@@ -124,6 +124,9 @@ func (a *Attachment) attachAll(mode AttachMode) error {
 			return err
 		}
 	}
+	if err := a.checkXDP(); err != nil {
+		return err
+	}
 	for _, h := range a.hooks {
 		if err := h.anchor(); err != nil {
 			for _, h := range a.hooks {
@@ -143,10 +146,28 @@ func (a *Attachment) attachAll(mode AttachMode) error {
 // at our priority) or ours was removed, it attaches again at the head and
 // notes it. The trace loop calls it periodically.
 func (a *Attachment) Check() error {
+	if err := a.checkXDP(); err != nil {
+		return err
+	}
 	for _, h := range a.hooks {
 		if err := h.check(true); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkXDP notes an XDP program on the interface: it runs before tc, on
+// every packet that arrives, and what it drops, sends back (XDP_TX) or
+// redirects never reaches enaprobe's ingress; what it transmits bypasses
+// tc egress.
+func (a *Attachment) checkXDP() error {
+	lnk, err := netlink.LinkByIndex(a.Index)
+	if err != nil {
+		return fmt.Errorf("look up %s: %w", a.Interface, err)
+	}
+	if x := lnk.Attrs().Xdp; x != nil && x.Attached {
+		a.note("an XDP program (id %d) runs on the interface before tc: packets it drops, sends back or redirects are not counted", x.ProgId)
 	}
 	return nil
 }

@@ -537,3 +537,28 @@ func TestClsBpfNewestFirst(t *testing.T) {
 		t.Errorf("filters at one priority listed as %v, want newest first [9 1 5]", handles)
 	}
 }
+
+// TestXDPNoted: an XDP program runs before tc; what it drops never reaches
+// enaprobe, and the notes say so.
+func TestXDPNoted(t *testing.T) {
+	pair := vethpair.ForTest(t, vethpair.Options{Octet: 179})
+	xdp, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "cni_xdp", Type: ebpf.XDP, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}}) // XDP_PASS
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer xdp.Close()
+	var l link.Link
+	if err := vethpair.Do(pair.NSA, func() (err error) {
+		l, err = link.AttachXDP(link.XDPOptions{Program: xdp, Interface: ifindexIn(t, pair.NSA, pair.IfA)})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	tr := startTrace(t, pair, AttachAuto, DefaultOptions())
+	tr.check(t)
+	if notes := tr.att.Notes(); len(notes) != 1 || !strings.Contains(notes[0], "XDP program") {
+		t.Errorf("notes %q, want one about the XDP program", notes)
+	}
+}
