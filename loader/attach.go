@@ -265,6 +265,21 @@ type hook struct {
 	gen                uint32     // the generation in the gate
 	cur                *anchorage // the attached trampoline that counts
 	notFirst           string     // why we are not first, as last noted
+	moves              int        // times attached again at the head
+}
+
+// maxMoveNotes bounds the notes of moves back to the head, for a tool that
+// keeps attaching ahead.
+const maxMoveNotes = 3
+
+func (h *hook) moved(format string, args ...any) {
+	h.moves++
+	switch {
+	case h.moves <= maxMoveNotes:
+		h.a.note(format, args...)
+	case h.moves == maxMoveNotes+1:
+		h.a.note("%s: other programs keep being put ahead of enaprobe or removing it; it moves back to the head each time (further moves not noted)", h.dir)
+	}
 }
 
 // anchorage is one attached trampoline.
@@ -496,7 +511,7 @@ func (h *hook) check(reanchor bool) error {
 	at := slices.IndexFunc(chain, func(e chainEntry) bool { return e.ours })
 	if at < 0 {
 		// Removed by someone else (bpftool link detach, tc filter del).
-		h.a.note("%s: enaprobe's program was removed by another tool after %s and attached again; packets in between were not counted", h.dir, h.a.since())
+		h.moved("%s: enaprobe's program was removed by another tool after %s and attached again; packets in between were not counted", h.dir, h.a.since())
 		old := h.cur
 		h.cur = nil // the new one counts from the start
 		if err := h.anchor(); err != nil {
@@ -517,7 +532,7 @@ func (h *hook) check(reanchor bool) error {
 		}
 		at = slices.IndexFunc(chain, func(e chainEntry) bool { return e.ours })
 		if now := firstForeign(chain[:max(at, 0)]); now == "" {
-			h.a.note("%s: %s was put ahead of enaprobe after %s; enaprobe moved back to the head (packets it dropped or redirected before the move were not counted)", h.dir, ahead, h.a.since())
+			h.moved("%s: %s was put ahead of enaprobe after %s; enaprobe moved back to the head (packets it dropped or redirected before the move were not counted)", h.dir, ahead, h.a.since())
 			h.notFirst = ""
 			return nil
 		}

@@ -289,7 +289,9 @@ func TestBesideCNIVerdicts(t *testing.T) {
 
 // TestReanchorUnderTraffic puts stand-ins ahead of enaprobe again and again
 // while packets flow, and moves enaprobe back to the head each time: not a
-// packet lost, none counted twice.
+// packet lost, none counted twice. The truth is A's receive counter: the
+// packets the veth handed to the stack, every one of which meets tc
+// ingress (a burst may overflow the backlog before that).
 func TestReanchorUnderTraffic(t *testing.T) {
 	for i, mode := range []AttachMode{AttachTCX, AttachTC} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -297,6 +299,7 @@ func TestReanchorUnderTraffic(t *testing.T) {
 			dst := netip.AddrPortFrom(pair.AddrA, 9400)
 			sink := newUDPSink(t, pair.NSA, dst)
 			tr := startTrace(t, pair, mode, DefaultOptions())
+			rx0 := rxPackets(t, pair.NSA, pair.IfA)
 			const n, payload = 20000, 32
 			sent := make(chan struct{})
 			go func() {
@@ -304,41 +307,68 @@ func TestReanchorUnderTraffic(t *testing.T) {
 				sendUDP(t, pair.NSB, dst, n, payload)
 			}()
 			moves := 0
+			var detachPrev func()
 			for k := 0; ; k++ {
 				select {
 				case <-sent:
 				default:
+					// A CNI agent restarting: its new program goes to the
+					// head, then its old one goes (tcx holds 64 at most).
 					prog := cniProgram(t, cniNext, 0)
+					var detach func()
 					if mode == AttachTCX {
-						attachCNI(t, pair.NSA, pair.IfA, record.Ingress, mode, prog)
+						detach = attachCNI(t, pair.NSA, pair.IfA, record.Ingress, mode, prog)
 					} else {
-						attachCNIFilter(t, pair.NSA, pair.IfA, prog, uint32(k+1))
+						detach = attachCNIFilter(t, pair.NSA, pair.IfA, prog, uint32(k+1))
 					}
+					if detachPrev != nil {
+						detachPrev()
+					}
+					detachPrev = detach
 					tr.check(t)
 					moves++
 					continue
 				}
 				break
 			}
-			if got := sink.received(); got != n {
-				t.Fatalf("sink got %d, want %d", got, n)
-			}
+			sink.received()
+			rx := rxPackets(t, pair.NSA, pair.IfA) - rx0
 			notes := tr.att.Notes()
 			res := tr.stopBeside(t, "cni_standin", false)
 			if moves < 2 || len(notes) == 0 {
 				t.Fatalf("%d stand-ins attached during the traffic, notes %q: the test moved nothing", moves, notes)
 			}
-			t.Logf("%d moves to the head during %d packets", moves, n)
-			if got := res.Totals[record.Ingress].Packets[record.ClassUDP]; got != n {
-				t.Errorf("ingress counted %d udp packets across %d moves, want %d", got, moves, n)
+			if rx < n/2 {
+				t.Fatalf("A received %d of %d packets", rx, n)
+			}
+			t.Logf("%d moves to the head during %d packets (%d reached A)", moves, n, rx)
+			if got := res.Totals[record.Ingress].SumPackets(); got != rx {
+				t.Errorf("ingress counted %d packets across %d moves, want the %d A received", got, moves, rx)
 			}
 		})
 	}
 }
 
+// rxPackets is ifname's receive counter.
+func rxPackets(t *testing.T, ns, ifname string) uint64 {
+	t.Helper()
+	var n uint64
+	if err := vethpair.Do(ns, func() error {
+		l, err := netlink.LinkByName(ifname)
+		if err == nil {
+			n = l.Attrs().Statistics.RxPackets
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // attachCNIFilter adds prog as a filter at priority 1 with the given handle
-// on the clsact qdisc of ifname (which must exist).
-func attachCNIFilter(t *testing.T, ns, ifname string, prog *ebpf.Program, handle uint32) {
+// on the clsact qdisc of ifname (which must exist), and returns a function
+// that removes it.
+func attachCNIFilter(t *testing.T, ns, ifname string, prog *ebpf.Program, handle uint32) func() {
 	t.Helper()
 	f := &netlink.BpfFilter{
 		FilterAttrs: netlink.FilterAttrs{LinkIndex: ifindexIn(t, ns, ifname), Parent: netlink.HANDLE_MIN_INGRESS, Handle: handle, Protocol: unix.ETH_P_ALL, Priority: 1},
@@ -347,7 +377,9 @@ func attachCNIFilter(t *testing.T, ns, ifname string, prog *ebpf.Program, handle
 	if err := vethpair.Do(ns, func() error { return netlink.FilterAdd(f) }); err != nil {
 		t.Fatalf("add stand-in filter handle %d: %v", handle, err)
 	}
-	t.Cleanup(func() { _ = vethpair.Do(ns, func() error { return netlink.FilterDel(f) }) })
+	del := func() { _ = vethpair.Do(ns, func() error { return netlink.FilterDel(f) }) }
+	t.Cleanup(del)
+	return del
 }
 
 // TestTwoEnaprobe runs two traces on one interface, in every pair of
