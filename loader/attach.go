@@ -230,6 +230,9 @@ func (a *Attachment) ensureClsact() error {
 		QdiscType:  "clsact",
 	}
 	if err := netlink.QdiscAdd(q); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return nil // added meanwhile, by someone else: theirs
+		}
 		return fmt.Errorf("add clsact qdisc to %s: %w", a.Interface, err)
 	}
 	a.ownsQdisc = true
@@ -454,6 +457,12 @@ func (h *hook) attach(an *anchorage) error {
 		// protocol per priority. Take the next free one; check notes it.
 		if errors.Is(err, unix.EINVAL) && prio < 0xffff && prioTaken(filters, h.parent, prio) {
 			prio++
+			continue
+		}
+		// The handle was taken since the listing (another enaprobe
+		// starting at the same time).
+		if errors.Is(err, unix.EEXIST) && handle < tcHandleBase+1024 {
+			handle++
 			continue
 		}
 		return fmt.Errorf("attach tc %s filter on %s: %w", h.dir, h.a.Interface, err)
