@@ -594,3 +594,39 @@ func TestXDPNoted(t *testing.T) {
 		t.Errorf("notes %q, want one about the XDP program", notes)
 	}
 }
+
+// TestPassAheadHidesAll shows why enaprobe must run first: a program that
+// passes every packet with TCX_PASS / TC_ACT_OK, put ahead of it, ends the
+// chain, and enaprobe counts nothing, until its check moves it back to the
+// head.
+func TestPassAheadHidesAll(t *testing.T) {
+	for i, mode := range []AttachMode{AttachTCX, AttachTC} {
+		t.Run(string(mode), func(t *testing.T) {
+			pair := vethpair.ForTest(t, vethpair.Options{Octet: byte(180 + i)})
+			dst := netip.AddrPortFrom(pair.AddrB, 9900)
+			sink := newUDPSink(t, pair.NSB, dst)
+			tr := startTrace(t, pair, mode, DefaultOptions())
+			attachCNI(t, pair.NSA, pair.IfA, record.Egress, mode, cniProgram(t, cniPass, 0))
+			const n = 100
+			sendUDP(t, pair.NSA, dst, n, 20)
+			counted := func() uint64 {
+				if err := tr.col.Drain(MonotonicNow(), false); err != nil {
+					t.Fatal(err)
+				}
+				return tr.col.Totals()[record.Egress].Packets[record.ClassUDP]
+			}
+			if got := counted(); got != 0 {
+				t.Fatalf("egress counted %d behind a program that ends the chain, want 0", got)
+			}
+			tr.check(t)
+			sendUDP(t, pair.NSA, dst, n, 20)
+			if got := sink.received(); got != 2*n {
+				t.Errorf("B got %d, want %d: the pass program passes all", got, 2*n)
+			}
+			res := tr.stopBeside(t, "cni_standin", false)
+			if got := res.Totals[record.Egress].Packets[record.ClassUDP]; got != n {
+				t.Errorf("egress counted %d, want the %d sent after the move to the head", got, n)
+			}
+		})
+	}
+}
