@@ -17,22 +17,25 @@ import (
 // run left can be told from one of a run still going, and enaprobe's clsact
 // qdisc from anyone else's:
 //
-//	enaprobe-PID-HOOK-nsINODE[-qdisc]
+//	enaprobe-PID-HOOK-nsINODE-tSTART[-qdisc]
 //
 // PID in the PID namespace INODE (a filter of another namespace is never
-// judged dead), HOOK ingress or egress, and -qdisc when enaprobe added the
-// clsact qdisc the filter sits on.
+// judged dead), started at START (clock ticks after boot, so that another
+// process that got the PID later is not taken for the owner), HOOK ingress
+// or egress, and -qdisc when enaprobe added the clsact qdisc the filter
+// sits on.
 const filterPrefix = "enaprobe"
 
 type filterOwner struct {
 	pid   int
 	hook  string
 	pidNS uint64 // 0: not recorded (names of older versions)
+	start uint64 // 0: not recorded
 	qdisc bool
 }
 
 func (o filterOwner) String() string {
-	s := fmt.Sprintf("%s-%d-%s-ns%d", filterPrefix, o.pid, o.hook, o.pidNS)
+	s := fmt.Sprintf("%s-%d-%s-ns%d-t%d", filterPrefix, o.pid, o.hook, o.pidNS, o.start)
 	if o.qdisc {
 		s += "-qdisc"
 	}
@@ -41,7 +44,8 @@ func (o filterOwner) String() string {
 
 // newFilterOwner is this process as the owner of a filter on hook.
 func newFilterOwner(hook string, qdisc bool) filterOwner {
-	return filterOwner{pid: os.Getpid(), hook: hook, pidNS: ownPIDNS(), qdisc: qdisc}
+	start, _ := processStart(os.Getpid())
+	return filterOwner{pid: os.Getpid(), hook: hook, pidNS: ownPIDNS(), start: start, qdisc: qdisc}
 }
 
 func parseFilterName(name string) (filterOwner, bool) {
@@ -60,6 +64,8 @@ func parseFilterName(name string) (filterOwner, bool) {
 			o.qdisc = true
 		case strings.HasPrefix(p, "ns"):
 			o.pidNS, _ = strconv.ParseUint(p[2:], 10, 64)
+		case strings.HasPrefix(p, "t"):
+			o.start, _ = strconv.ParseUint(p[1:], 10, 64)
 		}
 	}
 	return o, true
@@ -75,7 +81,29 @@ func (o filterOwner) alive() bool {
 		return true
 	}
 	err := unix.Kill(o.pid, 0)
-	return err == nil || errors.Is(err, unix.EPERM)
+	if err != nil && !errors.Is(err, unix.EPERM) {
+		return false
+	}
+	if o.start == 0 {
+		return true
+	}
+	start, err := processStart(o.pid)
+	return err != nil || start == o.start // unreadable: take it for alive
+}
+
+// processStart is when pid started, in clock ticks after boot: field 22 of
+// /proc/PID/stat, counted after the command name, which may hold spaces.
+func processStart(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	fields := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(fields) < 20 {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	return strconv.ParseUint(fields[19], 10, 64) // field 3 is fields[0]
 }
 
 func ownPIDNS() uint64 {
