@@ -32,6 +32,7 @@ const (
 	cniDrop         = "drop"          // TCX_DROP / TC_ACT_SHOT
 	cniRedirect     = "redirect"      // bpf_redirect to the branch's veth (its egress)
 	cniRedirectPeer = "redirect_peer" // bpf_redirect_peer into the branch's namespace
+	cniRedirectIn   = "redirect_in"   // bpf_redirect with BPF_F_INGRESS: into the target's ingress
 )
 
 // cniProgram builds a stand-in returning verdict; ifindex is the redirect
@@ -46,12 +47,15 @@ func cniProgram(t *testing.T, verdict string, ifindex int) *ebpf.Program {
 		insns = asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
 	case cniDrop:
 		insns = asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}
-	case cniRedirect, cniRedirectPeer:
-		fn := asm.FnRedirect
-		if verdict == cniRedirectPeer {
+	case cniRedirect, cniRedirectPeer, cniRedirectIn:
+		fn, flags := asm.FnRedirect, int32(0)
+		switch verdict {
+		case cniRedirectPeer:
 			fn = asm.FnRedirectPeer
+		case cniRedirectIn:
+			flags = 1 // BPF_F_INGRESS
 		}
-		insns = asm.Instructions{asm.Mov.Imm(asm.R1, int32(ifindex)), asm.Mov.Imm(asm.R2, 0), fn.Call(), asm.Return()}
+		insns = asm.Instructions{asm.Mov.Imm(asm.R1, int32(ifindex)), asm.Mov.Imm(asm.R2, flags), fn.Call(), asm.Return()}
 	default:
 		t.Fatalf("no stand-in for %s", verdict)
 	}
@@ -451,6 +455,32 @@ func TestRedirectedIntoEgress(t *testing.T) {
 				t.Errorf("egress counted %d udp packets, want the %d redirected into the interface", got, n)
 			}
 		})
+	}
+}
+
+// TestRedirectedIntoIngress: a program on another interface redirects
+// packets into A's interface's ingress. tc ingress runs for them as for
+// packets from the wire, so enaprobe counts them as ingress although they
+// never crossed A's wire: a limit the README states.
+func TestRedirectedIntoIngress(t *testing.T) {
+	pair := vethpair.ForTest(t, vethpair.Options{Octet: 172})
+	br, err := pair.AddBranch("02:00:0a:c9:ac:03", netip.MustParseAddr("10.201.172.3"), map[netip.Addr]string{pair.AddrA: pair.MACA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { br.Close() })
+	dst := netip.AddrPortFrom(pair.AddrA, 9650)
+	sink := newUDPSink(t, pair.NSA, dst)
+	tr := startTrace(t, pair, AttachTCX, DefaultOptions())
+	attachCNI(t, pair.NSA, br.IfA, record.Ingress, AttachTCX, cniProgram(t, cniRedirectIn, ifindexIn(t, pair.NSA, pair.IfA)))
+	const n = 150
+	sendUDP(t, br.NS, dst, n, 40)
+	if got := sink.received(); got != n {
+		t.Fatalf("A got %d of the %d packets redirected into its ingress", got, n)
+	}
+	res := tr.stopBeside(t, "", false)
+	if got := res.Totals[record.Ingress].Packets[record.ClassUDP]; got != n {
+		t.Errorf("ingress counted %d udp packets, want the %d redirected into it", got, n)
 	}
 }
 
