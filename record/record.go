@@ -283,15 +283,12 @@ type InterfaceInfo struct {
 
 // Meta is what a reader needs to interpret the rest.
 type Meta struct {
-	Version      string // enaprobe version that recorded
-	Kernel       string
-	Hostname     string
-	InstanceType string
-	AttachMode   string // tcx or tc
-	// AttachNotes say where enaprobe's programs could not run first on
-	// their hook (another program ahead), or had to move back to the head.
-	AttachNotes   []string `json:",omitempty"`
-	BucketMode    string   // per-cpu or shared: how packets reached the time buckets
+	Version       string // enaprobe version that recorded
+	Kernel        string
+	Hostname      string
+	InstanceType  string
+	AttachMode    string // tcx or tc
+	BucketMode    string // per-cpu or shared: how packets reached the time buckets
 	Interfaces    []InterfaceInfo
 	BucketNs      int64
 	WindowNs      int64
@@ -302,6 +299,10 @@ type Meta struct {
 	VPCResolver   netip.Addr // the VPC DNS resolver (base+2), when known
 	Start, End    ClockPair
 	CounterSource string // "ethtool", "file:PATH", "lab", "replay", or "none"
+
+	// AttachNotes say where enaprobe's programs could not run first on
+	// their hook (another program ahead), or had to move back to the head.
+	AttachNotes []string `json:",omitempty"`
 }
 
 // Recording is everything one trace saw.
