@@ -80,15 +80,16 @@ func DefaultConfig() Config {
 
 // tracedInterface is one interface's datapath, collector and counters.
 type tracedInterface struct {
-	info        record.InterfaceInfo
-	probe       *loader.Probe
-	col         *loader.Collector
-	att         *loader.Attachment
-	sampler     *ena.Sampler
-	closer      func() error // the counter source's, when it has one
-	mode        loader.AttachMode
-	notes       []string // the attachment's, kept after it is closed
-	seen        int      // of the attachment's notes
+	info    record.InterfaceInfo
+	probe   *loader.Probe
+	col     *loader.Collector
+	att     *loader.Attachment
+	sampler *ena.Sampler
+	closer  func() error // the counter source's, when it has one
+	mode    loader.AttachMode
+
+	notes       []string // about the attachment, kept after it is closed
+	seen        int      // of the attachment's notes, passed on
 	checkFailed bool
 
 	mu      sync.Mutex
