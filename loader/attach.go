@@ -81,7 +81,8 @@ func Attach(p *Probe, ifname string, mode AttachMode) (*Attachment, error) {
 	}
 	a := &Attachment{Interface: ifname, Index: iface.Index, attachedAt: time.Now()}
 	if a.Orphans, err = RemoveOrphans(ifname); err != nil {
-		return nil, err
+		// Not a reason to trace nothing: say it, and go on.
+		a.note("could not remove what killed enaprobe runs left: %v (try `enaprobe cleanup -i %s`)", err, ifname)
 	}
 	for _, d := range []struct {
 		name   string
