@@ -60,6 +60,7 @@ func (a *analysis) traceInfo() TraceInfo {
 		t.ENA = append(t.ENA, e)
 	}
 	t.ENA = nonNil(t.ENA)
+	t.Notes = append(t.Notes, m.AttachNotes...)
 	if !anyCounter {
 		t.Notes = append(t.Notes, "no interface had allowance counters: no counter-based finding is possible")
 	}

@@ -6,6 +6,7 @@
 package capture
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,6 +47,12 @@ type Config struct {
 	// Attached, when set, is called once the programs are attached: the
 	// moment traffic starts being counted.
 	Attached func()
+	// AnchorInterval is how often the trace checks that its programs still
+	// run first on their hooks (a CNI may attach ahead of them).
+	AnchorInterval time.Duration
+	// Notice, when set, is told at once what the attachment did beyond the
+	// ordinary: orphans of killed runs removed, a move back to the head.
+	Notice func(msg string)
 }
 
 // Progress is what a live status line shows.
@@ -66,6 +73,7 @@ func DefaultConfig() Config {
 		SampleInterval: ena.DefaultInterval,
 		DrainInterval:  50 * time.Millisecond,
 		FlowInterval:   100 * time.Millisecond,
+		AnchorInterval: 250 * time.Millisecond,
 	}
 }
 
@@ -78,6 +86,10 @@ type tracedInterface struct {
 	sampler *ena.Sampler
 	closer  func() error // the counter source's, when it has one
 	mode    loader.AttachMode
+
+	notes       []string // about the attachment, kept after it is closed
+	seen        int      // of the attachment's notes, passed on
+	checkFailed bool
 
 	mu      sync.Mutex
 	samples []record.CounterSample
@@ -123,6 +135,10 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 			return nil, err
 		}
 		ti.att, ti.mode = a, a.Mode
+		for _, m := range a.Orphans.Removed() {
+			cfg.notice(m)
+		}
+		ti.notify(cfg)
 	}
 	if cfg.Attached != nil {
 		cfg.Attached()
@@ -154,6 +170,7 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	}
 	// Detach first so the final drain sees every bucket complete.
 	for _, ti := range traced {
+		ti.notify(cfg)
 		if err := ti.att.Close(); err != nil {
 			errs = append(errs, err)
 			continue
@@ -215,6 +232,22 @@ func setUp(cfg Config, name string) (*tracedInterface, error) {
 	return ti, nil
 }
 
+// notify passes on the attachment's new notes.
+func (ti *tracedInterface) notify(cfg Config) {
+	notes := ti.att.Notes()
+	for _, n := range notes[min(ti.seen, len(notes)):] {
+		ti.notes = append(ti.notes, n)
+		cfg.notice(n)
+	}
+	ti.seen = len(notes)
+}
+
+func (cfg Config) notice(msg string) {
+	if cfg.Notice != nil {
+		cfg.Notice(msg)
+	}
+}
+
 func (ti *tracedInterface) addSample(s record.CounterSample) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
@@ -265,6 +298,8 @@ func loop(ctx context.Context, cfg Config, traced []*tracedInterface, startNs in
 	defer flows.Stop()
 	status := time.NewTicker(200 * time.Millisecond)
 	defer status.Stop()
+	anchor := time.NewTicker(cmp.Or(cfg.AnchorInterval, time.Second))
+	defer anchor.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -284,6 +319,18 @@ func loop(ctx context.Context, cfg Config, traced []*tracedInterface, startNs in
 				if err := ti.col.SnapshotFlows(now); err != nil {
 					return err
 				}
+			}
+		case <-anchor.C:
+			// A CNI that attached ahead of us: move back to the head. A
+			// failed check never ends the trace; it is noted once.
+			for _, ti := range traced {
+				if err := ti.att.Check(); err != nil && !ti.checkFailed {
+					ti.checkFailed = true
+					msg := fmt.Sprintf("%s: could not check that enaprobe runs first: %v", ti.info.Name, err)
+					ti.notes = append(ti.notes, msg)
+					cfg.notice(msg)
+				}
+				ti.notify(cfg)
 			}
 		case <-status.C:
 			if cfg.Progress != nil {
@@ -332,6 +379,7 @@ func assemble(cfg Config, traced []*tracedInterface, start, end record.ClockPair
 	for _, ti := range traced {
 		m.Interfaces = append(m.Interfaces, ti.info)
 		m.AttachMode = string(ti.mode)
+		m.AttachNotes = append(m.AttachNotes, ti.notes...)
 		m.BucketMode = ti.probe.Options().Buckets.String()
 		r := ti.col.Result()
 		rec.Series = append(rec.Series, r.Series...)

@@ -306,6 +306,10 @@ type Meta struct {
 	// analyzing the recording again reproduces its report. Nil in
 	// recordings of builds that did not keep them.
 	Analysis *AnalysisInputs `json:",omitempty"`
+
+	// AttachNotes say where enaprobe's programs could not run first on
+	// their hook (another program ahead), or had to move back to the head.
+	AttachNotes []string `json:",omitempty"`
 }
 
 // Limit is one limit an analysis compared the trace with, and where its

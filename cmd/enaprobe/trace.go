@@ -202,6 +202,7 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 
 	status := newStatusLine(cmd.ErrOrStderr(), log, f.duration)
 	cfg.Progress = status.update
+	cfg.Notice = func(msg string) { log.Warn().Msg(msg) }
 	cfg.Attached = func() {
 		log.Info().Strs("interfaces", ifaces).Dur("duration", f.duration).Msg("attached; tracing (Ctrl-C ends early)")
 		if f.readyFile != "" {
