@@ -16,7 +16,7 @@ import (
 var counterKinds = []string{KindMicroburstIn, KindMicroburstOut, KindPPSExceeded, KindConntrackExceeded,
 	KindConntrackNearLimit, KindLinkLocalExceeded, KindBaselineExhausted}
 
-var severityRank = map[string]int{SeverityInfo: 0, SeverityWarning: 1, SeverityCritical: 2}
+
 
 // TestCases analyses every recording of testdata and checks the findings
 // against the truth of the scenario that generated it.
@@ -60,7 +60,7 @@ func checkCase(t *testing.T, c scenario.Case, res *Result) {
 		}
 	}
 	for _, f := range res.Findings {
-		if c.MaxSeverity != "" && severityRank[f.Severity] > severityRank[c.MaxSeverity] {
+		if c.MaxSeverity != "" && severityRank(f.Severity) > severityRank(c.MaxSeverity) {
 			t.Errorf("finding %s of severity %s, at most %s expected: %s", f.Kind, f.Severity, c.MaxSeverity, f.Summary)
 		}
 		if forbidden(c.Forbid, f) {
@@ -86,7 +86,7 @@ func checkCase(t *testing.T, c scenario.Case, res *Result) {
 func forbidden(list []string, f Finding) bool {
 	for _, e := range list {
 		kind, sev, hasSev := strings.Cut(e, ":")
-		if kind == f.Kind && (!hasSev || severityRank[f.Severity] >= severityRank[sev]) {
+		if kind == f.Kind && (!hasSev || severityRank(f.Severity) >= severityRank(sev)) {
 			return true
 		}
 	}

@@ -57,25 +57,42 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 	sec := float64(a.g.widthNs) / 1e9
 	limit := level{"link_local_limit", a.opt.LinkLocalPPS * sec, a.opt.LinkLocalPPS}
 	packetsAt := func(i int) float64 { return float64(fs.linkLocalAt(i)) }
-	var spans []span
-	for _, j := range a.jumps(iface, counters.LinklocalAllowanceExceeded) {
-		lo, hi := a.g.span(a.certain(j))
-		s := a.locate(packetsAt, lo, hi, limit)
-		s.fromNs, s.toNs, s.delta = j.FromNs, j.ToNs, j.Delta
-		spans = append(spans, s)
+	// The rate over the short window up to each fine window: a mild
+	// overshoot (1,100 pps against 1,024) is over the limit as a rate,
+	// not in every 1 ms window. Trailing, so that the last windows of the
+	// overshoot still count as over it.
+	k := max(int(int64(a.opt.LinkLocalShortWindow)/a.g.widthNs), 1)
+	rolling := make([]float64, a.g.n+1) // prefix sums
+	for i := range a.g.n {
+		rolling[i+1] = rolling[i] + packetsAt(i)
 	}
+	shortOver := func(i int) bool { // the short window ending with i
+		lo, hi := max(i+1-k, 0), i+1
+		return hi > lo && rolling[hi]-rolling[lo] >= a.opt.LinkLocalPPS*float64(hi-lo)*sec
+	}
+	jumps := a.jumps(iface, counters.LinklocalAllowanceExceeded)
+	lag := a.counterLagFor(iface, jumps, func(i int) bool { return packetsAt(i) > 0 && shortOver(i) })
+	spec := incidentSpec{counter: counters.LinklocalAllowanceExceeded, lag: lag,
+		locate: func(lo, hi int) span { return a.locate(packetsAt, lo, hi, limit) },
+		over: func(lo, hi int, _ span) bool {
+			for i := lo; i < hi; i++ {
+				if !shortOver(i) {
+					return false
+				}
+			}
+			return true
+		}}
 	var out []Finding
-	for _, s := range mergeSpans(spans, a.mergeGapWindows()) {
-		f := a.newFinding(KindLinkLocalExceeded, SeverityCritical, iface, []record.Direction{fs.dir}, s.lo, s.hi)
-		f.Evidence = append(f.Evidence,
-			ev(counters.LinklocalAllowanceExceeded, float64(s.delta), "packets"),
-			ev("sample_interval_s", float64(s.toNs-s.fromNs)/1e9, "s"))
-		f.Evidence = append(f.Evidence, a.linkLocalEvidence(fs, s.lo, s.hi)...)
+	for _, inc := range a.incidents(spec, jumps) {
+		f := a.newFinding(KindLinkLocalExceeded, a.incidentSeverity(inc), iface, []record.Direction{fs.dir}, inc.lo, inc.hi)
+		f.Incident = a.incidentInfo(inc, counters.LinklocalAllowanceExceeded, lag, packetsAt, 1, "pps")
+		f.Evidence = append(f.Evidence, incidentEvidence(f.Incident)...)
+		f.Evidence = append(f.Evidence, a.linkLocalEvidence(fs, inc.lo, inc.hi)...)
 		f.FlowsRankedBy = rankPackets
-		f.Flows = a.linkLocalFlows(iface, fs.dir, s.lo, s.hi)
-		f.Summary = fmt.Sprintf("%s rose by %d: link-local packets were dropped; %s over %.0f ms against %.0f pps per interface; %s",
-			counters.LinklocalAllowanceExceeded, s.delta, a.linkLocalRates(fs, s.lo, s.hi), float64(s.hi-s.lo)*sec*1e3,
-			a.opt.LinkLocalPPS, topFlowText(f.Flows))
+		f.Flows = a.linkLocalFlows(iface, fs.dir, inc.lo, inc.hi)
+		f.Summary = fmt.Sprintf("%s: link-local packets were dropped; %s against %.0f pps per interface, peak %.0f pps over %s; %s; %s",
+			jumpsText(f.Incident), a.linkLocalRates(fs, inc.lo, inc.hi), a.opt.LinkLocalPPS, f.Incident.Peak.Rate,
+			fmtSpan(f.Incident.Peak.WindowS), topFlowText(f.Flows), lagText(f.Incident))
 		f.Recommendation = recommendLinkLocal
 		out = append(out, f)
 	}

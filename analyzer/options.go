@@ -26,6 +26,21 @@ type Options struct {
 	// its window from the packet rate's own level.
 	PPSAllowance float64
 
+	// CounterLag is how far before a counter read the traffic that moved
+	// the counter is looked for: a device may make a drop visible some ms
+	// after it happened. 0 estimates it per interface and counter
+	// (Incident.CounterLagSource), up to MaxCounterLag; NoCounterLag looks
+	// only inside the read interval.
+	CounterLag time.Duration
+
+	// CriticalDrops and CriticalDuration: an incident that dropped at
+	// least this many packets, or lasted at least this long, is critical;
+	// a shorter, smaller one is a warning.
+	CriticalDrops    float64
+	CriticalDuration time.Duration
+	// PeakWindow is the width of an incident's peak sub-window.
+	PeakWindow time.Duration
+
 	// FineWindow is the width of the windows findings are located with.
 	FineWindow time.Duration
 
@@ -44,10 +59,10 @@ type Options struct {
 	// apart (a burst straddling a counter read is one burst).
 	MergeGap time.Duration
 
-	// NearMissShare: a fine window at or above this share of the bandwidth
-	// allowance while the bw counter did not move is reported as an info
-	// near-miss. MaxNearMisses caps them per interface and direction (the
-	// highest are kept).
+	// NearMissShare: fine windows at or above this share of the bandwidth
+	// allowance while the bw counter did not move are near-misses, folded
+	// into one info finding per interface and direction. MaxNearMisses is
+	// how many of their stretches (the highest) its flows are taken from.
 	NearMissShare float64
 	MaxNearMisses int
 
@@ -105,10 +120,22 @@ type Options struct {
 	EventCoverage float64
 }
 
+// MaxCounterLag bounds the estimated counter lag: a device that shows a
+// drop later than this is not seen as lagging but as reporting another
+// event (--counter-lag sets any lag by hand).
+const MaxCounterLag = 100 * time.Millisecond
+
+// NoCounterLag as Options.CounterLag looks for the cause of a counter jump
+// only between the two reads around it.
+const NoCounterLag time.Duration = -1
+
 // DefaultOptions returns the documented limits and thresholds.
 func DefaultOptions() Options {
 	return Options{
 		FlowLimitBps:         5e9,
+		CriticalDrops:        10000,
+		CriticalDuration:     time.Second,
+		PeakWindow:           100 * time.Millisecond,
 		LinkLocalPPS:         1024,
 		FineWindow:           time.Millisecond,
 		StandOutFactor:       2,

@@ -153,7 +153,8 @@ func Cases() map[string]Case {
 		MaxSeverity: "info"})
 
 	// 64-byte UDP packets at 400k pps for 300 ms over a 200k pps
-	// allowance, beside a bulk flow of full frames.
+	// allowance, beside a bulk flow of full frames: some 60,000 packets
+	// dropped, critical by its cost.
 	flood := Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: ap(host, 45000), Dst: ap(peerC, 7000), Size: 64,
 		Phases: []Phase{{sec(5.1), sec(5.4), 400e3 * 64 * 8}}}
 	ppsIface := ena("eth0")
@@ -162,7 +163,7 @@ func Cases() map[string]Case {
 		Interfaces: []Interface{ppsIface}, Flows: append(steady("eth0", 8*time.Second), flood)},
 		Expect: func(Truth) []Expect {
 			p := flood.Phases[0]
-			return []Expect{{Kind: "pps_exceeded", Interface: "eth0", Severity: "warning", From: p.From, To: p.To,
+			return []Expect{{Kind: "pps_exceeded", Interface: "eth0", Severity: "critical", From: p.From, To: p.To,
 				Src: flood.Src.String(), Dst: flood.Dst.String()}}
 		}})
 
