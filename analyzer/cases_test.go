@@ -16,8 +16,6 @@ import (
 var counterKinds = []string{KindMicroburstIn, KindMicroburstOut, KindPPSExceeded, KindConntrackExceeded,
 	KindConntrackNearLimit, KindLinkLocalExceeded, KindBaselineExhausted}
 
-
-
 // TestCases analyses every recording of testdata and checks the findings
 // against the truth of the scenario that generated it.
 func TestCases(t *testing.T) {

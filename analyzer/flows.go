@@ -36,7 +36,7 @@ type flowInfo struct {
 	// of the same 5-tuple is a retry.
 	firstSYNNs int64
 	hasSYN     bool
-	deltas               []int   // indexes into flowIndex.deltas, in time order
+	deltas     []int // indexes into flowIndex.deltas, in time order
 }
 
 // flowIndex turns cumulative flow snapshots into per-drain deltas that can be
