@@ -183,22 +183,31 @@ func tableFull(gauges []counters.GaugeValue, fromNs, toNs int64) bool {
 }
 
 // gaugeCourse is the gauge's reads in [fromNs, toNs] where its value
-// changed, with the first and last.
+// moved by a tenth of its highest or more since the last one kept, with
+// the first read, the first at its lowest and the last: its course in a
+// dozen points or so, however often it was read.
 func (a *analysis) gaugeCourse(gauges []counters.GaugeValue, fromNs, toNs int64) []GaugePoint {
-	var out []GaugePoint
-	var last *counters.GaugeValue
-	for i := range gauges {
-		g := &gauges[i]
-		if g.BeforeNs < fromNs || g.BeforeNs > toNs {
-			continue
+	var in []counters.GaugeValue
+	var top uint64
+	lowest := -1
+	for _, g := range gauges {
+		if g.BeforeNs >= fromNs && g.BeforeNs <= toNs {
+			in = append(in, g)
+			top = max(top, g.Value)
+			if lowest < 0 || g.Value < in[lowest].Value {
+				lowest = len(in) - 1
+			}
 		}
-		if last == nil || g.Value != last.Value {
-			out = append(out, GaugePoint{Time: a.wall(g.BeforeNs), OffsetS: a.offsetS(g.BeforeNs), Value: g.Value})
-		}
-		last = g
 	}
-	if last != nil && (len(out) == 0 || out[len(out)-1].OffsetS != a.offsetS(last.BeforeNs)) {
-		out = append(out, GaugePoint{Time: a.wall(last.BeforeNs), OffsetS: a.offsetS(last.BeforeNs), Value: last.Value})
+	step := max(top/10, 1)
+	var out []GaugePoint
+	var kept uint64
+	for i, g := range in {
+		moved := g.Value >= kept+step || g.Value+step <= kept
+		if i == 0 || i == lowest || i == len(in)-1 || moved {
+			out = append(out, GaugePoint{Time: a.wall(g.BeforeNs), OffsetS: a.offsetS(g.BeforeNs), Value: g.Value})
+			kept = g.Value
+		}
 	}
 	return out
 }

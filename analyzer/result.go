@@ -148,7 +148,9 @@ type Finding struct {
 	// explains, from the first drop to the last.
 	Incident *Incident `json:"incident,omitempty"`
 	// Gauge is the course of conntrack_allowance_available before and
-	// during a conntrack finding: the reads where it changed.
+	// during a conntrack finding: the reads where it moved by a tenth of
+	// its highest or more, with the first, the first at its lowest and the
+	// last.
 	Gauge []GaugePoint `json:"gauge,omitempty"`
 }
 

@@ -36,6 +36,8 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"seconds":  fmtSeconds,
 	"offset":   fmtOffset,
 	"evidence": fmtEvidence,
+	"incident": incidentText,
+	"gauge":    gaugeText,
 	"limitpps": func(l analyzer.Limit) string { return fmtLimit(l, fmtPPS) },
 	"flow":     flowString,
 	"us":       func(v float64) string { return fmtSeconds(v / 1e6) },
@@ -81,6 +83,7 @@ type htmlFinding struct {
 	Evidence htmlTable
 	Flows    htmlTable
 	Zoom     *figure
+	Strip    template.HTML // the incident's counter jumps under the zoom
 }
 
 type htmlInterface struct {
@@ -147,7 +150,7 @@ func buildPage(in Input) htmlPage {
 	}
 	for i, f := range rankedFindings(res) {
 		hf := htmlFinding{N: i + 1, F: f, When: findingWhen(f, tr.Start), Counters: findingCounterText(res, f),
-			Evidence: evidenceTable(f), Flows: flowShareHTMLTable(f)}
+			Evidence: evidenceTable(f), Flows: flowShareHTMLTable(f), Strip: jumpStrip(f)}
 		if tl != nil {
 			if z, ok := tl.zoom(i+1, f); ok {
 				hf.Zoom = &z
