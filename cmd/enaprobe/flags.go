@@ -31,6 +31,10 @@ func (r rateValue) Set(s string) error {
 
 func (rateValue) Type() string { return "rate" }
 
+// maxCounterLagFlag bounds --counter-lag: a counter later than this by
+// seconds says nothing about which traffic moved it.
+const maxCounterLagFlag = 10 * time.Second
+
 // analysisFlags are the limits and thresholds both trace and analyze take.
 type analysisFlags struct {
 	instanceType string
@@ -39,6 +43,7 @@ type analysisFlags struct {
 	flowLimit    float64
 	ppsAllowance float64
 	window       time.Duration
+	counterLag   string
 }
 
 func (a *analysisFlags) register(fs *pflag.FlagSet) {
@@ -48,6 +53,7 @@ func (a *analysisFlags) register(fs *pflag.FlagSet) {
 	fs.Var(rateValue{&a.flowLimit}, "flow-limit", "per-flow (5-tuple) cap (default 5Gbit; 10Gbit in a cluster placement group, 25Gbit with ENA Express, when discovered)")
 	fs.Float64Var(&a.ppsAllowance, "pps-allowance", 0, "instance packets/s allowance, if you know it (AWS does not publish it)")
 	fs.DurationVar(&a.window, "window", time.Millisecond, "fine window that findings are located with (1ms; at least the bucket)")
+	fs.StringVar(&a.counterLag, "counter-lag", "auto", "how long after the traffic the allowance counters show a drop: auto (estimated per counter, at most 100ms), or a duration such as 40ms (0: none)")
 }
 
 // options turns the flags into analyzer options; the recording fills what
@@ -64,6 +70,16 @@ func (a *analysisFlags) options() (analyzer.Options, error) {
 		o.FlowLimitBps = a.flowLimit
 	}
 	o.PPSAllowance = a.ppsAllowance
+	if a.counterLag != "auto" {
+		lag, err := time.ParseDuration(a.counterLag)
+		if err != nil || lag < 0 || lag > maxCounterLagFlag {
+			return o, usagef("--counter-lag %q: want auto or a duration from 0 to %v (e.g. 40ms)", a.counterLag, maxCounterLagFlag)
+		}
+		o.CounterLag = lag
+		if lag == 0 {
+			o.CounterLag = analyzer.NoCounterLag
+		}
+	}
 	if a.burst > 0 && a.baseline > 0 && a.burst < a.baseline {
 		return o, usagef("--burst %s is below --baseline %s", limits.FormatBps(a.burst), limits.FormatBps(a.baseline))
 	}
