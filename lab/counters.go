@@ -36,6 +36,9 @@ func (l *Lab) Counters() ena.Source { return counterSource{l} }
 
 type counterSource struct{ l *Lab }
 
+// errLabClosed is what a counter read of a closed lab returns.
+var errLabClosed = errors.New("read lab counters: lab closed")
+
 func (counterSource) Kind() string { return "lab" }
 
 func (s counterSource) Read() (map[string]uint64, error) { return s.l.readCounters() }
@@ -44,7 +47,7 @@ func (l *Lab) readCounters() (map[string]uint64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed.Load() {
-		return nil, errors.New("read lab counters: lab closed")
+		return nil, errLabClosed
 	}
 	// The nft exec and the conntrack dump take milliseconds each: overlap.
 	type nftResult struct {

@@ -95,6 +95,7 @@ func (f *labFlags) apply(c lab.Config) lab.Config {
 
 type labRunFlags struct {
 	truthFile      string
+	counterLag     time.Duration
 	bucket         time.Duration
 	window         time.Duration
 	sampleInterval time.Duration
@@ -120,7 +121,8 @@ func newLabRunCommand() *cobra.Command {
 	fs := cmd.Flags()
 	fs.DurationVar(&f.bucket, "bucket", 100*time.Microsecond, "time bucket width")
 	fs.DurationVar(&f.window, "window", time.Millisecond, "fine window")
-	fs.DurationVar(&f.sampleInterval, "sample-interval", 50*time.Millisecond, "lab counter read interval (a read costs about 13 ms: it dumps the conntrack table)")
+	fs.DurationVar(&f.sampleInterval, "sample-interval", 50*time.Millisecond, "lab counter read interval (a read costs about 13 ms: it dumps the conntrack table); a scenario with lagged counters sets its own (10ms)")
+	fs.DurationVar(&f.counterLag, "emulate-counter-lag", 0, "make the lab's counters show a drop this long after it happened, polled in the background (default: the scenario's)")
 	fs.StringVar(&f.attach, "attach", "auto", "auto, tcx or tc")
 	fs.StringVar(&f.truthFile, "truth-file", "", "write what the traffic generators did (culprit, burst times on CLOCK_MONOTONIC) as JSON")
 	f.lab.register(fs)
@@ -149,6 +151,15 @@ func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *lab
 	cfg := capture.DefaultConfig()
 	cfg.Attach = mode
 	cfg.SampleInterval = f.sampleInterval
+	if cmd.Flags().Changed("emulate-counter-lag") {
+		if f.counterLag < 0 || f.counterLag > 5*time.Second {
+			return usagef("--emulate-counter-lag %v: want 0 to 5s", f.counterLag)
+		}
+		s.CounterLag = f.counterLag
+	}
+	if s.SampleInterval > 0 && !cmd.Flags().Changed("sample-interval") {
+		cfg.SampleInterval = s.SampleInterval
+	}
 	cfg.Datapath.Bucket = f.bucket
 	cfg.Datapath.Window = f.window
 	cfg.Meta.Version = version
