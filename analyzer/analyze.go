@@ -112,9 +112,11 @@ func withDefaults(opt Options) Options {
 		opt.ProfileFlows = def.ProfileFlows
 	}
 	fill(&opt.EventCoverage, def.EventCoverage)
+	fillD(&opt.NearMissMin, def.NearMissMin)
 	fill(&opt.CriticalDrops, def.CriticalDrops)
 	fillD(&opt.CriticalDuration, def.CriticalDuration)
 	fillD(&opt.PeakWindow, def.PeakWindow)
+	fillD(&opt.IncidentRefill, def.IncidentRefill)
 	return opt
 }
 

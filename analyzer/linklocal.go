@@ -74,13 +74,15 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 	lag := a.counterLagFor(iface, jumps, func(i int) bool { return packetsAt(i) > 0 && shortOver(i) })
 	spec := incidentSpec{counter: counters.LinklocalAllowanceExceeded, lag: lag,
 		locate: func(lo, hi int) span { return a.locate(packetsAt, lo, hi, limit) },
+		// The traffic between the two stayed at the limit, give or take
+		// the pauses of a client paced by a busy host: the most it fell
+		// short of the limit over any stretch between them is at most
+		// IncidentRefill of the limit, the most a burst bucket could have
+		// refilled. Two bursts a second apart leave it a second to refill.
 		over: func(lo, hi int, _ span) bool {
-			for i := lo; i < hi; i++ {
-				if !shortOver(i) {
-					return false
-				}
-			}
-			return true
+			short := func(i int) float64 { return limit.perWindow - packetsAt(i) }
+			x, y, ok := excessSpan(short, lo, hi, 0)
+			return !ok || sumIn(short, x, y) <= a.opt.LinkLocalPPS*a.opt.IncidentRefill.Seconds()
 		}}
 	var out []Finding
 	for _, inc := range a.incidents(spec, jumps) {

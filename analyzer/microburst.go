@@ -167,6 +167,8 @@ func (a *analysis) nearMisses(iface string, dir record.Direction, counter, kind 
 		}
 		misses = append(misses, miss{lo: i, hi: i + 1, peak: v, windows: 1})
 	}
+	minWindows := max(int(int64(a.opt.NearMissMin)/a.g.widthNs), 1)
+	misses = slices.DeleteFunc(misses, func(m miss) bool { return m.windows < minWindows })
 	if len(misses) == 0 {
 		return nil
 	}

@@ -38,6 +38,12 @@ type Options struct {
 	// a shorter, smaller one is a warning.
 	CriticalDrops    float64
 	CriticalDuration time.Duration
+	// IncidentRefill: two link-local jumps are one incident while the
+	// traffic between them fell short of the limit, over any stretch, by
+	// at most this long at the limit (the most a burst bucket could have
+	// refilled): a paced client's pauses do not split an overshoot, a
+	// quiet second between two bursts does.
+	IncidentRefill time.Duration
 	// PeakWindow is the width of an incident's peak sub-window.
 	PeakWindow time.Duration
 
@@ -63,8 +69,11 @@ type Options struct {
 	// allowance while the bw counter did not move are near-misses, folded
 	// into one info finding per interface and direction. MaxNearMisses is
 	// how many of their stretches (the highest) its flows are taken from.
+	// NearMissMin is the shortest stretch of such windows worth a reader's
+	// time: a window or two at the allowance fits in any burst bucket.
 	NearMissShare float64
 	MaxNearMisses int
+	NearMissMin   time.Duration
 
 	// LinkLocalHotShare: a 1 s link-local packet rate at or above this
 	// share of LinkLocalPPS with no counter jump is linklocal_hot. The
@@ -136,6 +145,7 @@ func DefaultOptions() Options {
 		CriticalDrops:        10000,
 		CriticalDuration:     time.Second,
 		PeakWindow:           100 * time.Millisecond,
+		IncidentRefill:       250 * time.Millisecond,
 		LinkLocalPPS:         1024,
 		FineWindow:           time.Millisecond,
 		StandOutFactor:       2,
@@ -144,6 +154,7 @@ func DefaultOptions() Options {
 		MergeGap:             10 * time.Millisecond,
 		NearMissShare:        0.9,
 		MaxNearMisses:        5,
+		NearMissMin:          5 * time.Millisecond,
 		LinkLocalHotShare:    0.7,
 		LinkLocalShortWindow: 100 * time.Millisecond,
 		ConntrackLowShare:    0.2,

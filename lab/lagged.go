@@ -23,9 +23,11 @@ type LaggedCounters struct {
 	mu      sync.Mutex
 	history []polled // oldest first, pruned past the lag
 	err     error    // the poller's last error, once it stopped on one
+	polls   int
+	pollFor time.Duration // the time the polls took, summed
 }
 
-// polled is one read of the kernel counters and when it began
+// polled is one read of the kernel counters and when it ended
 // (CLOCK_MONOTONIC).
 type polled struct {
 	atNs   int64
@@ -50,13 +52,18 @@ func (l *Lab) LaggedCounters(lag time.Duration) (*LaggedCounters, error) {
 }
 
 func (s *LaggedCounters) poll() error {
-	at := monotonicNs()
+	start := monotonicNs()
 	v, err := s.l.readCounters()
 	if err != nil {
 		return err
 	}
+	// The values may hold what happened until the read ended: shown from
+	// then on, a drop is never shown sooner than the lag.
+	at := monotonicNs()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.polls++
+	s.pollFor += time.Duration(at - start)
 	s.history = append(s.history, polled{atNs: at, values: v})
 	// Keep the newest read older than the lag, and everything after it.
 	cut := at - int64(s.lag)
@@ -73,10 +80,12 @@ func (s *LaggedCounters) poll() error {
 func (s *LaggedCounters) run() {
 	defer close(s.done)
 	for {
+		// A breath between polls lets a plain read of the lab's
+		// counters take the lock.
 		select {
 		case <-s.stop:
 			return
-		default:
+		case <-time.After(time.Millisecond):
 		}
 		if err := s.poll(); err != nil {
 			s.mu.Lock()
@@ -90,7 +99,7 @@ func (s *LaggedCounters) run() {
 // Kind names the source for reports.
 func (s *LaggedCounters) Kind() string { return "lab" }
 
-// Read returns the newest poll that began at least Lag ago (the oldest
+// Read returns the newest poll that ended at least Lag ago (the oldest
 // one kept while none has yet).
 func (s *LaggedCounters) Read() (map[string]uint64, error) {
 	cut := monotonicNs() - int64(s.lag)
@@ -110,6 +119,14 @@ func (s *LaggedCounters) Read() (map[string]uint64, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// MeanPoll is how long one read of the kernel counters took on average:
+// the age a read of this source adds to Lag.
+func (s *LaggedCounters) MeanPoll() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pollFor / time.Duration(max(s.polls, 1))
 }
 
 // Close stops the poller and waits for it.

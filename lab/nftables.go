@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"text/template"
 )
 
@@ -165,13 +166,26 @@ func (l *Lab) setupNftables() error {
 // nftCounters returns the packets of every named counter in the VPC
 // namespace, from `nft -j` (JSON, stable across nft versions since 0.9).
 func (l *Lab) nftCounters() (map[string]uint64, error) {
+	// One nft exec per namespace, at once: each takes tens of ms on a
+	// busy host, most of a counter read.
+	nss := []*namedNetns{l.vpc, l.inst}
+	outs := make([][]byte, len(nss))
+	errs := make([]error, len(nss))
+	var wg sync.WaitGroup
+	for i, ns := range nss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = ns.run(nil, "nft", "-j", "list", "counters")
+		}()
+	}
+	wg.Wait()
 	all := map[string]uint64{}
-	for _, ns := range []*namedNetns{l.vpc, l.inst} {
-		out, err := ns.run(nil, "nft", "-j", "list", "counters")
-		if err != nil {
-			return nil, err
+	for i := range nss {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
-		c, err := parseNftCounters(out)
+		c, err := parseNftCounters(outs[i])
 		if err != nil {
 			return nil, err
 		}
