@@ -10,7 +10,7 @@ import (
 // LaggedCounters is a counter source that shows the lab's counters as
 // they were Lag ago, as an ENA device can show a drop some ms after the
 // traffic that moved it. A poller reads the kernel counters back to back
-// in the background (one read takes about 13 ms, see Counters), so a
+// in the background (one read takes a few ms, see Counters), so a
 // trace can sample this source every 10 ms: a read only copies from the
 // poller's history. The lag a reader sees is Lag plus the age of the
 // poll it gets: up to one poll's duration more.

@@ -121,7 +121,7 @@ func newLabRunCommand() *cobra.Command {
 	fs := cmd.Flags()
 	fs.DurationVar(&f.bucket, "bucket", 100*time.Microsecond, "time bucket width")
 	fs.DurationVar(&f.window, "window", time.Millisecond, "fine window")
-	fs.DurationVar(&f.sampleInterval, "sample-interval", 50*time.Millisecond, "lab counter read interval (a read costs about 13 ms: it dumps the conntrack table); a scenario with lagged counters sets its own (10ms)")
+	fs.DurationVar(&f.sampleInterval, "sample-interval", 50*time.Millisecond, "lab counter read interval (a read costs a few ms: it dumps the conntrack table); a scenario with lagged counters sets its own (10ms)")
 	fs.DurationVar(&f.counterLag, "emulate-counter-lag", 0, "make the lab's counters show a drop this long after it happened, polled in the background (default: the scenario's)")
 	fs.StringVar(&f.attach, "attach", "auto", "auto, tcx or tc")
 	fs.StringVar(&f.truthFile, "truth-file", "", "write what the traffic generators did (culprit, burst times on CLOCK_MONOTONIC) as JSON")
