@@ -56,7 +56,7 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 			}
 			return s
 		},
-		// Between the new connections and their retries (1, 3, 7 s later)
+		// Between the new connections and their retries (1 s or more later)
 		// no SYN may be seen, but the table stays full: one incident.
 		over: func(lo, hi int, _ span) bool {
 			return tableFull(gauges, a.g.startNs(lo), a.g.startNs(hi)+lag.lookNs)
@@ -344,7 +344,8 @@ func overlapsFinding(fs []Finding, fromS, toS float64) bool {
 // address and destination (a SYN flood is one new 5-tuple per SYN, so single
 // flows mean little), ranked by SYNs. A SYN of a 5-tuple that sent one
 // before is a retry: the client got no answer (its SYN was dropped) and
-// sent it again after about 1, 3, 7 s. It returns the first and retried
+// sent it again after 1, 3, 7 s (every second for the first four on
+// Linux 6.7+). It returns the first and retried
 // SYNs of every flow too.
 func (a *analysis) synSources(iface string, fromNs, toNs int64) (out []FlowShare, st synTotals) {
 	type peerKey struct {

@@ -227,7 +227,8 @@ type FlowShare struct {
 	// port that varies is shown as "*" (Src "10.0.0.7:*").
 	Flows int `json:"flows,omitempty"`
 	// SYNsRetried is how many of SYNs were a 5-tuple's second or later SYN
-	// (the client retrying after about 1, 3, 7 s: its SYN was dropped);
+	// (the client retrying after 1, 3, 7 s, every second for the first four
+	// on Linux 6.7+: its SYN was dropped);
 	// SYNRate is SYNs per second over the finding's attribution window.
 	SYNsRetried uint64  `json:"syns_retried,omitempty"`
 	SYNRate     float64 `json:"syn_rate,omitempty"`

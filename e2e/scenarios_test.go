@@ -122,26 +122,33 @@ func TestScenarioMicroBurst(t *testing.T) {
 		t.Fatal("the scenario sent no burst")
 	}
 	// One finding per burst, however many reads saw its counter move.
+	// (The steady flows' pacer catches up in batches on a busy host, and a
+	// batch over the 16 KiB bucket is a burst of its own: those findings
+	// may come too, each naming its flow.)
 	var bursts []analyzer.Finding
 	for _, f := range findingsOf(res, analyzer.KindMicroburstOut) {
 		if f.Severity != analyzer.SeverityInfo {
 			bursts = append(bursts, f)
 		}
 	}
-	if len(bursts) != len(truth.Bursts) {
-		t.Errorf("%d microburst_out findings for %d bursts", len(bursts), len(truth.Bursts))
-	}
 	const slack = 2 * time.Millisecond
 	for i, b := range truth.Bursts {
 		from := time.Duration(b.StartNs - rec.Meta.Start.MonoNs).Seconds()
 		to := time.Duration(b.EndNs - rec.Meta.Start.MonoNs).Seconds()
 		var hit *analyzer.Finding
+		overlapping := 0
 		for j := range bursts {
 			f := &bursts[j]
+			if f.StartOffsetS < to+slack.Seconds() && f.EndOffsetS > from-slack.Seconds() {
+				overlapping++
+			}
 			if f.StartOffsetS <= from+slack.Seconds() && f.EndOffsetS >= to-slack.Seconds() &&
 				f.StartOffsetS >= from-slack.Seconds()-0.002 && f.EndOffsetS <= to+slack.Seconds()+0.002 {
 				hit = f
 			}
+		}
+		if overlapping != 1 {
+			t.Errorf("burst %d at %.4f-%.4f s: %d microburst_out findings, want one", i, from, to, overlapping)
 		}
 		if hit == nil {
 			t.Errorf("burst %d at %.4f-%.4f s: no microburst_out finding covering it within %v", i, from, to, slack)
@@ -159,13 +166,13 @@ func TestScenarioMicroBurst(t *testing.T) {
 // read runs nft twice), and a steady overshoot has no edge in the traffic
 // to place its first and last drop by: the slack is the slowest the
 // counters were to move, measured in the recording.
-func checkIncidentSpan(t *testing.T, f analyzer.Finding, inc scenario.Burst, rec *record.Recording) {
+func checkIncidentSpan(t *testing.T, f analyzer.Finding, inc scenario.Burst, rec *record.Recording, late time.Duration) {
 	t.Helper()
 	from := time.Duration(inc.StartNs - rec.Meta.Start.MonoNs).Seconds()
 	to := time.Duration(inc.EndNs - rec.Meta.Start.MonoNs).Seconds()
 	slack := counterStep(rec, f.Incident.Counter).Seconds() + 0.005
 	t.Logf("%s spans [%.4f, %.4f) s, the drops [%.4f, %.4f) s; slack %.0f ms", f.Kind, f.StartOffsetS, f.EndOffsetS, from, to, slack*1e3)
-	if math.Abs(f.StartOffsetS-from) > slack || math.Abs(f.EndOffsetS-to) > slack {
+	if math.Abs(f.StartOffsetS-from) > slack || f.EndOffsetS < to-slack || f.EndOffsetS > to+slack+late.Seconds() {
 		t.Errorf("%s spans [%.4f, %.4f) s, the drops were over [%.4f, %.4f) s: more than %.0f ms off",
 			f.Kind, f.StartOffsetS, f.EndOffsetS, from, to, slack*1e3)
 	}
@@ -231,7 +238,7 @@ func TestScenarioLinkLocal(t *testing.T) {
 			if len(truth.Incidents) != 1 {
 				t.Fatalf("the model of the limit dropped nothing: %v", truth.Notes)
 			}
-			checkIncidentSpan(t, f, truth.Incidents[0], rec)
+			checkIncidentSpan(t, f, truth.Incidents[0], rec, 0)
 		})
 	}
 }
@@ -248,7 +255,7 @@ func TestScenarioConnectionFlood(t *testing.T) {
 	if err != nil || ap.Addr() != lab.InstanceAddr || src[0].Dst != netip.AddrPortFrom(lab.PeerAddr, lab.HoldPort).String() {
 		t.Errorf("conntrack_exceeded source %q -> %q, want the instance %s to the hold port", src[0].Src, src[0].Dst, lab.InstanceAddr)
 	}
-	// The refused connections retried after 1 s and 3 s: the wire's proof.
+	// The refused connections retried every second: the wire's proof.
 	if src[0].SYNsRetried == 0 {
 		t.Errorf("no retried SYN counted: %+v", src[0])
 	}
@@ -266,7 +273,9 @@ func TestScenarioConnectionFlood(t *testing.T) {
 	if len(truth.Incidents) != 1 {
 		t.Fatalf("no connection was refused: %v", truth.Notes)
 	}
-	checkIncidentSpan(t, f, truth.Incidents[0], rec)
+	// The kernel's SYN retransmit timers fire late on a busy host (seen:
+	// 70 ms), so the last retry may come after its model.
+	checkIncidentSpan(t, f, truth.Incidents[0], rec, 150*time.Millisecond)
 }
 
 func TestScenarioClean(t *testing.T) {

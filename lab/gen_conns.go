@@ -38,7 +38,8 @@ type ConnSet struct {
 
 // ConnAttempt is one connect: when its first SYN left (CLOCK_MONOTONIC,
 // just after connect(2)), and whether it was established in time. The
-// kernel sends the SYN of one not answered again after 1 s, 3 s, 7 s.
+// kernel sends the SYN of one not answered again after 1, 2, 3, 4 s
+// (tcp_syn_linear_timeouts, Linux 6.7+; 1, 3, 7 s before).
 type ConnAttempt struct {
 	StartNs     int64
 	Established bool

@@ -152,7 +152,7 @@ func connFlood() Scenario {
 	const conns, tracked = 300, 150
 	return Scenario{
 		Name:    "connection-flood",
-		Summary: "300 new TCP connections in a second against a connection-tracking allowance of 150; the refused ones retried after 1 s and 3 s",
+		Summary: "300 new TCP connections in a second against a connection-tracking allowance of 150; the refused ones retried every second for 3.5 s",
 		Expect:  "one conntrack_exceeded from the first refused SYN to the last retry, naming the instance and the port, with the retries",
 		Lab: func() lab.Config {
 			c := lab.DefaultConfig()
@@ -165,7 +165,8 @@ func connFlood() Scenario {
 			if err != nil {
 				return Truth{}, err
 			}
-			// A timeout past the second retry (3 s after the first SYN).
+			// A timeout past the retry 3 s after the first SYN (the third on
+			// Linux 6.7+, the second before).
 			r, err := l.ConnFlood(ctx, lab.ConnFloodSpec{Count: conns, Over: time.Second, Timeout: 3500 * time.Millisecond,
 				Hold: 200 * time.Millisecond})
 			if err != nil {
