@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,13 +165,13 @@ func TestScenarioMicroBurst(t *testing.T) {
 // generators' models place. The lab's counters show a drop 20 ms late plus
 // the age of the poll that read them (tens of ms on a busy host: each
 // read runs nft twice), and a steady overshoot has no edge in the traffic
-// to place its first and last drop by: the slack is the slowest the
-// counters were to move, measured in the recording.
+// to place its first and last drop by: the slack is two of the counter's
+// usual steps, measured in the recording.
 func checkIncidentSpan(t *testing.T, f analyzer.Finding, inc scenario.Burst, rec *record.Recording, late time.Duration) {
 	t.Helper()
 	from := time.Duration(inc.StartNs - rec.Meta.Start.MonoNs).Seconds()
 	to := time.Duration(inc.EndNs - rec.Meta.Start.MonoNs).Seconds()
-	slack := counterStep(rec, f.Incident.Counter).Seconds() + 0.005
+	slack := 2*counterStep(rec, f.Incident.Counter).Seconds() + 0.005
 	t.Logf("%s spans [%.4f, %.4f) s, the drops [%.4f, %.4f) s; slack %.0f ms", f.Kind, f.StartOffsetS, f.EndOffsetS, from, to, slack*1e3)
 	if math.Abs(f.StartOffsetS-from) > slack || f.EndOffsetS < to-slack || f.EndOffsetS > to+slack+late.Seconds() {
 		t.Errorf("%s spans [%.4f, %.4f) s, the drops were over [%.4f, %.4f) s: more than %.0f ms off",
@@ -178,24 +179,29 @@ func checkIncidentSpan(t *testing.T, f analyzer.Finding, inc scenario.Burst, rec
 	}
 }
 
-// counterStep is the longest a counter, rising, stayed unchanged between
-// two of its rises: how coarsely the lab's polls saw it move.
+// counterStep is the median time between two rises of a counter: how
+// coarsely the lab's polls (and the drops themselves) let it move.
 func counterStep(rec *record.Recording, name string) time.Duration {
 	var last uint64
-	var lastNs, step int64
+	var lastNs int64
+	var steps []int64
 	for _, s := range rec.Counters {
 		v, ok := s.Values[name]
 		if !ok {
 			continue
 		}
-		if v > last && lastNs > 0 && s.BeforeNs-lastNs < int64(time.Second) {
-			step = max(step, s.BeforeNs-lastNs)
+		if v > last && lastNs > 0 {
+			steps = append(steps, s.BeforeNs-lastNs)
 		}
 		if v != last {
 			last, lastNs = v, s.BeforeNs
 		}
 	}
-	return time.Duration(step)
+	if len(steps) == 0 {
+		return 0
+	}
+	slices.Sort(steps)
+	return time.Duration(steps[len(steps)/2])
 }
 
 // onlyOne returns the single finding of a kind.
