@@ -57,6 +57,9 @@ func checkCase(t *testing.T, c scenario.Case, res *Result) {
 			checkExpected(t, res, want, window)
 		}
 	}
+	if c.NoFindings && len(res.Findings) > 0 {
+		t.Errorf("%d findings for traffic under every limit, want none", len(res.Findings))
+	}
 	for _, f := range res.Findings {
 		if c.MaxSeverity != "" && severityRank(f.Severity) > severityRank(c.MaxSeverity) {
 			t.Errorf("finding %s of severity %s, at most %s expected: %s", f.Kind, f.Severity, c.MaxSeverity, f.Summary)
