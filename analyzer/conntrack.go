@@ -224,15 +224,6 @@ func (a *analysis) gaugeValues(iface string) []counters.GaugeValue {
 	return out
 }
 
-// gaugeAt is the value of the last read that ended at or before ns.
-func gaugeAt(gauges []counters.GaugeValue, ns int64) (uint64, bool) {
-	i, _ := slices.BinarySearchFunc(gauges, ns, func(g counters.GaugeValue, t int64) int { return cmp.Compare(g.AfterNs, t+1) })
-	if i == 0 {
-		return 0, false
-	}
-	return gauges[i-1].Value, true
-}
-
 // gaugeFrom is the value of the first read that began at or after ns.
 func gaugeFrom(gauges []counters.GaugeValue, ns int64) (uint64, bool) {
 	i, _ := slices.BinarySearchFunc(gauges, ns, func(g counters.GaugeValue, t int64) int { return cmp.Compare(g.BeforeNs, t) })
