@@ -53,13 +53,13 @@ func jumpStrip(f analyzer.Finding) template.HTML {
 	}
 	label := fmt.Sprintf("%s: %d jumps", inc.Counter, inc.Jumps)
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart strip" viewBox="0 0 %d %d" role="img" aria-label="%s">`, chartWidth, height, html.EscapeString(label))
+	fmt.Fprintf(&b, `<svg class="strip" viewBox="0 0 %d %d" role="img" aria-label="%s">`, chartWidth, height, html.EscapeString(label))
 	fmt.Fprintf(&b, `<rect class="plot" x="%d" y="%d" width="%d" height="%d"/>`, marginLeft, top, plotWidth, height-top-2)
-	fmt.Fprintf(&b, `<text class="ytick" x="%d" y="%d">jumps</text>`, marginLeft-6, height/2+4)
+	fmt.Fprintf(&b, `<text x="%d" y="%d">jumps</text>`, marginLeft-6, height/2+4)
 	for _, j := range inc.Timeline {
 		h := math.Max(float64(height-top-4)*float64(j.Delta)/float64(max(most, 1)), 2)
 		x := xAt(j.OffsetS)
-		fmt.Fprintf(&b, `<g class="marker jump"><title>%s: +%s at %s</title><rect x="%.1f" y="%.1f" width="2" height="%.1f"/></g>`,
+		fmt.Fprintf(&b, `<g class="jump"><title>%s: +%s at %s</title><rect x="%.1f" y="%.1f" width="2" height="%.1f"/></g>`,
 			html.EscapeString(inc.Counter), fmtCount(j.Delta), fmtOffset(j.OffsetS), x-1, float64(height-2)-h, h)
 	}
 	b.WriteString(`</svg>`)

@@ -45,7 +45,7 @@ func TestIncidentShown(t *testing.T) {
 				t.Fatal(err)
 			}
 			strip := string(jumpStrip(f))
-			if got := strings.Count(strip, `<g class="marker jump">`); got != inc.Jumps {
+			if got := strings.Count(strip, `<g class="jump">`); got != inc.Jumps {
 				t.Errorf("strip has %d bars for %d jumps", got, inc.Jumps)
 			}
 			if !strings.Contains(html.String(), strip) {
