@@ -226,7 +226,7 @@ func jumpsText(info *Incident) string {
 	if info.Jumps != 1 {
 		n = fmt.Sprintf("%d jumps", info.Jumps)
 	}
-	return fmt.Sprintf("%s rose by %d in %s over %s (%.0f/s)", info.Counter, info.Delta, n, fmtSpan(info.DurationS), info.DropRate)
+	return fmt.Sprintf("%s rose by %d in %s over %s (%s)", info.Counter, info.Delta, n, fmtSpan(info.DurationS), fmtRate(info.DropRate, "/s"))
 }
 
 // lagText says which counter lag the culprits were looked for with.
