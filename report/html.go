@@ -149,11 +149,13 @@ func buildPage(in Input) htmlPage {
 		tl = newTimeline(in.Recording, res)
 	}
 	for i, f := range rankedFindings(res) {
+		x0, x1 := zoomRange(f)
 		hf := htmlFinding{N: i + 1, F: f, When: findingWhen(f, tr.Start), Counters: findingCounterText(res, f),
-			Evidence: evidenceTable(f), Flows: flowShareHTMLTable(f), Strip: jumpStrip(f)}
+			Evidence: evidenceTable(f), Flows: flowShareHTMLTable(f), Strip: jumpStrip(f, x0, x1)}
 		if tl != nil {
 			if z, ok := tl.zoom(i+1, f); ok {
 				hf.Zoom = &z
+				hf.Strip = jumpStrip(f, z.X0, z.X1)
 			}
 		}
 		p.Findings = append(p.Findings, hf)

@@ -34,18 +34,16 @@ func gaugeText(points []analyzer.GaugePoint) string {
 	return "conntrack_allowance_available " + strings.Join(parts, ", ")
 }
 
-// jumpStrip draws an incident's counter jumps on the time axis of the
-// finding's zoom chart: one bar per read that saw the counter rise, its
-// height the rise (against the largest), so a steady overshoot shows as a
-// comb and two bursts as two bars.
-func jumpStrip(f analyzer.Finding) template.HTML {
+// jumpStrip draws an incident's counter jumps on the time axis [x0, x1]
+// of the finding's zoom chart: one bar per read that saw the counter rise,
+// its height the rise (against the largest), so a steady overshoot shows
+// as a comb and two bursts as two bars.
+func jumpStrip(f analyzer.Finding, x0, x1 float64) template.HTML {
 	inc := f.Incident
-	if inc == nil || len(inc.Timeline) == 0 {
+	if inc == nil || len(inc.Timeline) == 0 || x1 <= x0 {
 		return ""
 	}
 	const height, top = 46, 6
-	ctx := zoomContext(f.EndOffsetS - f.StartOffsetS)
-	x0, x1 := f.StartOffsetS-ctx, f.EndOffsetS+ctx
 	xAt := func(s float64) float64 { return clampX(marginLeft + (s-x0)/(x1-x0)*plotWidth) }
 	var most uint64
 	for _, j := range inc.Timeline {
