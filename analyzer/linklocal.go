@@ -145,8 +145,12 @@ func (a *analysis) linkLocalHot(iface string, fs *fineSeries, exceeded []Finding
 		f.FlowsRankedBy = rankPackets
 		f.Flows = a.linkLocalFlows(iface, fs.dir, lo, hi)
 		peak1s := a.peakRateIn(packetsAt, lo, hi, time.Second)
-		f.Summary = fmt.Sprintf("link-local traffic reached %.0f pps over 1 s (%.0f%% of the %.0f pps limit) for %.1f s; %s; %s",
-			peak1s, 100*peak1s/a.opt.LinkLocalPPS, a.opt.LinkLocalPPS, float64(hi-lo)*float64(a.g.widthNs)/1e9,
+		absorbed := ""
+		if peak1s > a.opt.LinkLocalPPS && a.hasCounter(iface, counters.LinklocalAllowanceExceeded) {
+			absorbed = fmt.Sprintf(", over it while %s did not move: a burst bucket absorbed it", counters.LinklocalAllowanceExceeded)
+		}
+		f.Summary = fmt.Sprintf("link-local traffic reached %.0f pps over 1 s (%.0f%% of the %.0f pps limit%s) for %.1f s; %s; %s",
+			peak1s, 100*peak1s/a.opt.LinkLocalPPS, a.opt.LinkLocalPPS, absorbed, float64(hi-lo)*float64(a.g.widthNs)/1e9,
 			a.linkLocalRates(fs, lo, hi), topFlowText(f.Flows))
 		f.Recommendation = recommendLinkLocalHot
 		out = append(out, f)
