@@ -57,21 +57,22 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 	sec := float64(a.g.widthNs) / 1e9
 	limit := level{"link_local_limit", a.opt.LinkLocalPPS * sec, a.opt.LinkLocalPPS}
 	packetsAt := func(i int) float64 { return float64(fs.linkLocalAt(i)) }
-	// The rate over the short window up to each fine window: a mild
-	// overshoot (1,100 pps against 1,024) is over the limit as a rate,
-	// not in every 1 ms window. Trailing, so that the last windows of the
-	// overshoot still count as over it.
-	k := max(int(int64(a.opt.LinkLocalShortWindow)/a.g.widthNs), 1)
 	rolling := make([]float64, a.g.n+1) // prefix sums
 	for i := range a.g.n {
 		rolling[i+1] = rolling[i] + packetsAt(i)
 	}
-	shortOver := func(i int) bool { // the short window ending with i
-		lo, hi := max(i+1-k, 0), i+1
-		return hi > lo && rolling[hi]-rolling[lo] >= a.opt.LinkLocalPPS*float64(hi-lo)*sec
+	// A mild overshoot (1,100 pps against 1,024) is over the limit as a
+	// rate, not in every 1 ms window: a window with link-local packets is
+	// over it when the rate over the lagWindow up to it is. Trailing, so
+	// that the last windows of the overshoot count; short, so that the
+	// windows after it do not (at 1,500 pps, 7 ms of them would).
+	lagWindow := max(int(int64(20*time.Millisecond)/a.g.widthNs), 1)
+	over := func(i int) bool {
+		lo, hi := max(i+1-lagWindow, 0), i+1
+		return packetsAt(i) > 0 && rolling[hi]-rolling[lo] >= a.opt.LinkLocalPPS*float64(hi-lo)*sec
 	}
 	jumps := a.jumps(iface, counters.LinklocalAllowanceExceeded)
-	lag := a.counterLagFor(iface, jumps, func(i int) bool { return packetsAt(i) > 0 && shortOver(i) })
+	lag := a.counterLagFor(iface, jumps, over)
 	spec := incidentSpec{counter: counters.LinklocalAllowanceExceeded, lag: lag,
 		locate: func(lo, hi int) span { return a.locate(packetsAt, lo, hi, limit) },
 		// The traffic between the two stayed at the limit, give or take
