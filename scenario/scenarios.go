@@ -198,7 +198,7 @@ func clean() Scenario {
 	return Scenario{
 		Name:    "clean",
 		Summary: "steady traffic under every allowance: UDP flows, a few DNS and NTP queries",
-		Expect:  "no finding above info",
+		Expect:  "no finding",
 		Lab:     lab.DefaultConfig,
 		Drive: func(ctx context.Context, l *lab.Lab) (Truth, error) {
 			err := together(func() error {
