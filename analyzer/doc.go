@@ -55,7 +55,8 @@
 //     direction the interface sees requests to the services (egress on ENA,
 //     ingress on a container's veth). linklocal_hot: a
 //     1 s rate at LinkLocalHotShare (0.7) of the limit with no exceeded
-//     finding, placed as the span above half that rate.
+//     finding, placed as the span above half that rate; the stretches of
+//     one interface are one finding.
 //   - flow_at_cap: a flow's throughput per PlateauBin (1 s) flat (coefficient of
 //     variation <= PlateauCV 0.05) for PlateauMin (3 s) within FlowCapBand
 //     (10%) of FlowLimitBps, with no bw or pps jump meanwhile; ends refined by

@@ -248,3 +248,28 @@ func TestCounterLagOption(t *testing.T) {
 		t.Errorf("lag %v from %q, want none from option", f.Incident.CounterLagS, f.Incident.CounterLagSource)
 	}
 }
+
+// TestHotStretchesFolded: two stretches of link-local traffic near the
+// limit on one interface are one finding.
+func TestHotStretchesFolded(t *testing.T) {
+	imds := netip.AddrPortFrom(netip.MustParseAddr("169.254.169.254"), 80)
+	poll := scenario.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 50081), Dst: imds, Size: 120,
+		Phases: []scenario.Phase{{From: time.Second, To: 2500 * time.Millisecond, Bps: 800 * 120 * 8},
+			{From: 5 * time.Second, To: 6500 * time.Millisecond, Bps: 800 * 120 * 8}}}
+	s := scenario.Scenario{Name: "hot_twice", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 25,
+		Interfaces: []scenario.Interface{incENA()}, Flows: append(background(8*time.Second), poll)}
+	res, _ := analyzeWithLag(t, s, 0)
+	f := only(t, res, KindLinkLocalHot, 1)[0]
+	var stretches float64
+	for _, e := range f.Evidence {
+		if e.Name == "hot_stretches" {
+			stretches = e.Value
+		}
+	}
+	if stretches != 2 || f.StartOffsetS > 1.01 || f.EndOffsetS < 6.49 {
+		t.Errorf("linklocal_hot [%.3f, %.3f) of %v stretches, want [1, 6.5) of 2", f.StartOffsetS, f.EndOffsetS, stretches)
+	}
+	if len(f.Flows) == 0 || f.Flows[0].Src != poll.Src.String() {
+		t.Errorf("flows %+v, want the IMDS poller first", f.Flows)
+	}
+}

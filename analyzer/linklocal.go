@@ -156,7 +156,35 @@ func (a *analysis) linkLocalHot(iface string, fs *fineSeries, exceeded []Finding
 		f.Recommendation = recommendLinkLocalHot
 		out = append(out, f)
 	}
-	return out
+	return foldHot(out)
+}
+
+// foldHot makes the hot stretches of one interface one finding: the
+// hottest, spanning them all, counting them.
+func foldHot(fs []Finding) []Finding {
+	if len(fs) < 2 {
+		return fs
+	}
+	peak := func(f Finding) float64 {
+		for _, e := range f.Evidence {
+			if e.Name == "peak_pps_1s" {
+				return e.Value
+			}
+		}
+		return 0
+	}
+	hot := fs[0]
+	for _, f := range fs[1:] {
+		if peak(f) > peak(hot) {
+			hot = f
+		}
+	}
+	first, last := fs[0], fs[len(fs)-1]
+	hot.Summary = fmt.Sprintf("%d stretches of hot link-local traffic from %s to %s, the hottest at %s: %s", len(fs),
+		fmtOffsetS(first.StartOffsetS), fmtOffsetS(last.EndOffsetS), fmtOffsetS(hot.StartOffsetS), hot.Summary)
+	hot.Start, hot.StartOffsetS, hot.End, hot.EndOffsetS = first.Start, first.StartOffsetS, last.End, last.EndOffsetS
+	hot.Evidence = append(hot.Evidence, ev("hot_stretches", float64(len(fs)), "count"))
+	return []Finding{hot}
 }
 
 // linkLocalEvidence is the per-service and total rate over [lo, hi), the
