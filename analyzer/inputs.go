@@ -22,6 +22,7 @@ func Inputs(res *Result, opt Options) *record.AnalysisInputs {
 		BaselineBps: lim(l.BaselineBps), BurstBps: lim(l.BurstBps), FlowLimitBps: lim(l.FlowLimitBps),
 		LinkLocalPPS: lim(l.LinkLocalPPS), PPSAllowance: lim(l.PPSAllowance),
 		FineWindowNs: res.Trace.FineWindowUs * 1000,
+		CounterLagNs: int64(opt.CounterLag),
 	}
 	if in.InstanceType != "" && in.InstanceTypeSource == "" && opt.InstanceType != "" {
 		in.InstanceTypeSource = limitFromOptions
@@ -58,5 +59,6 @@ func RecordedOptions(rec *record.Recording) (opt Options, ok bool) {
 	if in.FineWindowNs > 0 {
 		opt.FineWindow = time.Duration(in.FineWindowNs)
 	}
+	opt.CounterLag = time.Duration(in.CounterLagNs)
 	return opt, true
 }

@@ -331,6 +331,8 @@ type AnalysisInputs struct {
 	LinkLocalPPS       Limit
 	PPSAllowance       Limit
 	FineWindowNs       int64
+	// CounterLagNs is the --counter-lag given: 0 estimated (auto), -1 none.
+	CounterLagNs int64 `json:",omitempty"`
 }
 
 // Recording is everything one trace saw.

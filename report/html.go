@@ -36,6 +36,8 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"seconds":  fmtSeconds,
 	"offset":   fmtOffset,
 	"evidence": fmtEvidence,
+	"incident": incidentText,
+	"gauge":    gaugeText,
 	"limitpps": func(l analyzer.Limit) string { return fmtLimit(l, fmtPPS) },
 	"flow":     flowString,
 	"us":       func(v float64) string { return fmtSeconds(v / 1e6) },
@@ -81,6 +83,7 @@ type htmlFinding struct {
 	Evidence htmlTable
 	Flows    htmlTable
 	Zoom     *figure
+	Strip    template.HTML // the incident's counter jumps under the zoom
 }
 
 type htmlInterface struct {
@@ -144,11 +147,13 @@ func buildPage(in Input) htmlPage {
 		tl = newTimeline(in.Recording, res)
 	}
 	for i, f := range rankedFindings(res) {
+		x0, x1 := zoomRange(f)
 		hf := htmlFinding{N: i + 1, F: f, When: findingWhen(f, tr.Start), Counters: findingCounterText(res, f),
-			Evidence: evidenceTable(f), Flows: flowShareHTMLTable(f)}
+			Evidence: evidenceTable(f), Flows: flowShareHTMLTable(f), Strip: jumpStrip(f, x0, x1)}
 		if tl != nil {
 			if z, ok := tl.zoom(i+1, f); ok {
 				hf.Zoom = &z
+				hf.Strip = jumpStrip(f, z.X0, z.X1)
 			}
 		}
 		p.Findings = append(p.Findings, hf)

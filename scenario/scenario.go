@@ -34,6 +34,14 @@ type Scenario struct {
 	// Drive makes the traffic once the trace is attached; it returns what
 	// it knows about what it did.
 	Drive func(ctx context.Context, l *lab.Lab) (Truth, error)
+	// CounterLag makes the lab's counters show a drop this long after it
+	// happened, as an ENA device's can (0: at once, read as the trace
+	// samples). With a lag, the kernel counters are polled back to back
+	// and a trace can sample them every SampleInterval.
+	CounterLag time.Duration
+	// SampleInterval is the counter read interval the scenario is meant
+	// to be traced with (0: the caller's choice); Run takes cfg's.
+	SampleInterval time.Duration
 }
 
 // Truth is what the traffic generators know, to compare a report with.
@@ -42,7 +50,10 @@ type Truth struct {
 	Culprit netip.AddrPort
 	// Bursts are the deliberate bursts, each from its own socket.
 	Bursts []Burst
-	Notes  []string
+	// Incidents are when the allowance dropped packets, first to last
+	// drop, by what the generators recorded (Src: the culprit).
+	Incidents []Burst
+	Notes     []string
 }
 
 // Burst is one burst as its sender saw it: CLOCK_MONOTONIC just before the
@@ -66,7 +77,7 @@ type Outcome struct {
 
 // All lists the scenarios by name.
 func All() []Scenario {
-	s := []Scenario{microBurst(), flowAtCap(), linkLocal(), connFlood(), clean()}
+	s := []Scenario{microBurst(), flowAtCap(), linkLocal(), linkLocalMild(), connFlood(), clean()}
 	sort.Slice(s, func(i, j int) bool { return s[i].Name < s[j].Name })
 	return s
 }
@@ -105,6 +116,15 @@ func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err
 	iface := l.InstanceInterface()
 	cfg.Interfaces = []string{iface}
 	cfg.CounterSources = map[string]ena.Source{iface: l.Counters()}
+	if s.CounterLag > 0 {
+		lagged, err := l.LaggedCounters(s.CounterLag)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
+		}
+		defer func() { err = errors.Join(err, lagged.Close()) }()
+		cfg.CounterSources[iface] = lagged
+	}
+
 	cfg.Duration = 0 // until Drive is done
 	if cfg.Meta.InstanceType == "" {
 		cfg.Meta.InstanceType = "lab"

@@ -42,6 +42,10 @@ func (r rateValue) Set(s string) error {
 
 func (rateValue) Type() string { return "rate" }
 
+// maxCounterLagFlag bounds --counter-lag: a counter later than this by
+// seconds says nothing about which traffic moved it.
+const maxCounterLagFlag = 10 * time.Second
+
 // analysisFlags are the limits and thresholds both trace and analyze take.
 type analysisFlags struct {
 	fs           *pflag.FlagSet
@@ -51,6 +55,7 @@ type analysisFlags struct {
 	flowLimit    float64
 	ppsAllowance float64
 	window       time.Duration
+	counterLag   string
 }
 
 func (a *analysisFlags) register(fs *pflag.FlagSet) {
@@ -61,6 +66,7 @@ func (a *analysisFlags) register(fs *pflag.FlagSet) {
 	fs.Var(rateValue{&a.flowLimit}, "flow-limit", "per-flow (5-tuple) cap, a rate with its unit, e.g. 5Gbit (default 5Gbit; 10Gbit in a cluster placement group, 25Gbit with ENA Express, when discovered)")
 	fs.Float64Var(&a.ppsAllowance, "pps-allowance", 0, "instance allowance in packets/s, both directions, e.g. 400000, if you know it (AWS does not publish it)")
 	fs.DurationVar(&a.window, "window", time.Millisecond, "fine window that findings are located with, a duration, e.g. 1ms (at least the bucket)")
+	fs.StringVar(&a.counterLag, "counter-lag", "auto", "how long after the traffic the allowance counters show a drop: auto (estimated per counter, at most 100ms), or a duration from 0 to 10s, e.g. 40ms (0: only between the two reads around a jump)")
 }
 
 func (a *analysisFlags) changed(name string) bool { return a.fs != nil && a.fs.Changed(name) }
@@ -76,7 +82,8 @@ func (a *analysisFlags) check() error {
 	if a.burst > 0 && a.baseline > 0 && a.burst < a.baseline {
 		return usagef("--burst %s is below --baseline %s", limits.FormatBps(a.burst), limits.FormatBps(a.baseline))
 	}
-	return nil
+	_, err := a.lag()
+	return err
 }
 
 // options turns the flags into analyzer options for a live trace; what the
@@ -93,7 +100,35 @@ func (a *analysisFlags) options() (analyzer.Options, error) {
 		o.FlowLimitBps = a.flowLimit
 	}
 	o.PPSAllowance = a.ppsAllowance
-	return o, nil
+	lag, err := a.lag()
+	o.CounterLag = lag
+	return o, err
+}
+
+// counterLagName is how --counter-lag spells an analyzer.Options.CounterLag.
+func counterLagName(lag time.Duration) string {
+	switch lag {
+	case 0:
+		return "auto"
+	case analyzer.NoCounterLag:
+		return "0"
+	}
+	return lag.String()
+}
+
+// lag parses --counter-lag: 0 (auto) for "auto", analyzer.NoCounterLag for 0.
+func (a *analysisFlags) lag() (time.Duration, error) {
+	if a.counterLag == "auto" {
+		return 0, nil
+	}
+	lag, err := time.ParseDuration(a.counterLag)
+	if err != nil || lag < 0 || lag > maxCounterLagFlag {
+		return 0, usagef("--counter-lag %q: want auto or a duration from 0 to %v (e.g. 40ms)", a.counterLag, maxCounterLagFlag)
+	}
+	if lag == 0 {
+		return analyzer.NoCounterLag, nil
+	}
+	return lag, nil
 }
 
 // overRecording is the recording's own analysis with each flag given
@@ -148,6 +183,10 @@ func (a *analysisFlags) overRecording(rec *record.Recording) (analyzer.Options, 
 	if a.changed("window") {
 		override("window", o.FineWindow.String())
 		o.FineWindow = a.window
+	}
+	if a.changed("counter-lag") {
+		override("counter-lag", counterLagName(o.CounterLag))
+		o.CounterLag, _ = a.lag() // checked above
 	}
 	if o.BurstBps > 0 && o.BaselineBps > 0 && o.BurstBps < o.BaselineBps {
 		return o, usagef("burst %s is below baseline %s: give both --baseline and --burst", limits.FormatBps(o.BurstBps), limits.FormatBps(o.BaselineBps))

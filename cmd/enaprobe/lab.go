@@ -97,6 +97,7 @@ func (f *labFlags) apply(c lab.Config) lab.Config {
 type labRunFlags struct {
 	truthFile      string
 	readyFile      string
+	counterLag     time.Duration
 	bucket         time.Duration
 	window         time.Duration
 	sampleInterval time.Duration
@@ -122,7 +123,8 @@ func newLabRunCommand() *cobra.Command {
 	fs := cmd.Flags()
 	fs.DurationVar(&f.bucket, "bucket", 100*time.Microsecond, "time bucket width, a duration from 10us to 10ms, e.g. 100us")
 	fs.DurationVar(&f.window, "window", time.Millisecond, "fine window that findings are located with, a duration, e.g. 1ms (at least the bucket)")
-	fs.DurationVar(&f.sampleInterval, "sample-interval", 50*time.Millisecond, "lab counter read interval, a duration, e.g. 50ms (a read costs about 13 ms: it dumps the conntrack table)")
+	fs.DurationVar(&f.sampleInterval, "sample-interval", 50*time.Millisecond, "lab counter read interval, a duration, e.g. 50ms (a read costs a few ms: it dumps the conntrack table); a scenario with lagged counters sets its own (10ms)")
+	fs.DurationVar(&f.counterLag, "emulate-counter-lag", 0, "make the lab's counters show a drop this long after it happened, a duration from 0 to 5s, e.g. 30ms (default: the scenario's)")
 	fs.StringVar(&f.attach, "attach", "auto", "auto, tcx or tc")
 	fs.StringVar(&f.truthFile, "truth-file", "", "write what the traffic generators did (culprit, burst times on CLOCK_MONOTONIC) as JSON")
 	fs.StringVar(&f.readyFile, "ready-file", "", "write this file once the programs are attached (for scripts and tests)")
@@ -165,6 +167,15 @@ func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *lab
 	cfg := capture.DefaultConfig()
 	cfg.Attach = mode
 	cfg.SampleInterval = f.sampleInterval
+	if cmd.Flags().Changed("emulate-counter-lag") {
+		if f.counterLag < 0 || f.counterLag > 5*time.Second {
+			return usagef("--emulate-counter-lag %v: want 0 to 5s", f.counterLag)
+		}
+		s.CounterLag = f.counterLag
+	}
+	if s.SampleInterval > 0 && !cmd.Flags().Changed("sample-interval") {
+		cfg.SampleInterval = s.SampleInterval
+	}
 	cfg.Datapath.Bucket = f.bucket
 	cfg.Datapath.Window = f.window
 	cfg.Meta.Version = version
