@@ -7,14 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enaprobe/enaprobe/counters"
 	"github.com/enaprobe/enaprobe/record"
 )
 
 // exceededNames are the counters that must stay still when no allowance is
 // exceeded.
 var exceededNames = []string{
-	BWInAllowanceExceeded, BWOutAllowanceExceeded, PPSAllowanceExceeded,
-	ConntrackAllowanceExceeded, LinkLocalAllowanceExceeded,
+	counters.BwInAllowanceExceeded, counters.BwOutAllowanceExceeded, counters.PPSAllowanceExceeded,
+	counters.ConntrackAllowanceExceeded, counters.LinklocalAllowanceExceeded,
 }
 
 func assertStill(t *testing.T, before, after map[string]uint64, names ...string) {
@@ -53,15 +54,15 @@ func TestBWOut(t *testing.T) {
 	elapsed := time.Since(start)
 	got := float64(l.SinkStats().UDPBytes-sink0.UDPBytes) * 8 / elapsed.Seconds()
 	t.Logf("over: sent %d packets, blocked %d; sink got %.1f Mbit/s; bw_out +%d",
-		res.Sent, res.Blocked, got/1e6, delta(before, after, BWOutAllowanceExceeded))
-	if delta(before, after, BWOutAllowanceExceeded) <= 0 {
-		t.Errorf("%s did not move at 96 Mbit/s offered", BWOutAllowanceExceeded)
+		res.Sent, res.Blocked, got/1e6, delta(before, after, counters.BwOutAllowanceExceeded))
+	if delta(before, after, counters.BwOutAllowanceExceeded) <= 0 {
+		t.Errorf("%s did not move at 96 Mbit/s offered", counters.BwOutAllowanceExceeded)
 	}
 	// The bucket (1 MiB) adds up to 8 Mbit over the run on top of the rate.
 	if limit := 1.35 * float64(l.Config().OutRate); got > limit {
 		t.Errorf("sink received %.1f Mbit/s, over the %d Mbit/s allowance plus its bucket", got/1e6, l.Config().OutRate/1_000_000)
 	}
-	assertStill(t, before, after, BWInAllowanceExceeded, ConntrackAllowanceExceeded, LinkLocalAllowanceExceeded)
+	assertStill(t, before, after, counters.BwInAllowanceExceeded, counters.ConntrackAllowanceExceeded, counters.LinklocalAllowanceExceeded)
 }
 
 func TestBWIn(t *testing.T) {
@@ -89,11 +90,11 @@ func TestBWIn(t *testing.T) {
 		}
 		sum += r.Bps()
 	}
-	t.Logf("%d downloads: %.1f Mbit/s together; bw_in +%d", flows, sum/1e6, delta(before, after, BWInAllowanceExceeded))
-	if delta(before, after, BWInAllowanceExceeded) <= 0 {
-		t.Errorf("%s did not move with %d capped downloads", BWInAllowanceExceeded, flows)
+	t.Logf("%d downloads: %.1f Mbit/s together; bw_in +%d", flows, sum/1e6, delta(before, after, counters.BwInAllowanceExceeded))
+	if delta(before, after, counters.BwInAllowanceExceeded) <= 0 {
+		t.Errorf("%s did not move with %d capped downloads", counters.BwInAllowanceExceeded, flows)
 	}
-	assertStill(t, before, after, BWOutAllowanceExceeded, ConntrackAllowanceExceeded, LinkLocalAllowanceExceeded)
+	assertStill(t, before, after, counters.BwOutAllowanceExceeded, counters.ConntrackAllowanceExceeded, counters.LinklocalAllowanceExceeded)
 }
 
 func TestPerFlowCapMovesNoCounter(t *testing.T) {
@@ -121,11 +122,11 @@ func TestPPS(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := readCounters(t, l)
-	t.Logf("sent %d packets; pps +%d", res.Sent, delta(before, after, PPSAllowanceExceeded))
-	if d := delta(before, after, PPSAllowanceExceeded); d < 1000 {
-		t.Errorf("%s moved by %d at twice the allowance for 1 s, want >= 1000", PPSAllowanceExceeded, d)
+	t.Logf("sent %d packets; pps +%d", res.Sent, delta(before, after, counters.PPSAllowanceExceeded))
+	if d := delta(before, after, counters.PPSAllowanceExceeded); d < 1000 {
+		t.Errorf("%s moved by %d at twice the allowance for 1 s, want >= 1000", counters.PPSAllowanceExceeded, d)
 	}
-	assertStill(t, before, after, BWOutAllowanceExceeded, BWInAllowanceExceeded)
+	assertStill(t, before, after, counters.BwOutAllowanceExceeded, counters.BwInAllowanceExceeded)
 }
 
 func TestLinkLocal(t *testing.T) {
@@ -150,16 +151,16 @@ func TestLinkLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	after = readCounters(t, l)
-	d := delta(before, after, LinkLocalAllowanceExceeded)
+	d := delta(before, after, counters.LinklocalAllowanceExceeded)
 	t.Logf("dns at 1500/s: sent %d, answered %d; linklocal +%d", dnsRes.Sent, dnsRes.Answered, d)
 	// About (1500-1024)*2 - burst = 888 drops; allow for sender jitter.
 	if d < 400 {
-		t.Errorf("%s moved by %d at 1500 packets/s for 2 s, want >= 400", LinkLocalAllowanceExceeded, d)
+		t.Errorf("%s moved by %d at 1500 packets/s for 2 s, want >= 400", counters.LinklocalAllowanceExceeded, d)
 	}
 	if dnsRes.Answered+uint64(d) < dnsRes.Sent*95/100 {
 		t.Errorf("dns: %d answered + %d dropped is far below %d sent", dnsRes.Answered, d, dnsRes.Sent)
 	}
-	assertStill(t, before, after, PPSAllowanceExceeded, ConntrackAllowanceExceeded, BWOutAllowanceExceeded, BWInAllowanceExceeded)
+	assertStill(t, before, after, counters.PPSAllowanceExceeded, counters.ConntrackAllowanceExceeded, counters.BwOutAllowanceExceeded, counters.BwInAllowanceExceeded)
 }
 
 func TestConntrackFlood(t *testing.T) {
@@ -173,30 +174,30 @@ func TestConntrackFlood(t *testing.T) {
 	}
 	during := readCounters(t, l)
 	t.Logf("flood of 60 past a cap of %d: %d established, %d failed; exceeded +%d, available %d",
-		max, set.Established, set.Failed, delta(before, during, ConntrackAllowanceExceeded), during[ConntrackAllowanceAvailable])
+		max, set.Established, set.Failed, delta(before, during, counters.ConntrackAllowanceExceeded), during[counters.ConntrackAllowanceAvailable])
 	set.Close()
 	if set.Established != max {
 		t.Errorf("%d connections established, want the cap %d", set.Established, max)
 	}
-	if d := delta(before, during, ConntrackAllowanceExceeded); d < 60-max {
-		t.Errorf("%s moved by %d, want >= %d (one SYN per refused connection)", ConntrackAllowanceExceeded, d, 60-max)
+	if d := delta(before, during, counters.ConntrackAllowanceExceeded); d < 60-max {
+		t.Errorf("%s moved by %d, want >= %d (one SYN per refused connection)", counters.ConntrackAllowanceExceeded, d, 60-max)
 	}
-	if before[ConntrackAllowanceAvailable] != max || during[ConntrackAllowanceAvailable] != 0 {
-		t.Errorf("%s went %d -> %d, want %d -> 0", ConntrackAllowanceAvailable, before[ConntrackAllowanceAvailable], during[ConntrackAllowanceAvailable], max)
+	if before[counters.ConntrackAllowanceAvailable] != max || during[counters.ConntrackAllowanceAvailable] != 0 {
+		t.Errorf("%s went %d -> %d, want %d -> 0", counters.ConntrackAllowanceAvailable, before[counters.ConntrackAllowanceAvailable], during[counters.ConntrackAllowanceAvailable], max)
 	}
 	// Closed connections leave the count (TIME_WAIT is not counted).
 	deadline := time.Now().Add(3 * time.Second)
 	for {
 		v := readCounters(t, l)
-		if v[ConntrackAllowanceAvailable] == max {
+		if v[counters.ConntrackAllowanceAvailable] == max {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s stuck at %d after closing, want %d", ConntrackAllowanceAvailable, v[ConntrackAllowanceAvailable], max)
+			t.Fatalf("%s stuck at %d after closing, want %d", counters.ConntrackAllowanceAvailable, v[counters.ConntrackAllowanceAvailable], max)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	assertStill(t, before, during, BWOutAllowanceExceeded, BWInAllowanceExceeded, LinkLocalAllowanceExceeded)
+	assertStill(t, before, during, counters.BwOutAllowanceExceeded, counters.BwInAllowanceExceeded, counters.LinklocalAllowanceExceeded)
 
 	// IPv6 connections count against the same cap.
 	v6, err := l.OpenConns(ctx, ConnFloodSpec{Count: 5, Dst: netip.AddrPortFrom(PeerAddr6, HoldPort)})
@@ -204,8 +205,8 @@ func TestConntrackFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer v6.Close()
-	if got := readCounters(t, l)[ConntrackAllowanceAvailable]; v6.Established != 5 || got != max-5 {
-		t.Errorf("5 IPv6 connections (%d established) left %s at %d, want %d", v6.Established, ConntrackAllowanceAvailable, got, max-5)
+	if got := readCounters(t, l)[counters.ConntrackAllowanceAvailable]; v6.Established != 5 || got != max-5 {
+		t.Errorf("5 IPv6 connections (%d established) left %s at %d, want %d", v6.Established, counters.ConntrackAllowanceAvailable, got, max-5)
 	}
 }
 
@@ -236,11 +237,11 @@ func TestBurstBucketAndPeakRate(t *testing.T) {
 	before := readCounters(t, peak)
 	got = sinkRate(t, peak, d)
 	after := readCounters(t, peak)
-	t.Logf("4 MiB bucket, 50 Mbit/s peak: %.1f Mbit/s; bw_out +%d", got/1e6, delta(before, after, BWOutAllowanceExceeded))
+	t.Logf("4 MiB bucket, 50 Mbit/s peak: %.1f Mbit/s; bw_out +%d", got/1e6, delta(before, after, counters.BwOutAllowanceExceeded))
 	if got > 56e6 || got < 35e6 {
 		t.Errorf("peak-limited run got %.1f Mbit/s, want about 50", got/1e6)
 	}
-	if delta(before, after, BWOutAllowanceExceeded) <= 0 {
-		t.Errorf("%s did not move while the peak rate held traffic back", BWOutAllowanceExceeded)
+	if delta(before, after, counters.BwOutAllowanceExceeded) <= 0 {
+		t.Errorf("%s did not move while the peak rate held traffic back", counters.BwOutAllowanceExceeded)
 	}
 }

@@ -7,25 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/enaprobe/enaprobe/counters"
 	"github.com/enaprobe/enaprobe/ena"
 )
 
-// ENA counter names the lab emulates, in the order `ethtool -S` prints them
-// on recent drivers.
-const (
-	BWInAllowanceExceeded       = "bw_in_allowance_exceeded"
-	BWOutAllowanceExceeded      = "bw_out_allowance_exceeded"
-	PPSAllowanceExceeded        = "pps_allowance_exceeded"
-	ConntrackAllowanceExceeded  = "conntrack_allowance_exceeded"
-	LinkLocalAllowanceExceeded  = "linklocal_allowance_exceeded"
-	ConntrackAllowanceAvailable = "conntrack_allowance_available"
-)
-
 // CounterNames lists the emulated counters in ethtool order.
-var CounterNames = []string{
-	BWInAllowanceExceeded, BWOutAllowanceExceeded, PPSAllowanceExceeded,
-	ConntrackAllowanceExceeded, LinkLocalAllowanceExceeded, ConntrackAllowanceAvailable,
-}
+var CounterNames = append(append([]string(nil), counters.AllowanceExceeded...), counters.ConntrackAllowanceAvailable)
 
 // Counters returns a Source reading the emulated ENA counters from the
 // kernel machinery that enforces each allowance. Every read is fresh: two
@@ -64,13 +51,13 @@ func (l *Lab) readCounters() (map[string]uint64, error) {
 	tracked, ctErr := l.trackedConnections()
 	nftRes := <-nftDone
 	if outErr != nil {
-		return nil, fmt.Errorf("read %s: %w", BWOutAllowanceExceeded, outErr)
+		return nil, fmt.Errorf("read %s: %w", counters.BwOutAllowanceExceeded, outErr)
 	}
 	if inErr != nil {
-		return nil, fmt.Errorf("read %s: %w", BWInAllowanceExceeded, inErr)
+		return nil, fmt.Errorf("read %s: %w", counters.BwInAllowanceExceeded, inErr)
 	}
 	if ctErr != nil {
-		return nil, fmt.Errorf("read %s: %w", ConntrackAllowanceAvailable, ctErr)
+		return nil, fmt.Errorf("read %s: %w", counters.ConntrackAllowanceAvailable, ctErr)
 	}
 	if nftRes.err != nil {
 		return nil, fmt.Errorf("read nftables counters: %w", nftRes.err)
@@ -90,12 +77,12 @@ func (l *Lab) readCounters() (map[string]uint64, error) {
 		// ENA counts them when it queues them), plus held back by the
 		// shaper: a local sender is throttled by the qdisc's backpressure,
 		// so a sustained overload shows there rather than as offered load.
-		BWInAllowanceExceeded:       nft[nftBWInExceeded] + in,
-		BWOutAllowanceExceeded:      nft[nftBWOutExceeded] + out,
-		PPSAllowanceExceeded:        nft[nftPPSExceeded],
-		ConntrackAllowanceExceeded:  nft[nftConntrackExceeded],
-		LinkLocalAllowanceExceeded:  nft[nftLinkLocalExceeded],
-		ConntrackAllowanceAvailable: available,
+		counters.BwInAllowanceExceeded:       nft[nftBWInExceeded] + in,
+		counters.BwOutAllowanceExceeded:      nft[nftBWOutExceeded] + out,
+		counters.PPSAllowanceExceeded:        nft[nftPPSExceeded],
+		counters.ConntrackAllowanceExceeded:  nft[nftConntrackExceeded],
+		counters.LinklocalAllowanceExceeded:  nft[nftLinkLocalExceeded],
+		counters.ConntrackAllowanceAvailable: available,
 	}, nil
 }
 

@@ -7,12 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/enaprobe/enaprobe/counters"
 )
 
 func TestFormatEthtool(t *testing.T) {
 	got := FormatEthtool(map[string]uint64{
-		ConntrackAllowanceAvailable: 7, BWInAllowanceExceeded: 1, BWOutAllowanceExceeded: 2,
-		PPSAllowanceExceeded: 3, ConntrackAllowanceExceeded: 4, LinkLocalAllowanceExceeded: 5,
+		counters.ConntrackAllowanceAvailable: 7, counters.BwInAllowanceExceeded: 1, counters.BwOutAllowanceExceeded: 2,
+		counters.PPSAllowanceExceeded: 3, counters.ConntrackAllowanceExceeded: 4, counters.LinklocalAllowanceExceeded: 5,
 	})
 	want := "NIC statistics:\n" +
 		"     bw_in_allowance_exceeded: 1\n" +
@@ -24,7 +26,7 @@ func TestFormatEthtool(t *testing.T) {
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	if got := FormatEthtool(map[string]uint64{PPSAllowanceExceeded: 9}); got != "NIC statistics:\n     pps_allowance_exceeded: 9\n" {
+	if got := FormatEthtool(map[string]uint64{counters.PPSAllowanceExceeded: 9}); got != "NIC statistics:\n     pps_allowance_exceeded: 9\n" {
 		t.Errorf("absent names must be left out, got %q", got)
 	}
 }
@@ -53,7 +55,7 @@ func TestWriteCountersFile(t *testing.T) {
 		}
 		got[name] = v
 	}
-	if len(got) != len(CounterNames) || got[ConntrackAllowanceAvailable] != 77 {
+	if len(got) != len(CounterNames) || got[counters.ConntrackAllowanceAvailable] != 77 {
 		t.Errorf("file holds %v", got)
 	}
 	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {

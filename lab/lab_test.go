@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enaprobe/enaprobe/counters"
 	"github.com/enaprobe/enaprobe/internal/privtest"
 )
 
@@ -53,8 +54,8 @@ func TestUpReadsAllCounters(t *testing.T) {
 			t.Errorf("counter %s missing", name)
 		}
 	}
-	if got, want := v[ConntrackAllowanceAvailable], uint64(l.Config().ConntrackMax); got != want {
-		t.Errorf("%s = %d on an idle lab, want %d", ConntrackAllowanceAvailable, got, want)
+	if got, want := v[counters.ConntrackAllowanceAvailable], uint64(l.Config().ConntrackMax); got != want {
+		t.Errorf("%s = %d on an idle lab, want %d", counters.ConntrackAllowanceAvailable, got, want)
 	}
 	t.Logf("%v", v)
 }

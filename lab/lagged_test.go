@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enaprobe/enaprobe/counters"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -24,7 +25,7 @@ func TestLaggedCounters(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	before := readCounters(t, l)[LinkLocalAllowanceExceeded]
+	before := readCounters(t, l)[counters.LinklocalAllowanceExceeded]
 	// 100 queries in 100 ms against 100/s with a bucket of 5: the drops
 	// begin with the first queries.
 	sentNs := monotonicNs()
@@ -42,7 +43,7 @@ func TestLaggedCounters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v[LinkLocalAllowanceExceeded] > before {
+		if v[counters.LinklocalAllowanceExceeded] > before {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -52,7 +53,7 @@ func TestLaggedCounters(t *testing.T) {
 	}
 	shownAfter := time.Duration(monotonicNs() - sentNs)
 	t.Logf("drops shown %v after the first query (lag %v), %d reads, slowest %v; a poll takes %v", shownAfter, lag, reads, readTook, src.MeanPoll())
-	if now := readCounters(t, l)[LinkLocalAllowanceExceeded]; now <= before {
+	if now := readCounters(t, l)[counters.LinklocalAllowanceExceeded]; now <= before {
 		t.Fatalf("the plain source did not see the drops: %d -> %d", before, now)
 	}
 	if shownAfter < lag-20*time.Millisecond {

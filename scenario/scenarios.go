@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/enaprobe/enaprobe/counters"
 	"github.com/enaprobe/enaprobe/lab"
 	"github.com/enaprobe/enaprobe/record"
 )
@@ -178,7 +179,7 @@ func connFlood() Scenario {
 			}
 			// The first refused SYN is the one past what was available;
 			// the last drop is the second retry of the last refused.
-			free := int(before[lab.ConntrackAllowanceAvailable])
+			free := int(before[counters.ConntrackAllowanceAvailable])
 			var lastRefused int64
 			for _, a := range r.Attempts {
 				if !a.Established {
