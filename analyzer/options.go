@@ -1,6 +1,10 @@
 package analyzer
 
-import "time"
+import (
+	"time"
+
+	"github.com/enaprobe/enaprobe/limits"
+)
 
 // Options are the limits the trace is compared with and the thresholds of
 // every detection rule. DefaultOptions documents each default.
@@ -157,7 +161,7 @@ func DefaultOptions() Options {
 		CriticalDuration:     time.Second,
 		PeakWindow:           100 * time.Millisecond,
 		IncidentRefill:       250 * time.Millisecond,
-		LinkLocalPPS:         1024,
+		LinkLocalPPS:         limits.LinkLocalPPSPerInterface,
 		FineWindow:           time.Millisecond,
 		StandOutFactor:       2,
 		StandOutPeakShare:    0.5,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/analyzer/internal/scenario"
 	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/wire"
 )
 
 // TestProfileSteady compares the profile of the steady recording with the
@@ -30,7 +31,7 @@ func TestProfileSteady(t *testing.T) {
 		if top.Phases == nil || f.Phases[0].Bps > top.Phases[0].Bps {
 			top = f
 		}
-		if f.Dir == record.Egress && scenario.ServiceOf(f.Key()) == record.ServiceDNS {
+		if f.Dir == record.Egress && wire.FlowService(f.Key(), netip.Addr{}) == record.ServiceDNS {
 			dnsPPS += f.Phases[0].Bps / 8 / float64(f.Size)
 		}
 	}

@@ -1,6 +1,10 @@
 package lab
 
-import "net/netip"
+import (
+	"net/netip"
+
+	"github.com/enaprobe/enaprobe/limits"
+)
 
 // The lab's addresses. Only the 198.18.0.0/15 benchmark range (RFC 2544),
 // its IPv6 counterpart 2001:2::/48 (RFC 5180) and the EC2 link-local service
@@ -24,13 +28,6 @@ var (
 	GatewayAddr6  = netip.MustParseAddr("2001:2:0:1::1")
 	PeerAddr6     = netip.MustParseAddr("2001:2:0:2::10")
 
-	IMDSAddr  = netip.MustParseAddr("169.254.169.254")
-	DNSAddr   = netip.MustParseAddr("169.254.169.253")
-	NTPAddr   = netip.MustParseAddr("169.254.169.123")
-	IMDSAddr6 = netip.MustParseAddr("fd00:ec2::254")
-	DNSAddr6  = netip.MustParseAddr("fd00:ec2::253")
-	NTPAddr6  = netip.MustParseAddr("fd00:ec2::123")
-
 	// LinkLocalServices is the IPv4 range whose traffic shares the
 	// link-local allowance.
 	LinkLocalServices = netip.MustParsePrefix("169.254.169.0/24")
@@ -53,4 +50,4 @@ const (
 
 // vpcSideAddrs are the addresses the VPC namespace answers on, each as a
 // host route on the VPC end of the veth.
-var vpcSideAddrs = []netip.Addr{ResolverAddr, PeerAddr, IMDSAddr, DNSAddr, NTPAddr, PeerAddr6, IMDSAddr6, DNSAddr6, NTPAddr6}
+var vpcSideAddrs = []netip.Addr{ResolverAddr, PeerAddr, limits.IMDSv4, limits.DNSv4, limits.NTPv4, PeerAddr6, limits.IMDSv6, limits.DNSv6, limits.NTPv6}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/enaprobe/enaprobe/limits"
 )
 
 // Config holds every emulated allowance, scaled down from EC2 (Mbit/s instead
@@ -68,7 +70,7 @@ func DefaultConfig() Config {
 		QueuePackets:   128,
 		PPS:            8000,
 		PPSBurst:       800,
-		LinkLocalPPS:   1024,
+		LinkLocalPPS:   limits.LinkLocalPPSPerInterface,
 		LinkLocalBurst: 64,
 		ConntrackMax:   1024,
 		IMDSHopLimit:   1,

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/enaprobe/enaprobe/limits"
 	"github.com/miekg/dns"
 )
 
@@ -61,7 +62,7 @@ func (z dnsZone) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 
 // dnsAddrs are where the resolver listens: its link-local addresses and
 // the VPC base + 2.
-var dnsAddrs = []netip.Addr{DNSAddr, ResolverAddr, DNSAddr6}
+var dnsAddrs = []netip.Addr{limits.DNSv4, ResolverAddr, limits.DNSv6}
 
 const dnsPort = 53
 

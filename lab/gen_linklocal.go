@@ -11,6 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/enaprobe/enaprobe/limits"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -55,10 +56,10 @@ func (l *Lab) LinkLocal(ctx context.Context, spec LinkLocalSpec) (LinkLocalResul
 	var isAnswer func([]byte) bool
 	switch spec.Service {
 	case record.ServiceDNS:
-		dst = netip.AddrPortFrom(pick(spec.IPv6, DNSAddr6, DNSAddr), dnsPort)
+		dst = netip.AddrPortFrom(pick(spec.IPv6, limits.DNSv6, limits.DNSv4), dnsPort)
 		request, isAnswer = dnsRequest, dnsIsAnswer
 	case record.ServiceNTP:
-		dst = netip.AddrPortFrom(pick(spec.IPv6, NTPAddr6, NTPAddr), ntpPort)
+		dst = netip.AddrPortFrom(pick(spec.IPv6, limits.NTPv6, limits.NTPv4), ntpPort)
 		request, isAnswer = ntpRequest, ntpIsAnswer
 	default:
 		return LinkLocalResult{}, fmt.Errorf("link-local client: service %s has no UDP client", spec.Service)

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/enaprobe/enaprobe/limits"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +28,7 @@ const (
 	imdsTokenPath      = "/latest/api/token"
 )
 
-var imdsAddrs = []netip.Addr{IMDSAddr, IMDSAddr6}
+var imdsAddrs = []netip.Addr{limits.IMDSv4, limits.IMDSv6}
 
 // imds is the instance metadata service: IMDSv2 tokens whose PUT response
 // leaves with the IP TTL set to the hop limit, and a small metadata tree.

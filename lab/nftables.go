@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"text/template"
 
+	"github.com/enaprobe/enaprobe/limits"
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
@@ -136,7 +137,7 @@ func (l *Lab) nftRuleset(t *template.Template, ifc string) ([]byte, error) {
 		Config:       l.cfg,
 		Ifc:          ifc,
 		LinkLocal4:   fmt.Sprintf("%s, %s", LinkLocalServices, ResolverAddr),
-		LinkLocal6:   fmt.Sprintf("%s, %s, %s", IMDSAddr6, DNSAddr6, NTPAddr6),
+		LinkLocal6:   fmt.Sprintf("%s, %s, %s", limits.IMDSv6, limits.DNSv6, limits.NTPv6),
 		InBytes:      l.cfg.InRate / 8,
 		OutBytes:     l.cfg.OutRate / 8,
 		OutPeakBytes: l.cfg.OutPeakRate / 8,

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/netip"
 	"time"
+
+	"github.com/enaprobe/enaprobe/limits"
 )
 
 const (
@@ -16,7 +18,7 @@ const (
 	ntpEpochOffset = 2208988800
 )
 
-var ntpAddrs = []netip.Addr{NTPAddr, NTPAddr6}
+var ntpAddrs = []netip.Addr{limits.NTPv4, limits.NTPv6}
 
 // ntpTimestamp is t in NTP's 32.32 fixed-point seconds since 1900.
 func ntpTimestamp(t time.Time) uint64 {

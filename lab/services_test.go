@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enaprobe/enaprobe/limits"
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
 )
@@ -80,7 +81,7 @@ func ttlOfResponse(t *testing.T, fd int, status string) int {
 		}
 		pkt := buf[:n]
 		ihl := int(pkt[0]&0xf) * 4
-		if n < ihl+20 || netip.AddrFrom4([4]byte(pkt[12:16])) != IMDSAddr || binary.BigEndian.Uint16(pkt[ihl:]) != imdsPort {
+		if n < ihl+20 || netip.AddrFrom4([4]byte(pkt[12:16])) != limits.IMDSv4 || binary.BigEndian.Uint16(pkt[ihl:]) != imdsPort {
 			continue
 		}
 		payload := pkt[ihl+int(pkt[ihl+12]>>4)*4:]
@@ -97,7 +98,7 @@ func TestIMDSTokenResponseTTLIsHopLimit(t *testing.T) {
 		l := upLab(t, Config{IMDSHopLimit: hop, IMDSv2Required: true, InstanceType: "m7i.large"})
 		fd := rawTCPReader(t, l)
 		c := instanceHTTP(l)
-		base := "http://" + IMDSAddr.String()
+		base := "http://" + limits.IMDSv4.String()
 
 		code, tok := imdsRequest(t, c, http.MethodPut, base+"/latest/api/token", map[string]string{IMDSTokenTTLHeader: "60"})
 		if code != http.StatusOK || tok == "" {
@@ -123,7 +124,7 @@ func TestIMDSTokenResponseTTLIsHopLimit(t *testing.T) {
 func TestIMDSv1AndMetadataTree(t *testing.T) {
 	l := upLab(t, Config{})
 	c := instanceHTTP(l)
-	base := "http://" + IMDSAddr.String() + "/latest/meta-data/"
+	base := "http://" + limits.IMDSv4.String() + "/latest/meta-data/"
 	code, mac := imdsRequest(t, c, http.MethodGet, base+"mac", nil)
 	if code != http.StatusOK || mac != l.InstanceMAC().String() {
 		t.Fatalf("mac: %d %q, want %s", code, mac, l.InstanceMAC())
@@ -137,11 +138,11 @@ func TestIMDSv1AndMetadataTree(t *testing.T) {
 	if code, _ := imdsRequest(t, c, http.MethodGet, base+"placement/group-name", nil); code != http.StatusNotFound {
 		t.Errorf("placement group of an instance outside one: %d, want 404", code)
 	}
-	if code, _ := imdsRequest(t, c, http.MethodPut, "http://"+IMDSAddr.String()+"/latest/api/token", nil); code != http.StatusBadRequest {
+	if code, _ := imdsRequest(t, c, http.MethodPut, "http://"+limits.IMDSv4.String()+"/latest/api/token", nil); code != http.StatusBadRequest {
 		t.Errorf("token without ttl header: %d, want 400", code)
 	}
 	// IPv6 endpoint.
-	if code, typ := imdsRequest(t, c, http.MethodGet, "http://["+IMDSAddr6.String()+"]/latest/meta-data/instance-type", nil); code != http.StatusOK || typ != "c5.large" {
+	if code, typ := imdsRequest(t, c, http.MethodGet, "http://["+limits.IMDSv6.String()+"]/latest/meta-data/instance-type", nil); code != http.StatusOK || typ != "c5.large" {
 		t.Errorf("IMDS over IPv6: %d %q", code, typ)
 	}
 }
@@ -155,11 +156,11 @@ func TestDNSAnswersOverUDPAndTCP(t *testing.T) {
 		qtype   uint16
 		want    string // first answer's address, or "" for NXDOMAIN
 	}{
-		{"udp", DNSAddr, "peer.lab.internal.", dns.TypeA, PeerAddr.String()},
-		{"tcp", DNSAddr, "peer.lab.internal.", dns.TypeA, PeerAddr.String()},
+		{"udp", limits.DNSv4, "peer.lab.internal.", dns.TypeA, PeerAddr.String()},
+		{"tcp", limits.DNSv4, "peer.lab.internal.", dns.TypeA, PeerAddr.String()},
 		{"udp", ResolverAddr, "db.example.internal.", dns.TypeA, "198.18.2.1"},
-		{"udp", DNSAddr6, "peer.lab.internal.", dns.TypeAAAA, PeerAddr6.String()},
-		{"udp", DNSAddr, "nope.lab.internal.", dns.TypeA, ""},
+		{"udp", limits.DNSv6, "peer.lab.internal.", dns.TypeAAAA, PeerAddr6.String()},
+		{"udp", limits.DNSv4, "nope.lab.internal.", dns.TypeA, ""},
 	}
 	for _, tc := range cases {
 		conn, err := l.DialInstance(context.Background(), tc.network, netip.AddrPortFrom(tc.server, dnsPort).String())
@@ -191,7 +192,7 @@ func TestDNSAnswersOverUDPAndTCP(t *testing.T) {
 
 func TestNTPReplyIsValid(t *testing.T) {
 	l := upLab(t, Config{})
-	conn, err := l.DialInstance(context.Background(), "udp", netip.AddrPortFrom(NTPAddr, ntpPort).String())
+	conn, err := l.DialInstance(context.Background(), "udp", netip.AddrPortFrom(limits.NTPv4, ntpPort).String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 
+	"github.com/enaprobe/enaprobe/limits"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -83,10 +84,7 @@ func Count(frame []byte, gsoSegs, gsoSize uint32, vpcResolver netip.Addr) Packet
 			Src:   netip.AddrPortFrom(netip.AddrFrom16(k.src).Unmap(), k.sport),
 			Dst:   netip.AddrPortFrom(netip.AddrFrom16(k.dst).Unmap(), k.dport),
 		}
-		p.Service = ServiceOf(p.Key.Dst.Addr(), vpcResolver)
-		if p.Service == record.ServiceNone {
-			p.Service = ServiceOf(p.Key.Src.Addr(), vpcResolver)
-		}
+		p.Service = FlowService(p.Key, vpcResolver)
 	}
 	p.Wire = wireOf(uint32(len(frame)), p.L2Len, p.HdrLen, gsoSegs, gsoSize)
 	p.SYN = p.Class == record.ClassTCP && p.TCPFlags&(tcpFlagSYN|tcpFlagACK) == tcpFlagSYN
@@ -291,20 +289,24 @@ func (w Wire) MinMaxSize() (uint16, uint16) {
 	return lo, hi
 }
 
-var (
-	imds4, dns4, ntp4 = netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("169.254.169.253"), netip.MustParseAddr("169.254.169.123")
-	imds6, dns6, ntp6 = netip.MustParseAddr("fd00:ec2::254"), netip.MustParseAddr("fd00:ec2::253"), netip.MustParseAddr("fd00:ec2::123")
-)
-
 // ServiceOf names the link-local service of an address.
 func ServiceOf(a, vpcResolver netip.Addr) record.Service {
 	switch {
-	case a == imds4 || a == imds6:
+	case a == limits.IMDSv4 || a == limits.IMDSv6:
 		return record.ServiceIMDS
-	case a == dns4 || a == dns6 || (vpcResolver.Is4() && a == vpcResolver):
+	case a == limits.DNSv4 || a == limits.DNSv6 || (vpcResolver.Is4() && a == vpcResolver):
 		return record.ServiceDNS
-	case a == ntp4 || a == ntp6:
+	case a == limits.NTPv4 || a == limits.NTPv6:
 		return record.ServiceNTP
 	}
 	return record.ServiceNone
+}
+
+// FlowService names the link-local service of a flow: its destination's,
+// else its source's, so a service's answers count to it as its requests do.
+func FlowService(k record.FlowKey, vpcResolver netip.Addr) record.Service {
+	if svc := ServiceOf(k.Dst.Addr(), vpcResolver); svc != record.ServiceNone {
+		return svc
+	}
+	return ServiceOf(k.Src.Addr(), vpcResolver)
 }

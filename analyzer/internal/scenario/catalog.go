@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/counters"
+	"github.com/enaprobe/enaprobe/limits"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -71,10 +72,10 @@ func steady(iface string, until time.Duration) []Flow {
 	return []Flow{
 		{Interface: iface, Dir: record.Egress, Proto: 6, Src: ap(host, 40100), Dst: ap(peerA, 443), Size: 1500, Jitter: 0.05, Phases: with(250e6)},
 		{Interface: iface, Dir: record.Ingress, Proto: 6, Src: ap(peerB, 443), Dst: ap(host, 40200), Size: 1500, Jitter: 0.05, Phases: with(150e6)},
-		{Interface: iface, Dir: record.Egress, Proto: 17, Src: ap(host, 50053), Dst: ap(DNSAddr, 53), Size: 80, Phases: with(40 * 80 * 8)},
-		{Interface: iface, Dir: record.Ingress, Proto: 17, Src: ap(DNSAddr, 53), Dst: ap(host, 50053), Size: 160, Phases: with(40 * 160 * 8)},
-		{Interface: iface, Dir: record.Egress, Proto: 6, Src: ap(host, 50080), Dst: ap(IMDSAddr, 80), Size: 120, Phases: with(4 * 120 * 8)},
-		{Interface: iface, Dir: record.Egress, Proto: 17, Src: ap(host, 50123), Dst: ap(NTPAddr, 123), Size: 76, Phases: with(1 * 76 * 8)},
+		{Interface: iface, Dir: record.Egress, Proto: 17, Src: ap(host, 50053), Dst: ap(limits.DNSv4, 53), Size: 80, Phases: with(40 * 80 * 8)},
+		{Interface: iface, Dir: record.Ingress, Proto: 17, Src: ap(limits.DNSv4, 53), Dst: ap(host, 50053), Size: 160, Phases: with(40 * 160 * 8)},
+		{Interface: iface, Dir: record.Egress, Proto: 6, Src: ap(host, 50080), Dst: ap(limits.IMDSv4, 80), Size: 120, Phases: with(4 * 120 * 8)},
+		{Interface: iface, Dir: record.Egress, Proto: 17, Src: ap(host, 50123), Dst: ap(limits.NTPv4, 123), Size: 76, Phases: with(1 * 76 * 8)},
 	}
 }
 
@@ -214,7 +215,7 @@ func Cases() map[string]Case {
 
 	// A DNS storm: 3000 queries/s to the resolver for 1.5 s, over the 1024
 	// pps link-local limit.
-	storm := Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: ap(host, 53535), Dst: ap(DNSAddr, 53), Size: 80,
+	storm := Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: ap(host, 53535), Dst: ap(limits.DNSv4, 53), Size: 80,
 		Phases: []Phase{{sec(4.2005), sec(5.7005), 3000 * 80 * 8}}}
 	add(Case{Scenario: Scenario{Name: "linklocal_exceeded", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 8,
 		Interfaces: []Interface{ena("eth0")}, Flows: append(steady("eth0", 8*time.Second), storm)},
@@ -227,7 +228,7 @@ func Cases() map[string]Case {
 
 	// IMDS polled hard: 720 requests' packets/s for 3 s, plus the steady
 	// DNS: under 1024 but over 70% of it.
-	poll := Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: ap(host, 50081), Dst: ap(IMDSAddr, 80), Size: 120,
+	poll := Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: ap(host, 50081), Dst: ap(limits.IMDSv4, 80), Size: 120,
 		Phases: []Phase{{sec(2.5), sec(5.5), 720 * 120 * 8}}}
 	add(Case{Scenario: Scenario{Name: "linklocal_hot", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 9,
 		Interfaces: []Interface{ena("eth0")}, Flows: append(steady("eth0", 8*time.Second), poll)},
@@ -285,7 +286,7 @@ func Cases() map[string]Case {
 	vethBurst := Flow{Interface: "veth0", Dir: record.Egress, Proto: 6, Src: ap(host, 46000), Dst: ap(peerC, 9100), Size: 9001,
 		Phases: []Phase{{sec(3), sec(3.01), 20e9}}}
 	// A container's queries arrive on the host side of its veth: ingress.
-	vethDNS := Flow{Interface: "veth0", Dir: record.Ingress, Proto: 17, Src: ap(container, 46053), Dst: ap(DNSAddr, 53), Size: 80,
+	vethDNS := Flow{Interface: "veth0", Dir: record.Ingress, Proto: 17, Src: ap(container, 46053), Dst: ap(limits.DNSv4, 53), Size: 80,
 		Phases: []Phase{{sec(4), sec(5.5), 2000 * 80 * 8}}}
 	add(Case{Scenario: Scenario{Name: "non_ena", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 13,
 		Interfaces: []Interface{ena("eth0"), veth},
@@ -317,7 +318,7 @@ func Bench() Scenario {
 		}
 		flows = append(flows, f)
 	}
-	flows = append(flows, Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: ap(host, 53536), Dst: ap(DNSAddr, 53),
+	flows = append(flows, Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: ap(host, 53536), Dst: ap(limits.DNSv4, 53),
 		Size: 80, Phases: []Phase{{sec(12), sec(14), 2500 * 80 * 8}}})
 	return Scenario{Name: "bench", Duration: d, InstanceType: "c5.large", Seed: 99, Interfaces: []Interface{ifc}, Flows: flows,
 		SYNFloods: []SYNFlood{{Interface: "eth0", Dir: record.Egress, Src: host, Dst: backend, PerSecond: 2500, From: sec(20), To: sec(26)}}}

@@ -9,25 +9,10 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/counters"
+	"github.com/enaprobe/enaprobe/limits"
 	"github.com/enaprobe/enaprobe/record"
 	"github.com/enaprobe/enaprobe/wire"
 )
-
-// Link-local service addresses (AWS-LIMITS.md).
-var (
-	IMDSAddr = netip.MustParseAddr("169.254.169.254")
-	DNSAddr  = netip.MustParseAddr("169.254.169.253")
-	NTPAddr  = netip.MustParseAddr("169.254.169.123")
-)
-
-// ServiceOf classifies a flow as the datapath does (package wire): by its
-// destination, else its source.
-func ServiceOf(k record.FlowKey) record.Service {
-	if svc := wire.ServiceOf(k.Dst.Addr(), netip.Addr{}); svc != record.ServiceNone {
-		return svc
-	}
-	return wire.ServiceOf(k.Src.Addr(), netip.Addr{})
-}
 
 // isRequest tells a packet to a link-local service from its answer.
 func isRequest(k record.FlowKey) bool {
@@ -166,7 +151,7 @@ func newGenerator(s Scenario) *generator {
 	for _, f := range s.Flows {
 		fs := &flowState{iface: f.Interface, dir: f.Dir, key: f.Key(), size: f.Size,
 			jitter: f.Jitter, phases: f.Phases, winIdx: -1,
-			stats: record.FlowStats{Service: ServiceOf(f.Key()), Directions: 1 << f.Dir,
+			stats: record.FlowStats{Service: wire.FlowService(f.Key(), netip.Addr{}), Directions: 1 << f.Dir,
 				TCPFlags: tcpFlags(f.Proto, 0x18), FirstSeenNs: -1}}
 		g.flows = append(g.flows, fs)
 		g.data = append(g.data, fs)
@@ -185,7 +170,7 @@ func (g *generator) linkLocalPPS(ifc Interface) float64 {
 	if ifc.LinkLocalPPS > 0 {
 		return ifc.LinkLocalPPS
 	}
-	return 1024
+	return limits.LinkLocalPPSPerInterface
 }
 
 func (g *generator) run() {
