@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/enaprobe/enaprobe/ena"
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/loader"
 	"github.com/enaprobe/enaprobe/record"
 )
@@ -209,7 +210,7 @@ func setUp(cfg Config, name string) (*tracedInterface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("interface %s: %w", name, err)
 	}
-	ti.col, err = loader.NewCollector(ti.probe, name, loader.MonotonicNow())
+	ti.col, err = loader.NewCollector(ti.probe, name, monoclock.Now())
 	if err != nil {
 		return ti, err
 	}
@@ -307,14 +308,14 @@ func loop(ctx context.Context, cfg Config, traced []*tracedInterface, startNs in
 		case <-deadline:
 			return nil
 		case <-drain.C:
-			now := loader.MonotonicNow()
+			now := monoclock.Now()
 			for _, ti := range traced {
 				if err := ti.col.Drain(now, false); err != nil {
 					return err
 				}
 			}
 		case <-flows.C:
-			now := loader.MonotonicNow()
+			now := monoclock.Now()
 			for _, ti := range traced {
 				if err := ti.col.SnapshotFlows(now); err != nil {
 					return err
@@ -334,7 +335,7 @@ func loop(ctx context.Context, cfg Config, traced []*tracedInterface, startNs in
 			}
 		case <-status.C:
 			if cfg.Progress != nil {
-				elapsed := time.Duration(loader.MonotonicNow() - startNs)
+				elapsed := time.Duration(monoclock.Now() - startNs)
 				var remaining time.Duration
 				if cfg.Duration > 0 {
 					remaining = max(cfg.Duration-elapsed, 0)
@@ -407,7 +408,7 @@ func counterSourceName(cfg Config, iface string) string {
 
 // clockPair reads the monotonic and the wall clock back to back.
 func clockPair() record.ClockPair {
-	return record.ClockPair{MonoNs: loader.MonotonicNow(), Wall: time.Now()}
+	return record.ClockPair{MonoNs: monoclock.Now(), Wall: time.Now()}
 }
 
 func kernelRelease() string {

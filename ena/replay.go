@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -20,7 +21,7 @@ type ReplaySource struct {
 }
 
 // NewReplaySource replays the samples of iface in rec. now is the clock,
-// MonotonicNow when nil.
+// monoclock.Now when nil.
 func NewReplaySource(rec *record.Recording, iface string, now func() int64) (*ReplaySource, error) {
 	var samples []record.CounterSample
 	for _, s := range rec.Counters {
@@ -33,7 +34,7 @@ func NewReplaySource(rec *record.Recording, iface string, now func() int64) (*Re
 	}
 	sort.SliceStable(samples, func(i, j int) bool { return samples[i].BeforeNs < samples[j].BeforeNs })
 	if now == nil {
-		now = MonotonicNow
+		now = monoclock.Now
 	}
 	return &ReplaySource{samples: samples, now: now}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -53,9 +54,9 @@ func (s *Sampler) Interval() time.Duration { return s.interval }
 
 // Sample reads the source once. A failed read carries Err and no values.
 func (s *Sampler) Sample() record.CounterSample {
-	before := MonotonicNow()
+	before := monoclock.Now()
 	values, err := s.source.Read()
-	after := MonotonicNow()
+	after := monoclock.Now()
 	cs := record.CounterSample{Interface: s.iface, BeforeNs: before, AfterNs: after}
 	if err != nil {
 		cs.Err = err.Error()

@@ -28,16 +28,6 @@ func checkDuration(d time.Duration) error {
 	return nil
 }
 
-// monotonicNs reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns, so
-// generator timestamps line up with what an eBPF tracer records.
-func monotonicNs() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		panic(fmt.Sprintf("clock_gettime(CLOCK_MONOTONIC): %v", err)) // cannot fail on Linux
-	}
-	return ts.Nano()
-}
-
 // udpHeaderBytes is the IP + UDP header size for dst's family.
 func udpHeaderBytes(dst netip.Addr) int {
 	if dst.Is4() {

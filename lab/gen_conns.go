@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"golang.org/x/sys/unix"
 )
 
@@ -93,7 +94,7 @@ func (l *Lab) OpenConns(ctx context.Context, spec ConnFloodSpec) (*ConnSet, erro
 				return fmt.Errorf("connect %s: %w", spec.Dst, err)
 			}
 			attempt[fd] = len(set.Attempts)
-			set.Attempts = append(set.Attempts, ConnAttempt{StartNs: monotonicNs()})
+			set.Attempts = append(set.Attempts, ConnAttempt{StartNs: monoclock.Now()})
 		}
 		return nil
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/limits"
 	"github.com/enaprobe/enaprobe/record"
 )
@@ -106,7 +107,7 @@ func (l *Lab) LinkLocal(ctx context.Context, spec LinkLocalSpec) (LinkLocalResul
 			sent := res.Sent
 			sendErr = res.send(int(fd), req, len(req)+hdr)
 			if res.Sent > sent {
-				res.SendNs = append(res.SendNs, monotonicNs())
+				res.SendNs = append(res.SendNs, monoclock.Now())
 			}
 			return true
 		}); err != nil {

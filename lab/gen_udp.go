@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 )
 
 // UDPFlowsSpec describes steady UDP flows from the instance.
@@ -119,13 +121,13 @@ func (l *Lab) Burst(ctx context.Context, spec BurstSpec) (BurstResult, error) {
 		return res, fmt.Errorf("burst: %w", err)
 	}
 	payload := make([]byte, spec.PacketSize-hdr)
-	res.StartNs = monotonicNs()
+	res.StartNs = monoclock.Now()
 	for range spec.Packets {
 		if err := res.send(fds[0], payload, spec.PacketSize); err != nil {
-			res.EndNs = monotonicNs()
+			res.EndNs = monoclock.Now()
 			return res, fmt.Errorf("burst: %w", err)
 		}
 	}
-	res.EndNs = monotonicNs()
+	res.EndNs = monoclock.Now()
 	return res, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 )
 
 // LaggedCounters is a counter source that shows the lab's counters as
@@ -52,14 +54,14 @@ func (l *Lab) LaggedCounters(lag time.Duration) (*LaggedCounters, error) {
 }
 
 func (s *LaggedCounters) poll() error {
-	start := monotonicNs()
+	start := monoclock.Now()
 	v, err := s.l.readCounters()
 	if err != nil {
 		return err
 	}
 	// The values may hold what happened until the read ended: shown from
 	// then on, a drop is never shown sooner than the lag.
-	at := monotonicNs()
+	at := monoclock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.polls++
@@ -102,7 +104,7 @@ func (s *LaggedCounters) Kind() string { return "lab" }
 // Read returns the newest poll that ended at least Lag ago (the oldest
 // one kept while none has yet).
 func (s *LaggedCounters) Read() (map[string]uint64, error) {
-	cut := monotonicNs() - int64(s.lag)
+	cut := monoclock.Now() - int64(s.lag)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {

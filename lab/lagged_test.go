@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/counters"
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -28,7 +29,7 @@ func TestLaggedCounters(t *testing.T) {
 	before := readCounters(t, l)[counters.LinklocalAllowanceExceeded]
 	// 100 queries in 100 ms against 100/s with a bucket of 5: the drops
 	// begin with the first queries.
-	sentNs := monotonicNs()
+	sentNs := monoclock.Now()
 	if _, err := l.LinkLocal(context.Background(), LinkLocalSpec{Service: record.ServiceDNS, Rate: 1000, Duration: 100 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestLaggedCounters(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	shownAfter := time.Duration(monotonicNs() - sentNs)
+	shownAfter := time.Duration(monoclock.Now() - sentNs)
 	t.Logf("drops shown %v after the first query (lag %v), %d reads, slowest %v; a poll takes %v", shownAfter, lag, reads, readTook, src.MeanPoll())
 	if now := readCounters(t, l)[counters.LinklocalAllowanceExceeded]; now <= before {
 		t.Fatalf("the plain source did not see the drops: %d -> %d", before, now)

@@ -15,6 +15,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/internal/vethpair"
 	"github.com/enaprobe/enaprobe/record"
 )
@@ -166,7 +167,7 @@ func (tr *trace) stopBeside(t *testing.T, standin string, anotherEnaprobe bool) 
 	if standin != "" && !strings.Contains(listing, standin) {
 		t.Errorf("the stand-in %s is gone after enaprobe closed:\n%s", standin, listing)
 	}
-	if err := tr.col.Finish(MonotonicNow()); err != nil {
+	if err := tr.col.Finish(monoclock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return tr.col.Result()
@@ -640,7 +641,7 @@ func TestPassAheadHidesAll(t *testing.T) {
 			const n = 100
 			sendUDP(t, pair.NSA, dst, n, 20)
 			counted := func() uint64 {
-				if err := tr.col.Drain(MonotonicNow(), false); err != nil {
+				if err := tr.col.Drain(monoclock.Now(), false); err != nil {
 					t.Fatal(err)
 				}
 				return tr.col.Totals()[record.Egress].Packets[record.ClassUDP]

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/enaprobe/enaprobe/bpf"
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -39,13 +40,6 @@ func lateSweep(opts Options) int64 {
 // sliceMargin is how long after a size slice ends the collector waits before
 // reading it: per-CPU slices are read once.
 const sliceMargin = 10 * time.Millisecond
-
-// MonotonicNow reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
-func MonotonicNow() int64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
-}
 
 // Collector drains one interface's probe into plain data. It is not safe
 // for concurrent use: one goroutine calls Drain and SnapshotFlows.
@@ -201,7 +195,7 @@ func (c *Collector) bucketAt(i int64) *bpf.ProbeBucket {
 func (c *Collector) Drain(nowNs int64, final bool) error {
 	if final && c.settle > 0 {
 		time.Sleep(c.settle)
-		nowNs = max(nowNs, MonotonicNow())
+		nowNs = max(nowNs, monoclock.Now())
 	}
 	c.drainBuckets(nowNs, final)
 	if err := c.drainSlices(nowNs, final); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/internal/privtest"
 
 	"github.com/enaprobe/enaprobe/bpf"
@@ -63,7 +64,7 @@ func newFlowTableProbe(t *testing.T, opts Options) *flowTableProbe {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	col, err := NewCollector(p, "test", MonotonicNow())
+	col, err := NewCollector(p, "test", monoclock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func (f *flowTableProbe) send(t *testing.T, frame []byte, repeat int) {
 // finish drains everything and snapshots the flows, as a trace's end does.
 func (f *flowTableProbe) finish(t *testing.T) Result {
 	t.Helper()
-	if err := f.col.Finish(MonotonicNow()); err != nil {
+	if err := f.col.Finish(monoclock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return f.col.Result()
@@ -164,7 +165,7 @@ func newFilledTable(t *testing.T, n int) (*flowTableProbe, [][]byte, []record.Fl
 // stays exact, including a flow evicted and then back.
 func TestFlowTableEviction(t *testing.T) {
 	f, frames, keys := newFilledTable(t, 16)
-	if err := f.col.SnapshotFlows(MonotonicNow()); err != nil {
+	if err := f.col.SnapshotFlows(monoclock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * flowIdleTest)
@@ -195,7 +196,7 @@ func TestFlowTableEviction(t *testing.T) {
 	// continues from what it had before its eviction.
 	time.Sleep(2 * flowIdleTest)
 	f.send(t, frames[0], 4)
-	if err := f.col.SnapshotFlows(MonotonicNow()); err != nil {
+	if err := f.col.SnapshotFlows(monoclock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := lastByFlow(f.col.Result())[keys[0]].Packets; got != 2+4 {
@@ -208,7 +209,7 @@ func TestFlowTableEviction(t *testing.T) {
 // it read last as the evicted one, and the late event adds nothing twice.
 func TestFlowTableLateEviction(t *testing.T) {
 	f, frames, keys := newFilledTable(t, 9)
-	f.col.scanTables(MonotonicNow())
+	f.col.scanTables(monoclock.Now())
 	time.Sleep(2 * flowIdleTest)
 	f.send(t, frames[8], 1) // evicts one of the first eight
 	f.send(t, frames[8], 1)
@@ -219,7 +220,7 @@ func TestFlowTableLateEviction(t *testing.T) {
 	for _, fr := range frames[:8] {
 		f.send(t, fr, 3)
 	}
-	now := MonotonicNow()
+	now := monoclock.Now()
 	f.col.scanTables(now)
 	if err := f.col.drainEvictions(now); err != nil {
 		t.Fatal(err)

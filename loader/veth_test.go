@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/internal/privtest"
 	"github.com/enaprobe/enaprobe/internal/vethpair"
 	"github.com/enaprobe/enaprobe/record"
@@ -50,7 +51,7 @@ func (tr *trace) drainUntilStopped() {
 			tr.drained <- err
 			return
 		case <-tick.C:
-			if derr := tr.col.Drain(MonotonicNow(), false); derr != nil && err == nil {
+			if derr := tr.col.Drain(monoclock.Now(), false); derr != nil && err == nil {
 				err = derr
 			}
 		}
@@ -75,7 +76,7 @@ func startTrace(t *testing.T, pair *vethpair.Pair, mode AttachMode, opts Options
 		if tr.probe, err = Load(opts); err != nil {
 			return err
 		}
-		if tr.col, err = NewCollector(tr.probe, pair.IfA, MonotonicNow()); err != nil {
+		if tr.col, err = NewCollector(tr.probe, pair.IfA, monoclock.Now()); err != nil {
 			return err
 		}
 		tr.att, err = Attach(tr.probe, pair.IfA, mode)
@@ -134,7 +135,7 @@ func (tr *trace) stop(t *testing.T) Result {
 	if err := tr.stopDraining(); err != nil {
 		t.Fatalf("drain while tracing: %v", err)
 	}
-	if err := tr.col.Finish(MonotonicNow()); err != nil {
+	if err := tr.col.Finish(monoclock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return tr.col.Result()
@@ -445,13 +446,13 @@ func TestVethBurstTiming(t *testing.T) {
 		buf := make([]byte, 200)
 		for i := 0; i < 5; i++ {
 			time.Sleep(20 * time.Millisecond)
-			b := burst{from: MonotonicNow()}
+			b := burst{from: monoclock.Now()}
 			for j := 0; j < perBurst; j++ {
 				if _, err := c.Write(buf); err != nil {
 					return err
 				}
 			}
-			b.to = MonotonicNow()
+			b.to = monoclock.Now()
 			bursts = append(bursts, b)
 		}
 		return nil

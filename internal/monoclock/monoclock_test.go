@@ -1,24 +1,24 @@
-package ena
+package monoclock
 
 import (
 	"testing"
 	"time"
 )
 
-func TestMonotonicNow(t *testing.T) {
-	a := MonotonicNow()
+func TestNow(t *testing.T) {
+	a := Now()
 	time.Sleep(10 * time.Millisecond)
-	b := MonotonicNow()
+	b := Now()
 	if a <= 0 || b-a < int64(10*time.Millisecond) {
-		t.Errorf("MonotonicNow %d then %d after sleeping 10ms", a, b)
+		t.Errorf("Now %d then %d after sleeping 10ms", a, b)
 	}
 	// Far below an hour: the clock is nanoseconds, not something coarser.
 	if b-a > int64(time.Hour) {
 		t.Errorf("10ms sleep measured as %v", time.Duration(b-a))
 	}
-	prev := MonotonicNow()
+	prev := Now()
 	for range 1000 {
-		now := MonotonicNow()
+		now := Now()
 		if now < prev {
 			t.Fatalf("went back from %d to %d", prev, now)
 		}
