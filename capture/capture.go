@@ -78,6 +78,13 @@ func DefaultConfig() Config {
 	}
 }
 
+// HeavyWindowBytes is the window-event threshold (loader.Options.HeavyBytes):
+// share of what a flow at the per-flow cap moves in one fine window, never
+// below one full-size packet (1500 bytes).
+func HeavyWindowBytes(flowLimitBps, share float64, window time.Duration) uint64 {
+	return max(uint64(flowLimitBps/8*window.Seconds()*share), 1500)
+}
+
 // tracedInterface is one interface's datapath, collector and counters.
 type tracedInterface struct {
 	info    record.InterfaceInfo

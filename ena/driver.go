@@ -82,3 +82,20 @@ func hasAll(values map[string]uint64, names []string) bool {
 	}
 	return true
 }
+
+// ExpressMode tells whether ENA drives ifname and reads its ena_srd_mode
+// (ENA Express's state); srdKnown is false when the driver does not report
+// it or the read fails.
+func ExpressMode(ifname string) (isENA bool, srdMode uint64, srdKnown bool) {
+	if d, _, err := DriverInfo(ifname); err != nil || !IsENA(d) {
+		return false, 0, false
+	}
+	src, err := NewEthtoolSource(ifname)
+	if err != nil {
+		return true, 0, false
+	}
+	defer src.Close()
+	vals, err := src.Read()
+	v, ok := vals[counters.SRDMode]
+	return true, v, err == nil && ok
+}

@@ -3,6 +3,8 @@ package limits
 import (
 	"fmt"
 	"math"
+
+	"github.com/enaprobe/enaprobe/counters"
 )
 
 // Per-flow caps from AWS-LIMITS.md. A flow is one 5-tuple; hitting the cap
@@ -18,35 +20,42 @@ const (
 	FlowENAExpressBps = 25e9
 )
 
-// srdEnabledBit is bit0 of ethtool's ena_srd_mode: ENA Express enabled.
-const srdEnabledBit = 1
+// FlowCap is the single-flow cap that applies to an instance: its rate,
+// why (what was assumed), and where it came from, for the report.
+type FlowCap struct {
+	Bps    float64
+	Reason string
+	Source string // "options", "ethtool: ...", "IMDS: ...", "default"
+}
 
-// FlowLimitBps returns the single-flow cap that applies to this instance
-// and why. An override > 0 wins; then ENA Express when ena_srd_mode has
-// bit0 set; then a placement group; then the 5 Gbps default. srdModeKnown
-// is false when the driver does not expose ena_srd_mode.
+// FlowLimit returns the single-flow cap that applies to this instance. An
+// override > 0 wins; then ENA Express when ena_srd_mode has its enabled bit
+// set; then a placement group; then the 5 Gbps default. srdModeKnown is
+// false when the driver does not expose ena_srd_mode.
 //
 // The group name alone cannot tell a cluster placement group from a spread
 // or partition one, and the cap also depends on where the peer is, so the
 // reason always says what was assumed.
-func FlowLimitBps(placementGroup string, srdMode uint64, srdModeKnown bool, override float64) (bps float64, reason string) {
+func FlowLimit(placementGroup string, srdMode uint64, srdModeKnown bool, override float64) FlowCap {
 	if override > 0 && !math.IsInf(override, 0) {
-		return override, fmt.Sprintf("per-flow limit %s set by the user", FormatBps(override))
+		return FlowCap{override, fmt.Sprintf("per-flow limit %s set by the user", FormatBps(override)), "options"}
 	}
-	if srdModeKnown && srdMode&srdEnabledBit != 0 {
-		return FlowENAExpressBps, fmt.Sprintf("ENA Express enabled (ena_srd_mode=%#x): up to 25 Gbps per flow, "+
-			"only toward ENA Express peers in the same Availability Zone; other flows keep the 5 or 10 Gbps cap", srdMode)
+	if srdModeKnown && srdMode&counters.SRDModeEnabled != 0 {
+		return FlowCap{FlowENAExpressBps, fmt.Sprintf("ENA Express enabled (ena_srd_mode=%#x): up to 25 Gbps per flow, "+
+			"only toward ENA Express peers in the same Availability Zone; other flows keep the 5 or 10 Gbps cap", srdMode),
+			"ethtool: ENA Express enabled (ena_srd_mode)"}
 	}
 	unknownSRD := ""
 	if !srdModeKnown {
 		unknownSRD = "; ENA Express state unknown (no ena_srd_mode counter)"
 	}
 	if placementGroup != "" {
-		return FlowPlacementGroupBps, fmt.Sprintf("instance is in placement group %q: up to 10 Gbps per flow if it is a "+
+		return FlowCap{FlowPlacementGroupBps, fmt.Sprintf("instance is in placement group %q: up to 10 Gbps per flow if it is a "+
 			"cluster placement group and the peer is in the same group; IMDS does not say the strategy, and "+
-			"flows leaving the group keep the 5 Gbps cap%s", placementGroup, unknownSRD)
+			"flows leaving the group keep the 5 Gbps cap%s", placementGroup, unknownSRD),
+			"IMDS: placement group " + placementGroup}
 	}
-	return FlowDefaultBps, "not in a placement group: 5 Gbps per flow" + unknownSRD
+	return FlowCap{FlowDefaultBps, "not in a placement group: 5 Gbps per flow" + unknownSRD, "default"}
 }
 
 // GatewayLimitBps is the aggregate cap for traffic through an internet

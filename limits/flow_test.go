@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestFlowLimitBps(t *testing.T) {
+func TestFlowLimit(t *testing.T) {
 	tests := []struct {
 		name       string
 		group      string
@@ -16,22 +16,24 @@ func TestFlowLimitBps(t *testing.T) {
 		want       float64
 		reasonHas  []string
 		reasonLack []string
+		source     string
 	}{
-		{"default", "", 0, true, 0, 5e9, []string{"5 Gbps"}, []string{"unknown"}},
-		{"default, srd unknown", "", 0, false, 0, 5e9, []string{"ENA Express state unknown"}, nil},
-		{"placement group", "pg-analytics", 0, true, 0, 10e9, []string{`"pg-analytics"`, "cluster", "strategy"}, []string{"unknown"}},
-		{"placement group, srd unknown", "pg", 0, false, 0, 10e9, []string{"ENA Express state unknown"}, nil},
-		{"ena express bit0", "", 1, true, 0, 25e9, []string{"ENA Express enabled", "ena_srd_mode=0x1"}, nil},
-		{"ena express with udp bits", "pg", 0b111, true, 0, 25e9, []string{"0x7"}, nil},
-		{"srd udp bit without bit0", "", 0b10, true, 0, 5e9, nil, nil},
-		{"srd value ignored when unknown", "", 1, false, 0, 5e9, nil, nil},
-		{"override wins", "pg", 1, true, 3e9, 3e9, []string{"3 Gbit/s", "user"}, nil},
-		{"negative override ignored", "", 0, true, -1, 5e9, nil, nil},
+		{"default", "", 0, true, 0, 5e9, []string{"5 Gbps"}, []string{"unknown"}, "default"},
+		{"default, srd unknown", "", 0, false, 0, 5e9, []string{"ENA Express state unknown"}, nil, "default"},
+		{"placement group", "pg-analytics", 0, true, 0, 10e9, []string{`"pg-analytics"`, "cluster", "strategy"}, []string{"unknown"}, "IMDS: placement group pg-analytics"},
+		{"placement group, srd unknown", "pg", 0, false, 0, 10e9, []string{"ENA Express state unknown"}, nil, "IMDS: placement group pg"},
+		{"ena express bit0", "", 1, true, 0, 25e9, []string{"ENA Express enabled", "ena_srd_mode=0x1"}, nil, "ethtool: ENA Express enabled (ena_srd_mode)"},
+		{"ena express with udp bits", "pg", 0b111, true, 0, 25e9, []string{"0x7"}, nil, "ethtool: ENA Express enabled (ena_srd_mode)"},
+		{"srd udp bit without bit0", "", 0b10, true, 0, 5e9, nil, nil, "default"},
+		{"srd value ignored when unknown", "", 1, false, 0, 5e9, nil, nil, "default"},
+		{"override wins", "pg", 1, true, 3e9, 3e9, []string{"3 Gbit/s", "user"}, nil, "options"},
+		{"negative override ignored", "", 0, true, -1, 5e9, nil, nil, "default"},
 	}
 	for _, tc := range tests {
-		got, reason := FlowLimitBps(tc.group, tc.srd, tc.srdKnown, tc.override)
-		if got != tc.want {
-			t.Errorf("%s: FlowLimitBps = %v, want %v (%s)", tc.name, got, tc.want, reason)
+		c := FlowLimit(tc.group, tc.srd, tc.srdKnown, tc.override)
+		got, reason := c.Bps, c.Reason
+		if got != tc.want || c.Source != tc.source {
+			t.Errorf("%s: FlowLimit = %v from %q, want %v from %q (%s)", tc.name, got, c.Source, tc.want, tc.source, reason)
 		}
 		for _, s := range tc.reasonHas {
 			if !strings.Contains(reason, s) {

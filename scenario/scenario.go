@@ -130,7 +130,7 @@ func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err
 		cfg.Meta.InstanceType = "lab"
 	}
 	cfg.Meta.FlowLimitBps = float64(lcfg.FlowRate)
-	cfg.Datapath.HeavyBytes = max(uint64(float64(lcfg.FlowRate)/8*cfg.Datapath.Window.Seconds()*0.5), 1500)
+	cfg.Datapath.HeavyBytes = capture.HeavyWindowBytes(float64(lcfg.FlowRate), 0.5, cfg.Datapath.Window)
 
 	traceCtx, stopTrace := context.WithCancel(ctx)
 	defer stopTrace()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -153,7 +154,7 @@ func (a *analysisFlags) overRecording(rec *record.Recording) (analyzer.Options, 
 		return fmt.Sprintf("%s (from %s)", f(v), src)
 	}
 	if a.changed("instance-type") {
-		override("instance-type", firstNonEmpty(o.InstanceType, "none"))
+		override("instance-type", cmp.Or(o.InstanceType, "none"))
 		o.InstanceType, o.Sources.InstanceType = a.instanceType, ""
 		// Limits the table gave for the recorded type go with it.
 		if strings.HasPrefix(o.Sources.Baseline, "table") {

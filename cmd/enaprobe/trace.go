@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -170,8 +171,9 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	cfg.Meta.Version = version
 
 	// What the instance is: flags first, IMDS on EC2 (once, cached).
-	inst := discoverInstance(ctx, f, ifaces, log)
-	cfg.Meta.InstanceType = firstNonEmpty(f.analysis.instanceType, inst.InstanceType)
+	host := discoverHost(ctx, f, ifaces, log)
+	inst := host.Instance
+	cfg.Meta.InstanceType = cmp.Or(f.analysis.instanceType, inst.InstanceType)
 	if it := cfg.Meta.InstanceType; it != "" && f.analysis.baseline == 0 {
 		if _, ok := limits.Lookup(it); !ok {
 			log.Warn().Str("instance_type", it).Msg("not in the table: give --baseline and --burst for allowance findings")
@@ -184,16 +186,13 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 		aopts.Sources.InstanceType = "IMDS"
 		aopts.InstanceType = inst.InstanceType
 	}
-	srd, srdKnown := srdMode(ifaces)
-	flowLimit, reason := limits.FlowLimitBps(inst.PlacementGroup, srd, srdKnown, f.analysis.flowLimit)
-	cfg.Meta.FlowLimitBps = flowLimit
-	aopts.FlowLimitBps = flowLimit
-	aopts.Sources.FlowLimit = flowLimitSource(f.analysis.flowLimit, inst.PlacementGroup, srd, srdKnown)
-	log.Debug().Str("reason", reason).Float64("flow_limit_bps", flowLimit).Msg("per-flow cap")
-	if len(inst.VPCCIDRs) > 0 {
-		cfg.Datapath.VPCResolver = limits.VPCResolver(inst.VPCCIDRs[0])
-	}
-	cfg.Datapath.HeavyBytes = heavyBytes(flowLimit, f.heavyShare, f.analysis.window)
+	flowCap := host.FlowCap
+	cfg.Meta.FlowLimitBps = flowCap.Bps
+	aopts.FlowLimitBps = flowCap.Bps
+	aopts.Sources.FlowLimit = flowCap.Source
+	log.Debug().Str("reason", flowCap.Reason).Float64("flow_limit_bps", flowCap.Bps).Msg("per-flow cap")
+	cfg.Datapath.VPCResolver = host.VPCResolver
+	cfg.Datapath.HeavyBytes = capture.HeavyWindowBytes(flowCap.Bps, f.heavyShare, f.analysis.window)
 	for _, name := range ifaces {
 		if down, err := interfaceDown(name); err == nil && down {
 			log.Warn().Str("interface", name).Msg("the interface is down: it carries no traffic until it comes up")
@@ -239,20 +238,6 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	}
 	warnLoss(rec, log)
 	return errors.Join(err, writeReports(cmd.OutOrStdout(), rec, aopts, f.out, environment(rec, strings.Join(os.Args, " ")), log))
-}
-
-// flowLimitSource says where the per-flow cap came from, the same way
-// limits.FlowLimitBps chooses it.
-func flowLimitSource(override float64, placementGroup string, srd uint64, srdKnown bool) string {
-	switch {
-	case override > 0:
-		return "options"
-	case srdKnown && srd&1 != 0:
-		return "ethtool: ENA Express enabled (ena_srd_mode)"
-	case placementGroup != "":
-		return "IMDS: placement group " + placementGroup
-	}
-	return "default"
 }
 
 // checkLogLevel refuses a level zerolog does not know.
@@ -315,22 +300,25 @@ func verifierLog(stderr io.Writer, err error, vr *loader.VerifierRejection, f *t
 	return fmt.Errorf("%w; --verifier-log FILE saves the log", err)
 }
 
-// heavyBytes is the window-event threshold: heavyShare of what a flow at the
-// per-flow cap moves in one fine window.
-func heavyBytes(flowLimitBps, share float64, window time.Duration) uint64 {
-	return max(uint64(flowLimitBps/8*window.Seconds()*share), 1500)
+// perInterface splits the value of a repeatable [IFACE=]VALUE flag: without
+// IFACE it is for the only traced interface.
+func perInterface(flag, what, v string, ifaces []string) (iface, value string, err error) {
+	if iface, value, ok := strings.Cut(v, "="); ok {
+		return iface, value, nil
+	}
+	if len(ifaces) != 1 {
+		return "", "", usagef("--%s %s: name the interface (IFACE=%s) when tracing several", flag, v, what)
+	}
+	return ifaces[0], v, nil
 }
 
 // counterFiles parses --counters-file [IFACE=]PATH values.
 func counterFiles(vals, ifaces []string) (map[string]ena.Source, error) {
 	out := map[string]ena.Source{}
 	for _, v := range vals {
-		iface, path, ok := strings.Cut(v, "=")
-		if !ok {
-			if len(ifaces) != 1 {
-				return nil, usagef("--counters-file %s: name the interface (IFACE=PATH) when tracing several", v)
-			}
-			iface, path = ifaces[0], v
+		iface, path, err := perInterface("counters-file", "PATH", v, ifaces)
+		if err != nil {
+			return nil, err
 		}
 		if err := checkCountersFile(path); err != nil {
 			return nil, usagef("--counters-file %s: %v", v, err)
@@ -354,12 +342,9 @@ func checkCountersFile(path string) error {
 // counterReplays adds --counters-replay [IFACE=]BUNDLE sources.
 func counterReplays(sources map[string]ena.Source, vals, ifaces []string) error {
 	for _, v := range vals {
-		iface, path, ok := strings.Cut(v, "=")
-		if !ok {
-			if len(ifaces) != 1 {
-				return usagef("--counters-replay %s: name the interface (IFACE=BUNDLE) when tracing several", v)
-			}
-			iface, path = ifaces[0], v
+		iface, path, err := perInterface("counters-replay", "BUNDLE", v, ifaces)
+		if err != nil {
+			return err
 		}
 		rec, err := readRecording(path)
 		if err != nil {
@@ -391,59 +376,19 @@ func readRecording(path string) (*record.Recording, error) {
 	return rec, err
 }
 
-// discoverInstance asks IMDS once, only when an ENA interface is traced (so
-// only on EC2), and never with --no-imds.
-func discoverInstance(ctx context.Context, f *traceFlags, ifaces []string, log zerolog.Logger) limits.Instance {
-	if f.noIMDS {
-		return limits.Instance{}
+// discoverHost learns what the instance is (limits.Discover) and logs it.
+func discoverHost(ctx context.Context, f *traceFlags, ifaces []string, log zerolog.Logger) limits.Discovery {
+	d := limits.Discover(ctx, limits.Host{Interfaces: ifaces, ENA: ena.ExpressMode, NoIMDS: f.noIMDS, FlowLimitOverride: f.analysis.flowLimit})
+	switch {
+	case !d.AskedIMDS:
+		log.Debug().Msg("no ENA interface traced or --no-imds: not asking IMDS")
+	case d.IMDSErr != nil:
+		log.Warn().Err(d.IMDSErr).Msg("instance metadata unavailable; pass --instance-type for allowance findings")
+	default:
+		inst := d.Instance
+		log.Info().Str("instance_type", inst.InstanceType).Str("placement_group", inst.PlacementGroup).Int("imds_requests", inst.Requests).Msg("instance discovered")
 	}
-	onEC2 := false
-	for _, name := range ifaces {
-		if d, _, err := ena.DriverInfo(name); err == nil && ena.IsENA(d) {
-			onEC2 = true
-		}
-	}
-	if !onEC2 {
-		log.Debug().Msg("no ENA interface traced: not asking IMDS")
-		return limits.Instance{}
-	}
-	imds := &limits.IMDS{}
-	inst, err := imds.Discover(ctx)
-	if err != nil {
-		log.Warn().Err(err).Msg("instance metadata unavailable; pass --instance-type for allowance findings")
-		return limits.Instance{}
-	}
-	log.Info().Str("instance_type", inst.InstanceType).Str("placement_group", inst.PlacementGroup).Int("imds_requests", inst.Requests).Msg("instance discovered")
-	return inst
-}
-
-// srdMode is ENA Express's state (ena_srd_mode) from the first traced ENA
-// interface that reports it; known is false when none does.
-func srdMode(ifaces []string) (mode uint64, known bool) {
-	for _, name := range ifaces {
-		if d, _, err := ena.DriverInfo(name); err != nil || !ena.IsENA(d) {
-			continue
-		}
-		src, err := ena.NewEthtoolSource(name)
-		if err != nil {
-			continue
-		}
-		vals, err := src.Read()
-		src.Close()
-		if v, ok := vals[counters.SRDMode]; err == nil && ok {
-			return v, true
-		}
-	}
-	return 0, false
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
+	return d
 }
 
 func warnLoss(rec *record.Recording, log zerolog.Logger) {
