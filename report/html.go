@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -49,7 +50,7 @@ type htmlPage struct {
 	Title       string
 	Res         *analyzer.Result
 	Env         Environment
-	Header      []htmlField
+	Header      []headerField
 	Findings    []htmlFinding
 	Interfaces  []htmlInterface
 	Gaps        []string
@@ -68,11 +69,6 @@ type htmlPage struct {
 	Style                                   template.CSS
 	ErrorsJS                                template.JS
 	HoverJS                                 template.JS
-}
-
-type htmlField struct {
-	Label  string
-	Values []string
 }
 
 type htmlFinding struct {
@@ -115,32 +111,16 @@ func HTML(w io.Writer, in Input) error {
 func buildPage(in Input) htmlPage {
 	res, env := in.Result, in.Env
 	tr := res.Trace
-	host := firstNonEmpty(env.Hostname, tr.Hostname, "unknown host")
-	itype := firstNonEmpty(tr.InstanceType, env.InstanceType, "instance type unknown")
+	title, header := reportHeader(in)
 	p := htmlPage{
-		Title: fmt.Sprintf("enaprobe report: %s (%s)", host, itype), Res: res, Env: env,
+		Title: title, Res: res, Env: env,
 		Style: template.CSS(htmlStyle), ErrorsJS: template.JS(htmlErrorsScript), HoverJS: template.JS(htmlHoverScript),
 		NoRecording: in.Recording == nil,
 	}
-	var ifaceLines []string
-	for _, e := range tr.ENA {
-		ifaceLines = append(ifaceLines, interfaceLine(e, env))
-	}
-	version := firstNonEmpty(env.EnaprobeVersion, tr.ProbeVersion, "unknown")
-	p.Header = []htmlField{
-		{"Host", []string{fmt.Sprintf("%s, %s, kernel %s", host, itype, firstNonEmpty(env.Kernel, tr.Kernel, "unknown"))}},
-		{"Trace", []string{fmt.Sprintf("%s to %s UTC (%s)", tr.Start.UTC().Format("2006-01-02 15:04:05.000"),
-			fmtClock(tr.End, tr.Start), fmtSeconds(tr.DurationS))}},
-		{"Capture", []string{captureText(firstNonEmpty(env.AttachMode, tr.AttachMode, "unknown"), firstNonEmpty(env.BucketMode, tr.BucketMode), tr)}},
-		{"Interfaces", ifaceLines},
-		{"Limits", limitLines(tr.Limits)},
-		{"enaprobe", []string{version}},
-	}
-	if env.CommandLine != "" {
-		p.Header = append(p.Header, htmlField{"Command", []string{env.CommandLine}})
-	}
-	if len(tr.Notes) > 0 {
-		p.Header = append(p.Header, htmlField{"Notes", tr.Notes})
+	for _, f := range header {
+		if len(f.Lines) > 0 {
+			p.Header = append(p.Header, f)
+		}
 	}
 	var tl *timeline
 	if in.Recording != nil {
@@ -163,7 +143,7 @@ func buildPage(in Input) htmlPage {
 		for _, e := range tr.ENA {
 			if e.Interface == name && !e.ENA {
 				hi.Note = fmt.Sprintf("%s (%s): no ENA allowance counters; packet profile only.", name,
-					firstNonEmpty(e.Driver, "driver unknown"))
+					cmp.Or(e.Driver, "driver unknown"))
 			}
 		}
 		if tl != nil {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -33,53 +34,27 @@ func Text(w io.Writer, in Input) error {
 const labelWidth = 13
 
 func textHeader(p *page, in Input) {
-	res, env := in.Result, in.Env
-	tr := res.Trace
-	host := firstNonEmpty(env.Hostname, tr.Hostname, "unknown host")
-	itype := firstNonEmpty(tr.InstanceType, env.InstanceType, "instance type unknown")
-	title := fmt.Sprintf("enaprobe report: %s (%s)", host, itype)
+	title, fields := reportHeader(in)
 	p.line(title)
 	p.line(strings.Repeat("=", len([]rune(title))))
-	p.field("", "Host", labelWidth, fmt.Sprintf("%s, %s, kernel %s", host, itype,
-		firstNonEmpty(env.Kernel, tr.Kernel, "unknown")))
-	version := firstNonEmpty(env.EnaprobeVersion, tr.ProbeVersion, "unknown")
-	if env.CommandLine != "" {
-		version += "; " + env.CommandLine
-	}
-	p.field("", "enaprobe", labelWidth, version)
-	p.field("", "Trace", labelWidth, fmt.Sprintf("%s -> %s UTC (%s)",
-		tr.Start.UTC().Format("2006-01-02 15:04:05.000"), fmtClock(tr.End, tr.Start), fmtSeconds(tr.DurationS)))
-	p.field("", "Capture", labelWidth, captureText(firstNonEmpty(env.AttachMode, tr.AttachMode, "unknown"), firstNonEmpty(env.BucketMode, tr.BucketMode), tr))
-	for i, e := range tr.ENA {
-		label := ""
-		if i == 0 {
-			label = "Interfaces"
+	for _, f := range fields {
+		for i, l := range f.Lines {
+			label := ""
+			if i == 0 {
+				label = f.Label
+			}
+			p.field("", label, labelWidth, l)
 		}
-		p.field("", label, labelWidth, interfaceLine(e, env))
-	}
-	for i, l := range limitLines(tr.Limits) {
-		label := ""
-		if i == 0 {
-			label = "Limits"
-		}
-		p.field("", label, labelWidth, l)
-	}
-	for i, n := range tr.Notes {
-		label := ""
-		if i == 0 {
-			label = "Notes"
-		}
-		p.field("", label, labelWidth, n)
 	}
 }
 
 // interfaceLine describes an interface's driver and allowance counters.
 func interfaceLine(e analyzer.InterfaceENA, env Environment) string {
-	driver := firstNonEmpty(e.Driver, "driver unknown")
+	driver := cmp.Or(e.Driver, "driver unknown")
 	mtu := 0
 	for _, i := range env.Interfaces {
 		if i.Name == e.Interface {
-			driver = firstNonEmpty(e.Driver, i.Driver, "driver unknown")
+			driver = cmp.Or(e.Driver, i.Driver, "driver unknown")
 			mtu = i.MTU
 		}
 	}
@@ -111,7 +86,7 @@ func captureText(attach, bucketModeName string, tr analyzer.TraceInfo) string {
 
 // limitLines say each limit and where its value came from.
 func limitLines(l analyzer.Limits) []string {
-	source := func(x analyzer.Limit) string { return firstNonEmpty(x.Source, "unknown") }
+	source := func(x analyzer.Limit) string { return cmp.Or(x.Source, "unknown") }
 	var out []string
 	if l.BaselineBps.Source == l.BurstBps.Source {
 		out = append(out, fmt.Sprintf("baseline %s, burst %s per direction (from %s)",
@@ -128,15 +103,6 @@ func limitLines(l analyzer.Limits) []string {
 		out = append(out, fmt.Sprintf("packets/s %s, both directions (from %s)", fmtLimit(l.PPSAllowance, fmtPPS), source(l.PPSAllowance)))
 	}
 	return out
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // bucketMode is how the buckets were kept, for the Capture line: " (per-cpu)"

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -221,7 +222,7 @@ func textCounters(p *page, res *analyzer.Result) {
 	for _, e := range res.Trace.ENA {
 		if !e.ENA {
 			p.para("", fmt.Sprintf("%s (%s): no ENA allowance counters; packet profile only.", e.Interface,
-				firstNonEmpty(e.Driver, "driver unknown")))
+				cmp.Or(e.Driver, "driver unknown")))
 		}
 	}
 	if len(res.Counters) == 0 {
