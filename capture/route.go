@@ -1,89 +1,67 @@
 package capture
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"strconv"
-	"strings"
-)
 
-// DefaultRouteInterface names the interface of the IPv4 default route with
-// the lowest metric, else of the IPv6 one.
-func DefaultRouteInterface() (string, error) {
-	if f, err := os.Open("/proc/net/route"); err == nil {
-		name, err := defaultRoute4(f)
-		f.Close()
-		if err == nil {
-			return name, nil
-		}
-	}
-	f, err := os.Open("/proc/net/ipv6_route")
-	if err != nil {
-		return "", fmt.Errorf("find the default route: %w", err)
-	}
-	defer f.Close()
-	return defaultRoute6(f)
-}
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
 
 var errNoDefaultRoute = errors.New("no default route: name the interface with --interface")
 
-// defaultRoute4 reads /proc/net/route: Iface Destination Gateway Flags
-// RefCnt Use Metric Mask ..., hexadecimal addresses.
-func defaultRoute4(r io.Reader) (string, error) {
-	best, bestMetric := "", int64(-1)
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 8 || f[0] == "Iface" || f[1] != "00000000" || f[7] != "00000000" {
-			continue
-		}
-		flags, err := strconv.ParseUint(f[3], 16, 32)
-		if err != nil || flags&1 == 0 { // RTF_UP
-			continue
-		}
-		metric, err := strconv.ParseInt(f[6], 10, 64)
+// DefaultRouteInterface names the interface of the IPv4 default route with
+// the lowest metric, else of the IPv6 one, from the main routing table.
+func DefaultRouteInterface() (string, error) {
+	var errs []error
+	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		routes, err := netlink.RouteListFiltered(family, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
 		if err != nil {
+			errs = append(errs, fmt.Errorf("list routes: %w", err))
 			continue
 		}
-		if bestMetric < 0 || metric < bestMetric {
-			best, bestMetric = f[0], metric
+		idx, ok := defaultRouteLink(routes)
+		if !ok {
+			continue
 		}
+		l, err := netlink.LinkByIndex(idx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("default route's interface %d: %w", idx, err))
+			continue
+		}
+		return l.Attrs().Name, nil
 	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("read routes: %w", err)
+	if len(errs) > 0 {
+		return "", fmt.Errorf("find the default route: %w", errors.Join(errs...))
 	}
-	if best == "" {
-		return "", errNoDefaultRoute
-	}
-	return best, nil
+	return "", errNoDefaultRoute
 }
 
-// defaultRoute6 reads /proc/net/ipv6_route: dest destlen src srclen
-// nexthop metric refcnt use flags iface.
-func defaultRoute6(r io.Reader) (string, error) {
-	best, bestMetric := "", uint64(0)
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 10 || f[0] != strings.Repeat("0", 32) || f[1] != "00" || f[9] == "lo" {
+// defaultRouteLink picks the default route (no destination, or a /0) with
+// the lowest metric that leaves through an interface other than loopback
+// (the kernel's IPv6 "unreachable" default sits on lo), and returns that
+// interface's index. A multipath route leaves through its first next hop.
+func defaultRouteLink(routes []netlink.Route) (index int, ok bool) {
+	best := -1
+	for _, r := range routes {
+		if r.Dst != nil {
+			if ones, _ := r.Dst.Mask.Size(); ones != 0 {
+				continue
+			}
+		}
+		if r.Type != unix.RTN_UNICAST {
 			continue
 		}
-		metric, err := strconv.ParseUint(f[5], 16, 32)
-		if err != nil {
+		link := r.LinkIndex
+		if link == 0 && len(r.MultiPath) > 0 {
+			link = r.MultiPath[0].LinkIndex
+		}
+		if link <= 1 { // none, or lo (LOOPBACK_IFINDEX is 1 in every namespace)
 			continue
 		}
-		if best == "" || metric < bestMetric {
-			best, bestMetric = f[9], metric
+		if best < 0 || r.Priority < best {
+			best, index, ok = r.Priority, link, true
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("read routes: %w", err)
-	}
-	if best == "" {
-		return "", errNoDefaultRoute
-	}
-	return best, nil
+	return index, ok
 }
