@@ -4,11 +4,6 @@
 // analyzer and the report renderers can use it on any platform.
 package counters
 
-import (
-	"strconv"
-	"strings"
-)
-
 // The ENA statistics enaprobe reads by name (AWS-LIMITS.md). Older drivers
 // lack some of them: a name missing from a read is absent, never zero.
 const (
@@ -81,50 +76,4 @@ func IsGauge(name string) bool {
 		return true
 	}
 	return false
-}
-
-// The per-queue ENA statistics enaprobe uses, as the STAT of queue_N_STAT.
-const (
-	QueueTxCnt       = "tx_cnt"
-	QueueTxBytes     = "tx_bytes"
-	QueueRxCnt       = "rx_cnt"
-	QueueRxBytes     = "rx_bytes"
-	QueueTxQueueStop = "tx_queue_stop"
-)
-
-// QueueStats lists the per-queue statistics ParseQueueName recognises.
-var QueueStats = []string{QueueTxCnt, QueueTxBytes, QueueRxCnt, QueueRxBytes, QueueTxQueueStop}
-
-// QueueName builds the ENA name of a per-queue statistic, e.g. queue_3_rx_cnt.
-func QueueName(queue int, stat string) string {
-	return "queue_" + strconv.Itoa(queue) + "_" + stat
-}
-
-// ParseQueueName recognises queue_N_STAT for the stats of QueueStats and
-// returns N and STAT. Other per-queue names (queue_0_tx_doorbells, the XDP
-// queues' queue_N_xdp_tx_cnt, ...) are not recognised.
-func ParseQueueName(name string) (queue int, stat string, ok bool) {
-	rest, found := strings.CutPrefix(name, "queue_")
-	if !found {
-		return 0, "", false
-	}
-	num, stat, found := strings.Cut(rest, "_")
-	if !found || num == "" || (len(num) > 1 && num[0] == '0') {
-		return 0, "", false
-	}
-	for _, c := range num {
-		if c < '0' || c > '9' {
-			return 0, "", false
-		}
-	}
-	q, err := strconv.Atoi(num)
-	if err != nil {
-		return 0, "", false
-	}
-	for _, s := range QueueStats {
-		if stat == s {
-			return q, stat, true
-		}
-	}
-	return 0, "", false
 }

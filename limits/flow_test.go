@@ -92,21 +92,3 @@ func TestVPCResolver(t *testing.T) {
 		t.Errorf("VPCResolver(zero) = %v", got)
 	}
 }
-
-func TestLinkLocalAddresses(t *testing.T) {
-	for addr, want := range map[netip.Addr]string{
-		IMDSv4: "169.254.169.254", IMDSv6: "fd00:ec2::254",
-		DNSv4: "169.254.169.253", DNSv6: "fd00:ec2::253",
-		NTPv4: "169.254.169.123", NTPv6: "fd00:ec2::123",
-	} {
-		if addr.String() != want {
-			t.Errorf("got %v, want %s", addr, want)
-		}
-	}
-	if !IMDSv4.IsLinkLocalUnicast() || !DNSv4.IsLinkLocalUnicast() || !NTPv4.IsLinkLocalUnicast() {
-		t.Error("IPv4 service addresses must be link-local")
-	}
-	if LinkLocalPPSPerInterface != 1024 {
-		t.Errorf("LinkLocalPPSPerInterface = %d", LinkLocalPPSPerInterface)
-	}
-}
