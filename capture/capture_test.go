@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,9 +132,17 @@ func TestCaptureCancel(t *testing.T) {
 	cfg.Interfaces = []string{pair.IfA}
 	cfg.Duration = time.Minute
 	cfg.Attach = "tc"
+	// Cancel once the trace has run: after its first progress report.
+	ran := make(chan struct{})
+	var once sync.Once
+	cfg.Progress = func(Progress) { once.Do(func() { close(ran) }) }
 	ctx, cancel := context.WithCancel(context.Background())
 	done, _ := runIn(t, ctx, pair, cfg)
-	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no progress within 10 s of attaching")
+	}
 	cancel()
 	select {
 	case rec := <-done:

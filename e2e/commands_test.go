@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -32,27 +34,46 @@ func TestCountersCommand(t *testing.T) {
 			"     conntrack_allowance_exceeded: 0\n" +
 			"     linklocal_allowance_exceeded: 0\n" +
 			"     conntrack_allowance_available: " + itoa(avail) + "\n"
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		// Renamed into place, so a read never sees a half-written file.
+		tmp := path + ".new"
+		if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// Each rewrite follows the line of the read before it, so every read
+	// sees the next state whatever the machine's load.
 	write(100, 50, 9000)
-	cmd := exec.Command(binary, "counters", "--counters-file", "eth9="+path, "--interval", "300ms", "--count", "2")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "counters", "--counters-file", "eth9="+path, "--interval", "300ms", "--count", "2")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(150 * time.Millisecond)
-	write(160, 10, 8000) // bw_out +60; pps went down: a reset
-	time.Sleep(300 * time.Millisecond)
-	write(160, 15, 7000)
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("counters: %v\n%s", err, out.String())
+	sc := bufio.NewScanner(stdout)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		switch len(lines) {
+		case 1:
+			write(160, 10, 8000) // bw_out +60; pps went down: a reset
+		case 2:
+			write(160, 15, 7000)
+		}
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("counters: %v\n%s%s", err, strings.Join(lines, "\n"), stderr.String())
+	}
 	if len(lines) != 3 {
-		t.Fatalf("%d lines, want 3 (first read, then 2 intervals):\n%s", len(lines), out.String())
+		t.Fatalf("%d lines, want 3 (first read, then 2 intervals):\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 	for _, want := range []string{"bw_out 100", "conntrack_available 9000"} {
 		if !strings.Contains(lines[0], want) {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,21 +249,39 @@ func TestSamplerEthtoolVeth(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var samples []record.CounterSample
+	const rxName = "rx_queue_0_xdp_packets"
+	var (
+		mu      sync.Mutex
+		samples []record.CounterSample
+	)
 	first := make(chan struct{})
+	allSeen := make(chan struct{}) // a sample shows the 20 datagrams
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		s.Run(ctx, func(cs record.CounterSample) {
+			mu.Lock()
+			defer mu.Unlock()
 			samples = append(samples, cs)
-			if len(samples) == 1 {
+			switch {
+			case len(samples) == 1:
 				close(first)
+			case cs.Values[rxName] == samples[0].Values[rxName]+20:
+				select {
+				case <-allSeen:
+				default:
+					close(allSeen)
+				}
 			}
 		})
 	}()
 	<-first // a baseline before any datagram
 	p.sendUDP(t, 20)
-	time.Sleep(20 * time.Millisecond)
+	select {
+	case <-allSeen:
+	case <-time.After(5 * time.Second):
+		t.Error("no sample showed the 20 datagrams within 5 s")
+	}
 	cancel()
 	<-done
 
@@ -276,7 +295,7 @@ func TestSamplerEthtoolVeth(t *testing.T) {
 	}
 	// The received datagrams show up as jumps (ARP is not counted).
 	ch := counters.Diff(samples)
-	if got := ch.Totals[counters.Key{Interface: p.linkB, Name: "rx_queue_0_xdp_packets"}]; got != 20 {
+	if got := ch.Totals[counters.Key{Interface: p.linkB, Name: rxName}]; got != 20 {
 		t.Errorf("total rx_queue_0_xdp_packets = %d, want 20", got)
 	}
 	if len(ch.Resets) != 0 || len(ch.Failed) != 0 {

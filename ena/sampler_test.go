@@ -161,7 +161,18 @@ func TestSamplerCancel(t *testing.T) {
 			mu.Unlock()
 		})
 	}()
-	time.Sleep(20 * time.Millisecond)
+	// Let it emit before the cancel.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		mu.Lock()
+		n := emitted
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nothing emitted within 5 s")
+		}
+	}
 	cancel()
 	select {
 	case <-done:
