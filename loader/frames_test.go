@@ -6,71 +6,26 @@ import (
 	"net"
 	"testing"
 
+	"github.com/enaprobe/enaprobe/internal/frames"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 )
 
-// Frames for the datapath tests, built with gopacket so that the bytes are
-// what a real stack would put on the wire.
+// Frames for the datapath tests: the builders are internal/frames, shared
+// with the Go reference's tests.
 
 var (
-	macA = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x0a}
-	macB = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x0b}
-	v4A  = net.IP{10, 1, 0, 1}
-	v4B  = net.IP{10, 1, 0, 2}
-	v6A  = net.ParseIP("fd12::1")
-	v6B  = net.ParseIP("fd12::2")
+	macA, macB = frames.MACA, frames.MACB
+	v4A, v4B   = frames.V4A, frames.V4B
+	v6A, v6B   = frames.V6A, frames.V6B
+
+	serialize = frames.Serialize
+	eth       = frames.Eth
+	ipv4      = frames.IPv4
+	ipv6      = frames.IPv6
+	udpFrame  = frames.UDP
+	tcpFrame  = frames.TCP
 )
-
-func serialize(tb testing.TB, ls ...gopacket.SerializableLayer) []byte {
-	tb.Helper()
-	buf := gopacket.NewSerializeBuffer()
-	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
-		tb.Fatalf("serialize frame: %v", err)
-	}
-	return append([]byte(nil), buf.Bytes()...)
-}
-
-func eth(t layers.EthernetType) *layers.Ethernet {
-	return &layers.Ethernet{SrcMAC: macA, DstMAC: macB, EthernetType: t}
-}
-
-func ipv4(src, dst net.IP, proto layers.IPProtocol) *layers.IPv4 {
-	return &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: proto, SrcIP: src, DstIP: dst, Id: 7}
-}
-
-func ipv6(src, dst net.IP, next layers.IPProtocol) *layers.IPv6 {
-	return &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: next, SrcIP: src, DstIP: dst}
-}
-
-func udpFrame(tb testing.TB, src, dst net.IP, sport, dport uint16, payload int) []byte {
-	tb.Helper()
-	u := &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: layers.UDPPort(dport)}
-	if src.To4() != nil {
-		ip := ipv4(src, dst, layers.IPProtocolUDP)
-		u.SetNetworkLayerForChecksum(ip)
-		return serialize(tb, eth(layers.EthernetTypeIPv4), ip, u, gopacket.Payload(make([]byte, payload)))
-	}
-	ip := ipv6(src, dst, layers.IPProtocolUDP)
-	u.SetNetworkLayerForChecksum(ip)
-	return serialize(tb, eth(layers.EthernetTypeIPv6), ip, u, gopacket.Payload(make([]byte, payload)))
-}
-
-func tcpFrame(tb testing.TB, src, dst net.IP, sport, dport uint16, syn, ack bool, payload int) []byte {
-	tb.Helper()
-	tc := &layers.TCP{SrcPort: layers.TCPPort(sport), DstPort: layers.TCPPort(dport), SYN: syn, ACK: ack, Seq: 1, Window: 65535}
-	if syn {
-		tc.Options = []layers.TCPOption{{OptionType: layers.TCPOptionKindMSS, OptionLength: 4, OptionData: []byte{0x05, 0xb4}}}
-	}
-	if src.To4() != nil {
-		ip := ipv4(src, dst, layers.IPProtocolTCP)
-		tc.SetNetworkLayerForChecksum(ip)
-		return serialize(tb, eth(layers.EthernetTypeIPv4), ip, tc, gopacket.Payload(make([]byte, payload)))
-	}
-	ip := ipv6(src, dst, layers.IPProtocolTCP)
-	tc.SetNetworkLayerForChecksum(ip)
-	return serialize(tb, eth(layers.EthernetTypeIPv6), ip, tc, gopacket.Payload(make([]byte, payload)))
-}
 
 // vlanFrame puts tags (outermost first) in front of an IPv4 UDP packet.
 func vlanFrame(tb testing.TB, tags ...layers.EthernetType) []byte {

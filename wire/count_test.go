@@ -8,6 +8,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/enaprobe/enaprobe/internal/frames"
 	"github.com/enaprobe/enaprobe/limits"
 	"github.com/enaprobe/enaprobe/record"
 )
@@ -15,48 +16,6 @@ import (
 // The reference's own table: frames built with gopacket, what Count must
 // make of them. The datapath is held to the same answers by the loader's
 // differential tests and the fuzz target; these run without root.
-
-var (
-	macA = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x0a}
-	macB = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x0b}
-	v4A  = net.IP{10, 1, 0, 1}
-	v6A  = net.ParseIP("fd12::1")
-)
-
-func frame(tb testing.TB, ls ...gopacket.SerializableLayer) []byte {
-	tb.Helper()
-	buf := gopacket.NewSerializeBuffer()
-	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
-		tb.Fatalf("serialize frame: %v", err)
-	}
-	return append([]byte(nil), buf.Bytes()...)
-}
-
-func eth(t layers.EthernetType) *layers.Ethernet {
-	return &layers.Ethernet{SrcMAC: macA, DstMAC: macB, EthernetType: t}
-}
-
-func ip4(src, dst net.IP, p layers.IPProtocol) *layers.IPv4 {
-	return &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: p, SrcIP: src, DstIP: dst}
-}
-
-func ip6(src, dst net.IP, p layers.IPProtocol) *layers.IPv6 {
-	return &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: p, SrcIP: src, DstIP: dst}
-}
-
-func udp4(tb testing.TB, src, dst net.IP, sport, dport uint16, payload int) []byte {
-	ip := ip4(src, dst, layers.IPProtocolUDP)
-	u := &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: layers.UDPPort(dport)}
-	u.SetNetworkLayerForChecksum(ip)
-	return frame(tb, eth(layers.EthernetTypeIPv4), ip, u, gopacket.Payload(make([]byte, payload)))
-}
-
-func tcp4(tb testing.TB, src, dst net.IP, sport, dport uint16, syn, ack bool, payload int) []byte {
-	ip := ip4(src, dst, layers.IPProtocolTCP)
-	t := &layers.TCP{SrcPort: layers.TCPPort(sport), DstPort: layers.TCPPort(dport), SYN: syn, ACK: ack, Window: 1000}
-	t.SetNetworkLayerForChecksum(ip)
-	return frame(tb, eth(layers.EthernetTypeIPv4), ip, t, gopacket.Payload(make([]byte, payload)))
-}
 
 func ap(ip net.IP, port uint16) netip.AddrPort {
 	a, _ := netip.AddrFromSlice(ip)
@@ -66,15 +25,15 @@ func ap(ip net.IP, port uint16) netip.AddrPort {
 func TestCount(t *testing.T) {
 	imds, dns := net.IP(limits.IMDSv4.AsSlice()), net.IP(limits.DNSv4.AsSlice())
 	resolver := netip.MustParseAddr("10.1.0.2")
-	vip := ip4(v4A, dns, layers.IPProtocolUDP)
+	vip := frames.IPv4(frames.V4A, dns, layers.IPProtocolUDP)
 	vu := &layers.UDP{SrcPort: 5000, DstPort: 53}
 	vu.SetNetworkLayerForChecksum(vip)
-	vlan := frame(t, eth(layers.EthernetTypeDot1Q), &layers.Dot1Q{VLANIdentifier: 7, Type: layers.EthernetTypeDot1Q},
+	vlan := frames.Serialize(t, frames.Eth(layers.EthernetTypeDot1Q), &layers.Dot1Q{VLANIdentifier: 7, Type: layers.EthernetTypeDot1Q},
 		&layers.Dot1Q{VLANIdentifier: 8, Type: layers.EthernetTypeIPv4}, vip, vu, gopacket.Payload(make([]byte, 10)))
-	icmp6 := ip6(v6A, net.IP(limits.NTPv6.AsSlice()), layers.IPProtocolICMPv6)
+	icmp6 := frames.IPv6(frames.V6A, net.IP(limits.NTPv6.AsSlice()), layers.IPProtocolICMPv6)
 	ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(128, 0)}
 	ic.SetNetworkLayerForChecksum(icmp6)
-	later := ip4(v4A, imds, layers.IPProtocolUDP)
+	later := frames.IPv4(frames.V4A, imds, layers.IPProtocolUDP)
 	later.FragOffset = 5
 	for _, c := range []struct {
 		name    string
@@ -85,23 +44,23 @@ func TestCount(t *testing.T) {
 		syn     bool
 		l2      uint32 // Ethernet and VLAN headers: the size is the rest, padding included
 	}{
-		{"tcp syn", tcp4(t, v4A, imds, 40000, 80, true, false, 0), record.ClassTCP,
-			record.FlowKey{Proto: 6, Src: ap(v4A, 40000), Dst: ap(imds, 80)}, record.ServiceIMDS, true, 14},
-		{"syn-ack is no new connection; the answer counts to its service by source", tcp4(t, imds, v4A, 80, 40000, true, true, 0), record.ClassTCP,
-			record.FlowKey{Proto: 6, Src: ap(imds, 80), Dst: ap(v4A, 40000)}, record.ServiceIMDS, false, 14},
-		{"udp to the VPC resolver", udp4(t, v4A, net.IP(resolver.AsSlice()), 5000, 53, 30), record.ClassUDP,
-			record.FlowKey{Proto: 17, Src: ap(v4A, 5000), Dst: netip.AddrPortFrom(resolver, 53)}, record.ServiceDNS, false, 14},
+		{"tcp syn", frames.TCP(t, frames.V4A, imds, 40000, 80, true, false, 0), record.ClassTCP,
+			record.FlowKey{Proto: 6, Src: ap(frames.V4A, 40000), Dst: ap(imds, 80)}, record.ServiceIMDS, true, 14},
+		{"syn-ack is no new connection; the answer counts to its service by source", frames.TCP(t, imds, frames.V4A, 80, 40000, true, true, 0), record.ClassTCP,
+			record.FlowKey{Proto: 6, Src: ap(imds, 80), Dst: ap(frames.V4A, 40000)}, record.ServiceIMDS, false, 14},
+		{"udp to the VPC resolver", frames.UDP(t, frames.V4A, net.IP(resolver.AsSlice()), 5000, 53, 30), record.ClassUDP,
+			record.FlowKey{Proto: 17, Src: ap(frames.V4A, 5000), Dst: netip.AddrPortFrom(resolver, 53)}, record.ServiceDNS, false, 14},
 		{"two VLAN tags", vlan, record.ClassUDP,
-			record.FlowKey{Proto: 17, Src: ap(v4A, 5000), Dst: ap(dns, 53)}, record.ServiceDNS, false, 22},
-		{"icmpv6 type and code as ports", frame(t, eth(layers.EthernetTypeIPv6), icmp6, ic, gopacket.Payload(make([]byte, 8))), record.ClassICMP,
-			record.FlowKey{Proto: 58, Src: ap(v6A, 128), Dst: netip.AddrPortFrom(limits.NTPv6, 0)}, record.ServiceNTP, false, 14},
-		{"later fragment: its addresses and protocol, ports 0", frame(t, eth(layers.EthernetTypeIPv4), later, gopacket.Payload(make([]byte, 24))), record.ClassUDP,
-			record.FlowKey{Proto: 17, Src: ap(v4A, 0), Dst: ap(imds, 0)}, record.ServiceIMDS, false, 14},
-		{"arp", frame(t, eth(layers.EthernetTypeARP), &layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4,
-			HwAddressSize: 6, ProtAddressSize: 4, Operation: 1, SourceHwAddress: macA, SourceProtAddress: v4A,
+			record.FlowKey{Proto: 17, Src: ap(frames.V4A, 5000), Dst: ap(dns, 53)}, record.ServiceDNS, false, 22},
+		{"icmpv6 type and code as ports", frames.Serialize(t, frames.Eth(layers.EthernetTypeIPv6), icmp6, ic, gopacket.Payload(make([]byte, 8))), record.ClassICMP,
+			record.FlowKey{Proto: 58, Src: ap(frames.V6A, 128), Dst: netip.AddrPortFrom(limits.NTPv6, 0)}, record.ServiceNTP, false, 14},
+		{"later fragment: its addresses and protocol, ports 0", frames.Serialize(t, frames.Eth(layers.EthernetTypeIPv4), later, gopacket.Payload(make([]byte, 24))), record.ClassUDP,
+			record.FlowKey{Proto: 17, Src: ap(frames.V4A, 0), Dst: ap(imds, 0)}, record.ServiceIMDS, false, 14},
+		{"arp", frames.Serialize(t, frames.Eth(layers.EthernetTypeARP), &layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4,
+			HwAddressSize: 6, ProtAddressSize: 4, Operation: 1, SourceHwAddress: frames.MACA, SourceProtAddress: frames.V4A,
 			DstHwAddress: make([]byte, 6), DstProtAddress: dns}), record.ClassOther, record.FlowKey{}, record.ServiceNone, false, 14},
-		{"truncated tcp header: a flow, class other", tcp4(t, v4A, v4A, 1, 2, true, false, 0)[:14+20+10], record.ClassOther,
-			record.FlowKey{Proto: 6, Src: ap(v4A, 0), Dst: ap(v4A, 0)}, record.ServiceNone, false, 14},
+		{"truncated tcp header: a flow, class other", frames.TCP(t, frames.V4A, frames.V4A, 1, 2, true, false, 0)[:14+20+10], record.ClassOther,
+			record.FlowKey{Proto: 6, Src: ap(frames.V4A, 0), Dst: ap(frames.V4A, 0)}, record.ServiceNone, false, 14},
 	} {
 		p := Count(c.frame, 0, 0, resolver)
 		if p.Class != c.class || p.IsIP != (c.key != record.FlowKey{}) || p.Key != c.key || p.Service != c.service || p.SYN != c.syn {
@@ -118,7 +77,7 @@ func TestCount(t *testing.T) {
 // TestCountGSO: a super-packet stands for its segments, each with the
 // headers again; the last carries what is left.
 func TestCountGSO(t *testing.T) {
-	f := tcp4(t, v4A, net.IP{10, 1, 0, 2}, 40000, 5001, false, true, 4000) // 54 header bytes + 4000
+	f := frames.TCP(t, frames.V4A, frames.V4B, 40000, 5001, false, true, 4000) // 54 header bytes + 4000
 	for _, c := range []struct {
 		name       string
 		segs, size uint32
