@@ -15,9 +15,9 @@ import (
 // with the Go reference's tests.
 
 var (
-	macA, macB = frames.MACA, frames.MACB
-	v4A, v4B   = frames.V4A, frames.V4B
-	v6A, v6B   = frames.V6A, frames.V6B
+	macA     = frames.MACA
+	v4A, v4B = frames.V4A, frames.V4B
+	v6A, v6B = frames.V6A, frames.V6B
 
 	serialize = frames.Serialize
 	eth       = frames.Eth
