@@ -31,6 +31,10 @@ recorded value, and the report notes it. Nothing is traced.`,
 			if err := f.out.validate(); err != nil {
 				return err
 			}
+			// A bad flag is a usage error whatever the bundle.
+			if err := f.analysis.check(); err != nil {
+				return err
+			}
 			rec, env, err := report.ReadBundle(args[0])
 			if err != nil {
 				return err
