@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"io/fs"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,11 +33,14 @@ recorded value, and the report notes it. Nothing is traced.`,
 			if err := f.out.validate(); err != nil {
 				return err
 			}
-			// A bad flag is a usage error whatever the bundle.
+			// Flags first: a bad flag is a usage error whatever the bundle.
 			if err := f.analysis.check(); err != nil {
 				return err
 			}
 			rec, env, err := report.ReadBundle(args[0])
+			if errors.Is(err, fs.ErrNotExist) {
+				return usageError{err}
+			}
 			if err != nil {
 				return err
 			}

@@ -55,6 +55,8 @@ func TestExitCodes(t *testing.T) {
 		{"nosuchcommand"},
 		{"analyze"},
 		{"analyze", "a", "b"},
+		{"analyze", filepath.Join(dir, "no-such-bundle.tar.gz")},
+		{"analyze", filepath.Join(dir, "no-such-bundle.tar.gz"), "--counter-lag", "soon"},
 		{"lab", "run"},
 		{"lab", "nosuch"},
 		{"trace", "extra-arg"},

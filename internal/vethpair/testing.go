@@ -3,6 +3,7 @@
 package vethpair
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 
 	"github.com/enaprobe/enaprobe/internal/privtest"
 )
@@ -61,6 +63,9 @@ func (p *Pair) Leftovers() (string, error) {
 		}
 		for _, typ := range []ebpf.AttachType{ebpf.AttachTCXIngress, ebpf.AttachTCXEgress} {
 			res, err := link.QueryPrograms(link.QueryOptions{Target: ifc.Index, Attach: typ})
+			if errors.Is(err, unix.EINVAL) || errors.Is(err, ebpf.ErrNotSupported) {
+				return nil // a kernel without tcx (before 6.6): no tcx program can be left
+			}
 			if err != nil {
 				return fmt.Errorf("query %s programs of %s: %w", typ, p.IfA, err)
 			}
