@@ -4,7 +4,20 @@
 /* enaprobe datapath: counts wire packets, bytes and new TCP connections per
  * time bucket, per flow and per link-local service on tc ingress and egress.
  * It never alters, redirects or drops a packet: every path returns
- * TC_ACT_UNSPEC, which is also TCX_NEXT, so other programs keep running. */
+ * TC_ACT_UNSPEC, which is also TCX_NEXT, so other programs keep running.
+ *
+ * Built twice (gen.go): without ENAPROBE_PERCPU_BUCKETS every packet is
+ * added to the shared bucket ring, and the object needs nothing newer than
+ * Linux 5.10; with it, each CPU keeps open buckets that a pinned BPF timer
+ * hands over (6.7+). The loader picks one by a feature probe.
+ *
+ * Shaped for the verifiers of 5.10 and 6.1, which give up at 1,000,000
+ * processed instructions and prune less than newer ones: the parse is a
+ * global function, checked once (parse_packet), and wherever paths would
+ * carry different constants into the code after them (header offsets, the
+ * way of a flow table bucket) the value is read back through memory
+ * (reload32), so the verifier goes on with one state instead of checking
+ * the rest once per path. TestVerifierStats logs the counts per kernel. */
 
 #include "include/config.h"
 #include "include/maps.h"
@@ -13,10 +26,12 @@
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define VERDICT_NEXT (-1) /* TCX_NEXT == TC_ACT_UNSPEC */
+#ifdef ENAPROBE_PERCPU_BUCKETS
 #define EBUSY 16
 #define CLOCK_MONOTONIC 1
 #ifndef BPF_F_TIMER_CPU_PIN
 #define BPF_F_TIMER_CPU_PIN (1ULL << 1) /* Linux 6.7; the vendored uapi is 6.1 */
+#endif
 #endif
 
 /* Forced into the ELF so bpf2go -type can emit the Go constants. */
@@ -77,7 +92,7 @@ static __always_inline __u8 ll_service_of4(__u32 a)
 }
 
 /* complete_key6 fills an IPv6 packet's key beyond its addresses. */
-static __always_inline void complete_key6(struct pkt *p)
+static __always_inline void complete_key6(struct packet *p)
 {
 	p->key6.sport = p->key4.sport;
 	p->key6.dport = p->key4.dport;
@@ -105,7 +120,7 @@ static __always_inline void keycopy4(struct flow_key *dst, const struct flow_key
 
 /* full_key is the flow as userspace and window events see it: IPv4
  * v4-mapped into the IPv6 key. An IPv6 key must be complete. */
-static __always_inline void full_key(const struct pkt *p, struct flow_key *k)
+static __always_inline void full_key(const struct packet *p, struct flow_key *k)
 {
 	if (p->is_ip == 6) {
 		*k = p->key6;
@@ -143,7 +158,7 @@ struct wire {
 	__u32 last_size; /* layer-3 size of the last segment */
 };
 
-static __always_inline void wire_of(struct __sk_buff *skb, const struct pkt *p, struct wire *w)
+static __always_inline void wire_of(struct __sk_buff *skb, const struct packet *p, struct wire *w)
 {
 	__u32 len = skb->len;
 	__u32 size = len - p->l2_len;
@@ -237,6 +252,7 @@ static __always_inline void add_to_slot(struct cpu_state *cs, __u32 dir, __u64 e
 		__sync_fetch_and_add(&b->link_local[2], ll[2]);
 }
 
+#ifdef ENAPROBE_PERCPU_BUCKETS
 /* flush_open moves a CPU's open bucket of one direction to the shared ring
  * and empties it. */
 static __attribute__((noinline)) void flush_open(struct cpu_state *cs, __u32 dir)
@@ -299,23 +315,14 @@ static __attribute__((noinline)) int arm_flush_timer(struct cpu_state *cs)
 	return 1;
 }
 
-/* count_bucket counts a packet in the time series. With per-CPU buckets
- * (percpu_buckets, kernels with pinned BPF timers) the packet goes to this
- * CPU's open bucket with plain adds, and the open bucket goes to the shared
- * ring once, when the CPU moves to a later bucket or its timer fires: no
- * cache line is shared by every CPU's packets. Otherwise each packet is
- * added to the shared ring with atomics. */
+/* count_bucket counts a packet in this CPU's open bucket with plain adds;
+ * the open bucket goes to the shared ring once, when the CPU moves to a
+ * later bucket or its timer fires: no cache line is shared by every CPU's
+ * packets. */
 static __always_inline void count_bucket(struct cpu_state *cs, __u64 now, __u32 dir,
-					 const struct wire *w, __u32 syn, __u8 svc)
+					 const struct wire *w, __u32 syn, __u32 svc)
 {
 	__u64 epoch = epoch_of(now, bucket_ns, &cs->bucket_epoch, &cs->bucket_start_ns);
-	if (!percpu_buckets) {
-		__u32 ll[NUM_LL_SERVICES] = {};
-		if (svc >= LL_IMDS && svc <= LL_NTP)
-			ll[svc - 1] = w->packets;
-		add_to_slot(cs, dir, epoch, w->packets, w->bytes, syn, ll);
-		return;
-	}
 	struct bucket *o = &cs->open[dir & 1];
 	if (o->epoch != epoch) {
 		if (o->packets)
@@ -325,13 +332,32 @@ static __always_inline void count_bucket(struct cpu_state *cs, __u64 now, __u32 
 	o->packets += w->packets;
 	o->bytes += w->bytes;
 	o->syns += syn;
-	if (svc >= LL_IMDS && svc <= LL_NTP)
-		o->link_local[svc - 1] += w->packets;
+	if (svc - LL_IMDS < NUM_LL_SERVICES)
+		o->link_local[svc - LL_IMDS] += w->packets;
 	/* Without a timer nothing would hand an idle CPU's bucket over: a CPU
 	 * whose timer does not start hands each packet over at once. */
 	if (!cs->timer_armed && !arm_flush_timer(cs))
 		flush_open(cs, dir);
 }
+#else
+/* count_bucket adds a packet to the shared ring with atomics (kernels
+ * without pinned BPF timers: an open per-CPU bucket would have nothing to
+ * hand it over when the CPU goes idle). */
+static __always_inline void count_bucket(struct cpu_state *cs, __u64 now, __u32 dir,
+					 const struct wire *w, __u32 syn, __u32 svc)
+{
+	__u64 epoch = epoch_of(now, bucket_ns, &cs->bucket_epoch, &cs->bucket_start_ns);
+	/* Constant stack offsets: 5.10 refuses a variable one. */
+	__u32 ll[NUM_LL_SERVICES] = {};
+	if (svc == LL_IMDS)
+		ll[0] = w->packets;
+	else if (svc == LL_DNS)
+		ll[1] = w->packets;
+	else if (svc == LL_NTP)
+		ll[2] = w->packets;
+	add_to_slot(cs, dir, epoch, w->packets, w->bytes, syn, ll);
+}
+#endif
 
 /* retire_slice moves a finished slice to its ring slot, unless userspace
  * already read it from the state (a CPU that was idle retires late). A slot
@@ -379,7 +405,7 @@ static __always_inline void count_sizes(struct cpu_state *cs, __u64 now, __u32 d
 	}
 }
 
-static __attribute__((noinline)) void emit_window(struct cpu_state *cs, const struct pkt *p,
+static __attribute__((noinline)) void emit_window(struct cpu_state *cs, const struct packet *p,
 					const struct flow_stats *v)
 {
 	struct window_event ev;
@@ -430,36 +456,53 @@ static __always_inline int key_equal(const __u64 *a, const __u64 *b, int words)
 	return diff == 0;
 }
 
-/* scan_bucket returns the stats of key in bucket, or NULL with *used set to
- * the number of ways taken. A free way's key is all zeroes; a packet's key
- * has present = 1 in its last word. */
-static __always_inline struct flow_stats *scan_bucket(void *bucket, const __u64 *key, int words,
-						      int slot_size, __u32 *used)
+/* The verifier checks the code after a scan once for every way the scan
+ * could have stopped at, when the way is a constant of the path: each
+ * result is therefore read back through memory (reload32) and so unknown
+ * to the verifier, which goes on with one state. */
+
+/* scan_bucket returns the way of key in bucket (below FLOW_WAYS), or
+ * FLOW_WAYS plus the number of ways taken when key is not there. A free
+ * way's key is all zeroes; a packet's key has present = 1 in its last
+ * word. */
+static __always_inline __u32 scan_bucket(void *bucket, const __u64 *key, int words,
+					 int slot_size, __u32 *scratch)
 {
-	*used = FLOW_WAYS;
+	__u32 r = 2 * FLOW_WAYS;
 #pragma unroll
 	for (int i = 0; i < FLOW_WAYS; i++) {
 		__u64 *k = bucket + i * slot_size;
-		if (key_equal(k, key, words))
-			return (void *)k + words * 8;
+		if (key_equal(k, key, words)) {
+			r = i;
+			break;
+		}
 		if (k[words - 1] == 0) {
-			*used = i;
-			return NULL;
+			r = FLOW_WAYS + i;
+			break;
 		}
 	}
-	return NULL;
+	*scratch = r;
+	return reload32(scratch);
 }
 
-/* oldest_way finds the way of bucket whose flow was seen longest ago. */
-static __always_inline void oldest_way(void *bucket, int words, int slot_size, __u64 *oldest,
-				       void **victim)
+/* way_stats is the flow stats of way of bucket (way below FLOW_WAYS). */
+static __always_inline struct flow_stats *way_stats(void *bucket, __u32 way, int words,
+						    int slot_size)
+{
+	return bucket + (way & (FLOW_WAYS - 1)) * slot_size + words * 8;
+}
+
+/* oldest_way finds, of the ways of bucket (numbered from base), the one
+ * whose flow was seen longest ago. */
+static __always_inline void oldest_way(void *bucket, __u32 base, int words, int slot_size,
+				       __u64 *oldest, __u32 *victim)
 {
 #pragma unroll
 	for (int i = 0; i < FLOW_WAYS; i++) {
 		struct flow_stats *v = bucket + i * slot_size + words * 8;
 		if (v->last_seen_ns < *oldest) {
 			*oldest = v->last_seen_ns;
-			*victim = bucket + i * slot_size;
+			*victim = base + i;
 		}
 	}
 }
@@ -488,36 +531,42 @@ static __always_inline struct flow_stats *claim_slot(void *fb1, void *fb2, struc
 						     __u64 *used, const struct miss_args *m,
 						     const __u64 *key, int words, int slot_size,
 						     void *ev_key, struct flow_stats *ev_stats,
-						     int *evicted)
+						     int *evicted, __u32 *scratch)
 {
-	__u32 used1, used2;
 	void *slot = NULL;
-	struct flow_stats *v;
+	struct flow_stats *v = NULL;
 	__u64 now = m->now;
 
 	bpf_spin_lock(&l->lock);
-	v = scan_bucket(fb1, key, words, slot_size, &used1);
-	if (v)
+	__u32 r1 = scan_bucket(fb1, key, words, slot_size, scratch);
+	if (r1 < FLOW_WAYS) {
+		v = way_stats(fb1, r1, words, slot_size);
 		goto out;
-	v = scan_bucket(fb2, key, words, slot_size, &used2);
-	if (v)
+	}
+	__u32 r2 = scan_bucket(fb2, key, words, slot_size, scratch);
+	if (r2 < FLOW_WAYS) {
+		v = way_stats(fb2, r2, words, slot_size);
 		goto out;
+	}
+	__u32 used1 = r1 - FLOW_WAYS, used2 = r2 - FLOW_WAYS;
 	if (used1 < FLOW_WAYS && used1 <= used2) {
-		slot = fb1 + used1 * slot_size;
+		slot = fb1 + (used1 & (FLOW_WAYS - 1)) * slot_size;
 		if (!used1)
 			*used |= 1ULL << (m->bit1 & 63);
 	} else if (used2 < FLOW_WAYS) {
-		slot = fb2 + used2 * slot_size;
+		slot = fb2 + (used2 & (FLOW_WAYS - 1)) * slot_size;
 		if (!used2)
 			*used |= 1ULL << (m->bit2 & 63);
 	} else {
 		__u64 oldest = ~0ULL;
-		void *victim = NULL;
-		oldest_way(fb1, words, slot_size, &oldest, &victim);
-		oldest_way(fb2, words, slot_size, &oldest, &victim);
-		if (!victim || now - oldest <= flow_idle_ns)
+		__u32 victim = 2 * FLOW_WAYS;
+		oldest_way(fb1, 0, words, slot_size, &oldest, &victim);
+		oldest_way(fb2, FLOW_WAYS, words, slot_size, &oldest, &victim);
+		*scratch = victim;
+		victim = reload32(scratch);
+		if (victim >= 2 * FLOW_WAYS || now - oldest <= flow_idle_ns)
 			goto out;
-		slot = victim;
+		slot = (victim < FLOW_WAYS ? fb1 : fb2) + (victim & (FLOW_WAYS - 1)) * slot_size;
 		__builtin_memcpy(ev_key, slot, words * 8);
 		*ev_stats = *(struct flow_stats *)(slot + words * 8);
 		*evicted = 1;
@@ -551,7 +600,7 @@ static __always_inline struct flow_stats *settle_miss(struct cpu_state *cs, void
 	int evicted = 0;
 	__builtin_memset(&ev, 0, sizeof(ev));
 	struct flow_stats *v = claim_slot(fb1, fb2, l, used, m, key, words, slot_size, &ev.key,
-					  &ev.stats, &evicted);
+					  &ev.stats, &evicted, &cs->pkt.scratch);
 	if (evicted) {
 		if (words == KEY_WORDS4) {
 			struct flow_key4 k4;
@@ -596,20 +645,19 @@ static __always_inline struct flow_stats *find_flow(struct cpu_state *cs, void *
 	__u32 mask = (1U << region_bits) - 1;
 	__u32 b1 = (region << region_bits) | ((__u32)h & mask);
 	__u32 b2 = (region << region_bits) | (((__u32)h >> 16) & mask);
-	__u32 used;
 
 	void *fb1 = bpf_map_lookup_elem(table, &b1);
 	if (!fb1)
 		return NULL;
-	struct flow_stats *v = scan_bucket(fb1, key, words, slot_size, &used);
-	if (v)
-		return v;
+	__u32 r = scan_bucket(fb1, key, words, slot_size, &cs->pkt.scratch);
+	if (r < FLOW_WAYS)
+		return way_stats(fb1, r, words, slot_size);
 	void *fb2 = bpf_map_lookup_elem(table, &b2);
 	if (!fb2)
 		return NULL;
-	v = scan_bucket(fb2, key, words, slot_size, &used);
-	if (v)
-		return v;
+	r = scan_bucket(fb2, key, words, slot_size, &cs->pkt.scratch);
+	if (r < FLOW_WAYS)
+		return way_stats(fb2, r, words, slot_size);
 
 	struct miss_args m = {.now = now,
 			      .region = region,
@@ -624,7 +672,7 @@ static __always_inline struct flow_stats *find_flow(struct cpu_state *cs, void *
 
 /* count_flow adds the packet to its flow's stats. */
 static __always_inline void count_flow(struct cpu_state *cs, __u64 now, __u32 dir,
-				       struct flow_stats *v, const struct pkt *p,
+				       struct flow_stats *v, const struct packet *p,
 				       const struct wire *w, __u32 syn)
 {
 	__u16 min_size = w->last_size, max_size = w->seg_size;
@@ -667,62 +715,80 @@ static __always_inline void count_flow(struct cpu_state *cs, __u64 now, __u32 di
 	v->win_dir = dir;
 }
 
-/* begin_count is how every counting program starts, the benchmarks' floor
- * included: the clock, this CPU's state, the parsed frame. NULL when the
- * state is missing, which the verifier makes us check. */
-static __always_inline struct cpu_state *begin_count(struct __sk_buff *skb, __u64 *now,
-						      struct pkt *p)
+/* parse_packet parses skb into this CPU's state (cs->pkt) and names the
+ * link-local service of its addresses. A global function: the verifier
+ * checks it once, on its own, and the counting after it sees the parse's
+ * result as plain numbers in memory, one state for every path the parse
+ * took. Inlined, the counting was checked again for every parse path: over
+ * the 1,000,000-instruction limit on 5.10 and 6.1. Returns 0 when the state
+ * is missing, which the verifier makes us check. */
+__attribute__((noinline)) int parse_packet(struct __sk_buff *skb)
 {
-	*now = bpf_ktime_get_ns();
 	__u32 zero = 0;
 	struct cpu_state *cs = bpf_map_lookup_elem(&cpu_states, &zero);
-	if (cs)
-		parse(skb, p);
-	return cs;
+	if (!cs)
+		return 0;
+	struct packet *p = &cs->pkt;
+	parse(skb, p);
+	__u8 svc = LL_NONE;
+	if (p->is_ip == 4) {
+		svc = ll_service_of4(p->key4.daddr);
+		if (svc == LL_NONE)
+			svc = ll_service_of4(p->key4.saddr);
+	} else if (p->is_ip == 6) {
+		svc = ll_service_of(p->key6.daddr);
+		if (svc == LL_NONE)
+			svc = ll_service_of(p->key6.saddr);
+	}
+	p->service = svc;
+	return 1;
+}
+
+/* begin_count is how every counting program starts, the benchmarks' floor
+ * included: the clock, the parsed frame, this CPU's state. NULL when the
+ * state is missing. */
+static __always_inline struct cpu_state *begin_count(struct __sk_buff *skb, __u64 *now)
+{
+	*now = bpf_ktime_get_ns();
+	if (!parse_packet(skb))
+		return NULL;
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&cpu_states, &zero);
 }
 
 static __always_inline int count(struct __sk_buff *skb, __u32 dir)
 {
 	__u64 now;
-	struct pkt p;
-	struct cpu_state *cs = begin_count(skb, &now, &p);
+	struct cpu_state *cs = begin_count(skb, &now);
 	if (!cs)
 		return VERDICT_NEXT;
+	struct packet *p = &cs->pkt;
 
 	struct wire w;
-	wire_of(skb, &p, &w);
+	wire_of(skb, p, &w);
 
-	__u32 syn = p.class == CLASS_TCP &&
-		    (p.tcp_flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN;
-	__u8 svc = LL_NONE;
-	if (p.is_ip == 4) {
-		svc = ll_service_of4(p.key4.daddr);
-		if (svc == LL_NONE)
-			svc = ll_service_of4(p.key4.saddr);
-	} else if (p.is_ip == 6) {
-		svc = ll_service_of(p.key6.daddr);
-		if (svc == LL_NONE)
-			svc = ll_service_of(p.key6.saddr);
-	}
+	__u32 syn = p->class == CLASS_TCP &&
+		    (p->tcp_flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN;
+	__u32 svc = p->service;
 
 	struct dir_totals *t = &cs->totals[dir];
-	t->packets[p.class & (NUM_CLASSES - 1)] += w.packets;
-	t->bytes[p.class & (NUM_CLASSES - 1)] += w.bytes;
+	t->packets[p->class & (NUM_CLASSES - 1)] += w.packets;
+	t->bytes[p->class & (NUM_CLASSES - 1)] += w.bytes;
 	t->syns += syn;
 
 	count_bucket(cs, now, dir, &w, syn, svc);
 	count_sizes(cs, now, dir, &w);
 	struct flow_stats *v = NULL;
-	if (p.is_ip == 4) {
+	if (p->is_ip == 4) {
 		v = find_flow(cs, &flows4, flow_regions4, flow_region_bits4,
-			      (const __u64 *)&p.key4, KEY_WORDS4, sizeof(struct flow_slot4), now, svc, &w);
-	} else if (p.is_ip == 6) {
-		complete_key6(&p);
+			      (const __u64 *)&p->key4, KEY_WORDS4, sizeof(struct flow_slot4), now, svc, &w);
+	} else if (p->is_ip == 6) {
+		complete_key6(p);
 		v = find_flow(cs, &flows6, flow_regions6, flow_region_bits6,
-			      (const __u64 *)&p.key6, KEY_WORDS6, sizeof(struct flow_slot6), now, svc, &w);
+			      (const __u64 *)&p->key6, KEY_WORDS6, sizeof(struct flow_slot6), now, svc, &w);
 	}
 	if (v)
-		count_flow(cs, now, dir, v, &p, &w, syn);
+		count_flow(cs, now, dir, v, p, &w, syn);
 	return VERDICT_NEXT;
 }
 
@@ -738,6 +804,7 @@ int enaprobe_egress(struct __sk_buff *skb)
 	return count(skb, DIR_EGRESS);
 }
 
+#ifdef ENAPROBE_PERCPU_BUCKETS
 /* Feature probe, run once by the loader with BPF_PROG_TEST_RUN: 0 when this
  * kernel starts a BPF timer pinned to the current CPU (Linux 6.7+). */
 SEC("tc")
@@ -757,6 +824,8 @@ int enaprobe_probe_timer_pin(struct __sk_buff *skb)
 	bpf_timer_cancel(&t->timer);
 	return 0;
 }
+
+#endif
 
 /* The baseline of the benchmarks: an empty program measured in the same run. */
 SEC("tc")
@@ -779,13 +848,12 @@ SEC("tc")
 int enaprobe_minimal(struct __sk_buff *skb)
 {
 	__u64 now;
-	struct pkt p;
-	struct cpu_state *cs = begin_count(skb, &now, &p);
+	struct cpu_state *cs = begin_count(skb, &now);
 	if (!cs)
 		return VERDICT_NEXT;
 	struct dir_totals *t = &cs->totals[DIR_EGRESS];
-	t->packets[p.class & (NUM_CLASSES - 1)] += 1;
-	t->bytes[p.class & (NUM_CLASSES - 1)] += skb->len;
+	t->packets[cs->pkt.class & (NUM_CLASSES - 1)] += 1;
+	t->bytes[cs->pkt.class & (NUM_CLASSES - 1)] += skb->len;
 	t->syns += now & 1;
 	return VERDICT_NEXT;
 }

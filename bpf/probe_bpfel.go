@@ -34,13 +34,19 @@ type ProbeCpuState struct {
 	SliceStartNs  uint64
 	TimerReady    uint32
 	TimerArmed    uint32
-}
-
-type ProbeCpuTimer struct {
-	_     structs.HostLayout
-	Timer struct {
-		_ structs.HostLayout
-		_ [16]byte
+	Pkt           struct {
+		_        structs.HostLayout
+		Key4     ProbeFlowKey4
+		Key6     ProbeFlowKey
+		L2Len    uint32
+		HdrLen   uint32
+		Class    uint8
+		IsIp     uint8
+		TcpFlags uint8
+		Service  uint8
+		Scratch  uint32
+		Pad      uint32
+		_        [4]byte
 	}
 }
 
@@ -186,49 +192,45 @@ type ProbeWindowEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	ProbeMapBuckets                = "buckets"
-	ProbeMapCpuStates              = "cpu_states"
-	ProbeMapCpuTimers              = "cpu_timers"
-	ProbeMapFlowEvictions          = "flow_evictions"
-	ProbeMapFlowLocks4             = "flow_locks4"
-	ProbeMapFlowLocks6             = "flow_locks6"
-	ProbeMapFlowUsed4              = "flow_used4"
-	ProbeMapFlowUsed6              = "flow_used6"
-	ProbeMapFlows4                 = "flows4"
-	ProbeMapFlows6                 = "flows6"
-	ProbeMapSizeSlices             = "size_slices"
-	ProbeMapWindowEvents           = "window_events"
-	ProbeProgEnaprobeClock         = "enaprobe_clock"
-	ProbeProgEnaprobeEgress        = "enaprobe_egress"
-	ProbeProgEnaprobeEmpty         = "enaprobe_empty"
-	ProbeProgEnaprobeIngress       = "enaprobe_ingress"
-	ProbeProgEnaprobeMinimal       = "enaprobe_minimal"
-	ProbeProgEnaprobeProbeTimerPin = "enaprobe_probe_timer_pin"
-	ProbeVarAtomicAdds             = "atomic_adds"
-	ProbeVarBucketDrained          = "bucket_drained"
-	ProbeVarBucketMask             = "bucket_mask"
-	ProbeVarBucketNs               = "bucket_ns"
-	ProbeVarFlowIdleNs             = "flow_idle_ns"
-	ProbeVarFlowRegionBits4        = "flow_region_bits4"
-	ProbeVarFlowRegionBits6        = "flow_region_bits6"
-	ProbeVarFlowRegions4           = "flow_regions4"
-	ProbeVarFlowRegions6           = "flow_regions6"
-	ProbeVarFlowSeed               = "flow_seed"
-	ProbeVarFlushDelayNs           = "flush_delay_ns"
-	ProbeVarHeavyBytes             = "heavy_bytes"
-	ProbeVarPercpuBuckets          = "percpu_buckets"
-	ProbeVarSliceDrained           = "slice_drained"
-	ProbeVarSliceMask              = "slice_mask"
-	ProbeVarSliceNs                = "slice_ns"
-	ProbeVarUnusedDirection        = "unused_direction"
-	ProbeVarUnusedFlowEviction     = "unused_flow_eviction"
-	ProbeVarUnusedFlowKey4         = "unused_flow_key4"
-	ProbeVarUnusedLlService        = "unused_ll_service"
-	ProbeVarUnusedLossKind         = "unused_loss_kind"
-	ProbeVarUnusedProtoClass       = "unused_proto_class"
-	ProbeVarUnusedWindowEvent      = "unused_window_event"
-	ProbeVarVpcResolver            = "vpc_resolver"
-	ProbeVarWindowNs               = "window_ns"
+	ProbeMapBuckets            = "buckets"
+	ProbeMapCpuStates          = "cpu_states"
+	ProbeMapFlowEvictions      = "flow_evictions"
+	ProbeMapFlowLocks4         = "flow_locks4"
+	ProbeMapFlowLocks6         = "flow_locks6"
+	ProbeMapFlowUsed4          = "flow_used4"
+	ProbeMapFlowUsed6          = "flow_used6"
+	ProbeMapFlows4             = "flows4"
+	ProbeMapFlows6             = "flows6"
+	ProbeMapSizeSlices         = "size_slices"
+	ProbeMapWindowEvents       = "window_events"
+	ProbeProgEnaprobeClock     = "enaprobe_clock"
+	ProbeProgEnaprobeEgress    = "enaprobe_egress"
+	ProbeProgEnaprobeEmpty     = "enaprobe_empty"
+	ProbeProgEnaprobeIngress   = "enaprobe_ingress"
+	ProbeProgEnaprobeMinimal   = "enaprobe_minimal"
+	ProbeVarAtomicAdds         = "atomic_adds"
+	ProbeVarBucketDrained      = "bucket_drained"
+	ProbeVarBucketMask         = "bucket_mask"
+	ProbeVarBucketNs           = "bucket_ns"
+	ProbeVarFlowIdleNs         = "flow_idle_ns"
+	ProbeVarFlowRegionBits4    = "flow_region_bits4"
+	ProbeVarFlowRegionBits6    = "flow_region_bits6"
+	ProbeVarFlowRegions4       = "flow_regions4"
+	ProbeVarFlowRegions6       = "flow_regions6"
+	ProbeVarFlowSeed           = "flow_seed"
+	ProbeVarHeavyBytes         = "heavy_bytes"
+	ProbeVarSliceDrained       = "slice_drained"
+	ProbeVarSliceMask          = "slice_mask"
+	ProbeVarSliceNs            = "slice_ns"
+	ProbeVarUnusedDirection    = "unused_direction"
+	ProbeVarUnusedFlowEviction = "unused_flow_eviction"
+	ProbeVarUnusedFlowKey4     = "unused_flow_key4"
+	ProbeVarUnusedLlService    = "unused_ll_service"
+	ProbeVarUnusedLossKind     = "unused_loss_kind"
+	ProbeVarUnusedProtoClass   = "unused_proto_class"
+	ProbeVarUnusedWindowEvent  = "unused_window_event"
+	ProbeVarVpcResolver        = "vpc_resolver"
+	ProbeVarWindowNs           = "window_ns"
 )
 
 // LoadProbe returns the embedded CollectionSpec for Probe.
@@ -273,12 +275,11 @@ type ProbeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProbeProgramSpecs struct {
-	EnaprobeClock         *ebpf.ProgramSpec `ebpf:"enaprobe_clock"`
-	EnaprobeEgress        *ebpf.ProgramSpec `ebpf:"enaprobe_egress"`
-	EnaprobeEmpty         *ebpf.ProgramSpec `ebpf:"enaprobe_empty"`
-	EnaprobeIngress       *ebpf.ProgramSpec `ebpf:"enaprobe_ingress"`
-	EnaprobeMinimal       *ebpf.ProgramSpec `ebpf:"enaprobe_minimal"`
-	EnaprobeProbeTimerPin *ebpf.ProgramSpec `ebpf:"enaprobe_probe_timer_pin"`
+	EnaprobeClock   *ebpf.ProgramSpec `ebpf:"enaprobe_clock"`
+	EnaprobeEgress  *ebpf.ProgramSpec `ebpf:"enaprobe_egress"`
+	EnaprobeEmpty   *ebpf.ProgramSpec `ebpf:"enaprobe_empty"`
+	EnaprobeIngress *ebpf.ProgramSpec `ebpf:"enaprobe_ingress"`
+	EnaprobeMinimal *ebpf.ProgramSpec `ebpf:"enaprobe_minimal"`
 }
 
 // ProbeMapSpecs contains maps before they are loaded into the kernel.
@@ -287,7 +288,6 @@ type ProbeProgramSpecs struct {
 type ProbeMapSpecs struct {
 	Buckets       *ebpf.MapSpec `ebpf:"buckets"`
 	CpuStates     *ebpf.MapSpec `ebpf:"cpu_states"`
-	CpuTimers     *ebpf.MapSpec `ebpf:"cpu_timers"`
 	FlowEvictions *ebpf.MapSpec `ebpf:"flow_evictions"`
 	FlowLocks4    *ebpf.MapSpec `ebpf:"flow_locks4"`
 	FlowLocks6    *ebpf.MapSpec `ebpf:"flow_locks6"`
@@ -313,9 +313,7 @@ type ProbeVariableSpecs struct {
 	FlowRegions4       *ebpf.VariableSpec `ebpf:"flow_regions4"`
 	FlowRegions6       *ebpf.VariableSpec `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
-	FlushDelayNs       *ebpf.VariableSpec `ebpf:"flush_delay_ns"`
 	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
-	PercpuBuckets      *ebpf.VariableSpec `ebpf:"percpu_buckets"`
 	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
 	SliceMask          *ebpf.VariableSpec `ebpf:"slice_mask"`
 	SliceNs            *ebpf.VariableSpec `ebpf:"slice_ns"`
@@ -352,7 +350,6 @@ func (o *ProbeObjects) Close() error {
 type ProbeMaps struct {
 	Buckets       *ebpf.Map `ebpf:"buckets"`
 	CpuStates     *ebpf.Map `ebpf:"cpu_states"`
-	CpuTimers     *ebpf.Map `ebpf:"cpu_timers"`
 	FlowEvictions *ebpf.Map `ebpf:"flow_evictions"`
 	FlowLocks4    *ebpf.Map `ebpf:"flow_locks4"`
 	FlowLocks6    *ebpf.Map `ebpf:"flow_locks6"`
@@ -368,7 +365,6 @@ func (m *ProbeMaps) Close() error {
 	return _ProbeClose(
 		m.Buckets,
 		m.CpuStates,
-		m.CpuTimers,
 		m.FlowEvictions,
 		m.FlowLocks4,
 		m.FlowLocks6,
@@ -395,9 +391,7 @@ type ProbeVariables struct {
 	FlowRegions4       *ebpf.Variable `ebpf:"flow_regions4"`
 	FlowRegions6       *ebpf.Variable `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
-	FlushDelayNs       *ebpf.Variable `ebpf:"flush_delay_ns"`
 	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
-	PercpuBuckets      *ebpf.Variable `ebpf:"percpu_buckets"`
 	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`
 	SliceMask          *ebpf.Variable `ebpf:"slice_mask"`
 	SliceNs            *ebpf.Variable `ebpf:"slice_ns"`
@@ -416,12 +410,11 @@ type ProbeVariables struct {
 //
 // It can be passed to LoadProbeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProbePrograms struct {
-	EnaprobeClock         *ebpf.Program `ebpf:"enaprobe_clock"`
-	EnaprobeEgress        *ebpf.Program `ebpf:"enaprobe_egress"`
-	EnaprobeEmpty         *ebpf.Program `ebpf:"enaprobe_empty"`
-	EnaprobeIngress       *ebpf.Program `ebpf:"enaprobe_ingress"`
-	EnaprobeMinimal       *ebpf.Program `ebpf:"enaprobe_minimal"`
-	EnaprobeProbeTimerPin *ebpf.Program `ebpf:"enaprobe_probe_timer_pin"`
+	EnaprobeClock   *ebpf.Program `ebpf:"enaprobe_clock"`
+	EnaprobeEgress  *ebpf.Program `ebpf:"enaprobe_egress"`
+	EnaprobeEmpty   *ebpf.Program `ebpf:"enaprobe_empty"`
+	EnaprobeIngress *ebpf.Program `ebpf:"enaprobe_ingress"`
+	EnaprobeMinimal *ebpf.Program `ebpf:"enaprobe_minimal"`
 }
 
 func (p *ProbePrograms) Close() error {
@@ -431,7 +424,6 @@ func (p *ProbePrograms) Close() error {
 		p.EnaprobeEmpty,
 		p.EnaprobeIngress,
 		p.EnaprobeMinimal,
-		p.EnaprobeProbeTimerPin,
 	)
 }
 

@@ -58,7 +58,7 @@ func newFlowTableProbe(t *testing.T, opts Options) *flowTableProbe {
 	t.Helper()
 	privtest.RequireRoot(t)
 	opts.FlushDelay = 0 // the default: Drain waits for the timers at the end
-	p, err := Load(opts, false)
+	p, err := Load(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

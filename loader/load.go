@@ -13,6 +13,8 @@ import (
 	"math/bits"
 	"net/netip"
 	"os"
+	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,10 +98,12 @@ func (o Options) resolved() Options {
 	return o
 }
 
-// timerPinSupported runs the object's feature probe once: whether this
-// kernel starts a BPF timer pinned to the current CPU.
+// timerPinSupported runs the per-CPU object's feature probe once: whether
+// this kernel starts a BPF timer pinned to the current CPU. A kernel before
+// 5.15 refuses the probe program itself (BPF timers), one before 6.7 the
+// pin flag when it runs.
 var timerPinSupported = sync.OnceValue(func() bool {
-	spec, err := bpf.LoadProbe()
+	spec, err := bpf.LoadProbePerCPU()
 	if err != nil {
 		return false
 	}
@@ -116,13 +120,6 @@ var timerPinSupported = sync.OnceValue(func() bool {
 	ret, err := objs.Prog.Run(&ebpf.RunOptions{Data: make([]byte, 14)})
 	return err == nil && ret == 0
 })
-
-func boolByte(b bool) uint8 {
-	if b {
-		return 1
-	}
-	return 0
-}
 
 // DefaultOptions are modest enough for a 192-CPU host: only the size-slice
 // ring and the per-CPU state are per CPU (about 11 KiB per CPU).
@@ -212,17 +209,28 @@ func (o Options) bucketSlots() uint32 {
 type Probe struct {
 	opts        Options
 	objs        probeObjects
+	timers      *ebpf.Map // per-CPU buckets only
 	bucketSlots uint32
 	mapBytes    uint64
 }
 
-// probeObjects is what a trace needs of the generated objects: every map
-// and variable, and the two tc programs (not the benchmark-only ones).
+// probeObjects is what a trace needs of the generated objects: the maps
+// and variables both variants have, and the two tc programs (not the
+// benchmark-only ones). The maps and variables of the shared-ring object
+// are those of the per-CPU one but its timers.
 type probeObjects struct {
 	bpf.ProbeMaps
 	bpf.ProbeVariables
 	Ingress *ebpf.Program `ebpf:"enaprobe_ingress"`
 	Egress  *ebpf.Program `ebpf:"enaprobe_egress"`
+}
+
+// perCPUObjects is probeObjects with the per-CPU object's timer array,
+// held open while the programs run: the kernel cancels a map's timers when
+// userspace lets go of it.
+type perCPUObjects struct {
+	*probeObjects
+	Timers *ebpf.Map `ebpf:"cpu_timers"`
 }
 
 func (o *probeObjects) close() error {
@@ -243,7 +251,11 @@ func Spec(opts Options) (*ebpf.CollectionSpec, error) {
 		return nil, err
 	}
 	opts = opts.resolved()
-	spec, err := bpf.LoadProbe()
+	load := bpf.LoadProbe
+	if opts.Buckets == BucketsPerCPU {
+		load = bpf.LoadProbePerCPU
+	}
+	spec, err := load()
 	if err != nil {
 		return nil, fmt.Errorf("parse embedded bpf object: %w", err)
 	}
@@ -266,8 +278,9 @@ func Spec(opts Options) (*ebpf.CollectionSpec, error) {
 		"heavy_bytes":       opts.HeavyBytes,
 		"slice_ns":          uint64(opts.Slice),
 		"slice_mask":        opts.SliceSlots - 1,
-		"percpu_buckets":    boolByte(opts.Buckets == BucketsPerCPU),
-		"flush_delay_ns":    uint64(opts.FlushDelay),
+	}
+	if opts.Buckets == BucketsPerCPU {
+		consts["flush_delay_ns"] = uint64(opts.FlushDelay)
 	}
 	if opts.VPCResolver.Is4() {
 		b := opts.VPCResolver.As4()
@@ -291,12 +304,18 @@ func Spec(opts Options) (*ebpf.CollectionSpec, error) {
 	spec.Maps["buckets"].MaxEntries = 2 * slots
 	spec.Maps["size_slices"].MaxEntries = 2 * opts.SliceSlots
 	spec.Maps["window_events"].MaxEntries = opts.RingBytes
-	spec.Maps["cpu_timers"].MaxEntries = uint32(possibleCPUs())
+	if m, ok := spec.Maps["cpu_timers"]; ok {
+		m.MaxEntries = uint32(possibleCPUs())
+	}
 	return spec, nil
 }
 
-// Load loads the datapath with opts. The caller must Close it.
-func Load(opts Options, logVerifier bool) (*Probe, error) {
+// Load loads the datapath with opts. The caller must Close it. The
+// verifier writes no log while loading succeeds (its instruction-level log
+// of these programs takes seconds to write); when it rejects a program,
+// cilium/ebpf loads it again with the log, and the error is a
+// *VerifierRejection that holds it whole.
+func Load(opts Options) (*Probe, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("remove memlock limit: %w", err)
 	}
@@ -304,14 +323,22 @@ func Load(opts Options, logVerifier bool) (*Probe, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts = opts.resolved()
+	return load(spec, opts.resolved())
+}
+
+// load loads spec, the datapath of opts (resolved).
+func load(spec *ebpf.CollectionSpec, opts Options) (*Probe, error) {
 	p := &Probe{opts: opts, bucketSlots: opts.bucketSlots(), mapBytes: MapBytes(spec, possibleCPUs())}
-	copts := &ebpf.CollectionOptions{}
-	if logVerifier {
-		copts.Programs.LogLevel = ebpf.LogLevelInstruction | ebpf.LogLevelStats
+	copts := &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogSizeStart: verifierLogStart}}
+	var to any = &p.objs
+	if opts.Buckets == BucketsPerCPU {
+		to = &perCPUObjects{probeObjects: &p.objs}
 	}
-	if err := spec.LoadAndAssign(&p.objs, copts); err != nil {
+	if err := spec.LoadAndAssign(to, copts); err != nil {
 		return nil, explainLoadError(err)
+	}
+	if po, ok := to.(*perCPUObjects); ok {
+		p.timers = po.Timers
 	}
 	return p, nil
 }
@@ -319,7 +346,11 @@ func Load(opts Options, logVerifier bool) (*Probe, error) {
 // Close releases the programs and maps. Links and filters must be closed
 // first (see Attachment).
 func (p *Probe) Close() error {
-	return p.objs.close()
+	err := p.objs.close()
+	if p.timers != nil {
+		err = errors.Join(err, p.timers.Close())
+	}
+	return err
 }
 
 // MapBytes is the kernel memory the loaded maps take, roughly: values and
@@ -358,13 +389,54 @@ func possibleCPUs() int {
 	return n
 }
 
+// verifierLogStart is the verifier log buffer of a load that failed and is
+// repeated with the log: large enough for most rejections at once, where
+// each doubling from the default would run the verifier again.
+const verifierLogStart = 8 << 20
+
+// A VerifierRejection is a program of the datapath that the kernel's
+// verifier refused, with the verifier's whole log of it.
+type VerifierRejection struct {
+	Program string   // the program refused
+	Log     []string // the verifier's log, every line
+	Err     *ebpf.VerifierError
+}
+
+// Error is one line: the program, the verifier's reason (its last line)
+// and how long the log is.
+func (e *VerifierRejection) Error() string {
+	return fmt.Sprintf("the kernel's verifier rejected the datapath's program %s: %v (its log has %d lines)",
+		e.Program, reason(e.Err), len(e.Log))
+}
+
+func (e *VerifierRejection) Unwrap() error { return e.Err }
+
+// reason is the verifier error without the log's line count.
+func reason(ve *ebpf.VerifierError) string {
+	if ve == nil {
+		return "no reason given"
+	}
+	msg := ve.Error()
+	if i := strings.LastIndex(msg, " ("); i > 0 && strings.HasSuffix(msg, "omitted)") {
+		msg = msg[:i]
+	}
+	return strings.TrimPrefix(msg, "load program: ")
+}
+
+// programOfError is the program a collection load error names.
+var programOfError = regexp.MustCompile(`program (\w+):`)
+
 // explainLoadError turns a load failure into an error that names the cause
-// and the fix. The verifier log is kept whole: %+v prints it.
+// and the fix.
 func explainLoadError(err error) error {
 	var ve *ebpf.VerifierError
 	switch {
-	case errors.As(err, &ve):
-		return fmt.Errorf("the kernel's verifier rejected the datapath (run with --debug for the full log): %w", err)
+	case errors.As(err, &ve) && len(ve.Log) > 0:
+		r := &VerifierRejection{Program: "?", Log: ve.Log, Err: ve}
+		if m := programOfError.FindStringSubmatch(err.Error()); m != nil {
+			r.Program = m[1]
+		}
+		return r
 	case errors.Is(err, os.ErrPermission):
 		return fmt.Errorf("load bpf programs: not permitted: run as root or grant CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON: %w", err)
 	case errors.Is(err, ebpf.ErrNotSupported):

@@ -31,11 +31,11 @@ volatile const __u32 flow_region_bits6 = 6;
 volatile const __u64 flow_seed = 0;
 volatile const __u64 flow_idle_ns = 10000000000ULL;
 
-/* Per-CPU open buckets flushed by pinned timers (set by the loader when the
- * kernel has them, Linux 6.7+), and the timer's delay: an idle CPU's last
- * bucket reaches the shared ring at most this long after it ends. */
-volatile const __u8 percpu_buckets = 0;
+#ifdef ENAPROBE_PERCPU_BUCKETS
+/* The flush timer's delay: an idle CPU's last open bucket reaches the
+ * shared ring at most this long after it ends. */
 volatile const __u64 flush_delay_ns = 10000000;
+#endif
 
 /* Shared counters are added with atomic instructions. 0 makes them plain
  * read-modify-write adds, which lose counts when CPUs race: it exists only

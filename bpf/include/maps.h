@@ -103,6 +103,7 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } window_events SEC(".maps");
 
+#ifdef ENAPROBE_PERCPU_BUCKETS
 /* One flush timer per CPU; max_entries is set to the possible CPUs. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -110,5 +111,6 @@ struct {
 	__type(value, struct cpu_timer);
 	__uint(max_entries, 256);
 } cpu_timers SEC(".maps");
+#endif
 
 #endif

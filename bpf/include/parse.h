@@ -29,22 +29,26 @@
 #define TCP_FLAG_SYN 0x02
 #define TCP_FLAG_ACK 0x10
 
-/* What the counting needs to know about one skb. Ports and protocol are
- * parsed into key4 whatever the family; an IPv6 packet's addresses go
- * straight into key6, whose other fields are filled from key4 before use. */
-struct pkt {
-	struct flow_key4 key4;
-	struct flow_key key6;
-	__u32 l2_len;   /* Ethernet and VLAN headers */
-	__u32 hdr_len;  /* l2 + l3 + l4 headers: what segmentation repeats */
-	__u8 class;     /* enum proto_class */
-	__u8 is_ip;     /* 4 or 6: a flow key exists */
-	__u8 tcp_flags;
-	__u8 pad;
-};
+/* Header offsets are at most 22 + 40 + 6 * 2048 bytes, below this bound. */
+#define MAX_HDR_OFF 0x3fff
+
+/* reload32 and reload8 read back what the parse just stored in the packet
+ * state. The verifier does not track memory: to it the value is unknown,
+ * so paths that reached this point with different offsets or next headers
+ * (VLAN tags, each IPv6 extension header) go on as one state instead of
+ * each checking the rest of the parse again. */
+static __always_inline __u32 reload32(const __u32 *slot)
+{
+	return *(volatile const __u32 *)slot;
+}
+
+static __always_inline __u8 reload8(const __u8 *slot)
+{
+	return *(volatile const __u8 *)slot;
+}
 
 static __always_inline int parse_l4(void *data, void *end, __u32 off, __u8 proto,
-				    struct pkt *p)
+				    struct packet *p)
 {
 	p->key4.proto = proto;
 	p->hdr_len = off;
@@ -79,7 +83,7 @@ static __always_inline int parse_l4(void *data, void *end, __u32 off, __u8 proto
 
 /* A later fragment has no L4 header: it counts to its protocol's class and
  * to the flow of its addresses and protocol, with ports 0. */
-static __always_inline void later_fragment(__u8 proto, __u32 off, struct pkt *p)
+static __always_inline void later_fragment(__u8 proto, __u32 off, struct packet *p)
 {
 	p->key4.proto = proto;
 	p->hdr_len = off;
@@ -91,7 +95,7 @@ static __always_inline void later_fragment(__u8 proto, __u32 off, struct pkt *p)
 		p->class = CLASS_ICMP;
 }
 
-static __always_inline int parse_ipv4(void *data, void *end, __u32 off, struct pkt *p)
+static __always_inline int parse_ipv4(void *data, void *end, __u32 off, struct packet *p)
 {
 	__u8 *ip = data + off;
 	if ((void *)(ip + 20) > end)
@@ -115,7 +119,7 @@ static __always_inline int parse_ipv4(void *data, void *end, __u32 off, struct p
 	return parse_l4(data, end, off, proto, p);
 }
 
-static __always_inline int parse_ipv6(void *data, void *end, __u32 off, struct pkt *p)
+static __always_inline int parse_ipv6(void *data, void *end, __u32 off, struct packet *p)
 {
 	__u8 *ip6 = data + off;
 	if ((void *)(ip6 + 40) > end)
@@ -133,6 +137,10 @@ static __always_inline int parse_ipv6(void *data, void *end, __u32 off, struct p
 
 #pragma unroll
 	for (int i = 0; i < MAX_IPV6_EXT; i++) {
+		off = reload32(&p->hdr_len);
+		nexthdr = reload8(&p->key4.proto);
+		if (off > MAX_HDR_OFF)
+			return 0;
 		__u8 *h = data + off;
 		if (nexthdr == IPPROTO_HOPOPTS || nexthdr == IPPROTO_ROUTING ||
 		    nexthdr == IPPROTO_DSTOPTS) {
@@ -169,7 +177,7 @@ static __always_inline int parse_ipv6(void *data, void *end, __u32 off, struct p
 
 /* parse fills p. Anything it cannot make sense of stays CLASS_OTHER, and a
  * frame whose IP header is complete still gets a flow key. */
-static __always_inline void parse(struct __sk_buff *skb, struct pkt *p)
+static __always_inline void parse(struct __sk_buff *skb, struct packet *p)
 {
 	void *data = (void *)(long)skb->data;
 	void *end = (void *)(long)skb->data_end;
@@ -180,7 +188,7 @@ static __always_inline void parse(struct __sk_buff *skb, struct pkt *p)
 	p->key4.present = 1;
 	p->is_ip = 0;
 	p->tcp_flags = 0;
-	p->pad = 0;
+	p->service = LL_NONE;
 	p->class = CLASS_OTHER;
 	p->l2_len = ETH_HLEN;
 	p->hdr_len = ETH_HLEN;
@@ -207,6 +215,9 @@ static __always_inline void parse(struct __sk_buff *skb, struct pkt *p)
 	}
 	p->l2_len = off;
 	p->hdr_len = off;
+	off = reload32(&p->l2_len);
+	if (off > MAX_HDR_OFF)
+		return;
 
 	if (h_proto == bpf_htons(ETH_P_IP))
 		parse_ipv4(data, end, off, p);

@@ -148,9 +148,31 @@ struct dir_totals {
 	__u64 syns;
 };
 
+/* The packet being counted, as parse_packet leaves it for the counting
+ * that follows. It lives in the per-CPU state, not on the stack, because the
+ * parse is a global function of its own: the verifier checks it once, and
+ * the counting once, for every packet the parse could have seen, where an
+ * inlined parse multiplied the counting by its paths (too many for the
+ * verifiers of 5.10 and 6.1). Ports and protocol are parsed into key4
+ * whatever the family; an IPv6 packet's addresses go straight into key6,
+ * whose other fields are filled from key4 before use. */
+struct __attribute__((aligned(8))) packet {
+	struct flow_key4 key4;
+	struct flow_key key6;
+	__u32 l2_len;   /* Ethernet and VLAN headers */
+	__u32 hdr_len;  /* l2 + l3 + l4 headers: what segmentation repeats */
+	__u8 class;     /* enum proto_class */
+	__u8 is_ip;     /* 4 or 6: a flow key exists */
+	__u8 tcp_flags;
+	__u8 service;   /* enum ll_service of either address */
+	__u32 scratch;  /* a flow table way, read back to forget it (probe.c) */
+	__u32 pad;
+};
+
 /* Per-CPU state: exact totals, loss, the current size slices, the open
- * buckets (per-CPU bucket mode), and the current bucket cached so the hot
- * path divides only when the bucket or slice changes. */
+ * buckets (per-CPU bucket mode), the current bucket cached so the hot
+ * path divides only when the bucket or slice changes, and the packet being
+ * counted. */
 struct cpu_state {
 	struct dir_totals totals[NUM_DIRECTIONS];
 	struct size_slice slices[NUM_DIRECTIONS];
@@ -162,6 +184,7 @@ struct cpu_state {
 	__u64 slice_start_ns;
 	__u32 timer_ready; /* this CPU's flush timer is set up */
 	__u32 timer_armed; /* and pending */
+	struct packet pkt;
 };
 
 /* A CPU's flush timer, in an array indexed by CPU: a per-CPU map cannot
