@@ -126,6 +126,10 @@ type incidentSpec struct {
 	// skip leaves out a jump whose read interval (fine windows) another
 	// finding explains.
 	skip func(lo, hi int) bool
+	// explained tells a located span of traffic over the allowance from
+	// one of the interval's own level (nil: every span explains its jump,
+	// as when no allowance is known).
+	explained func(s span) bool
 }
 
 // incident is the jumps of one counter that one cause explains.
@@ -138,7 +142,10 @@ type incident struct {
 // incidents: a jump joins the incident before it when their traffic is at
 // most MergeGap apart, or when the offending traffic stayed over the
 // allowance in between (a mild, steady overshoot moves the counter at only
-// some reads, but is one incident).
+// some reads, but is one incident). A jump with no traffic over the
+// allowance within the lag before its read is looked for up to
+// MaxCounterLag before it, and with none there either, it counts the drops
+// of the incident just before it (within twice MaxCounterLag), late.
 func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []incident {
 	var out []incident
 	gap := a.mergeGapWindows()
@@ -151,9 +158,27 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 		}
 		lo, hi := a.g.span(from-spec.lag.lookNs, to)
 		s := spec.locate(lo, hi)
+		unexplained := spec.explained != nil && !spec.explained(s)
+		if unexplained && spec.lag.lookNs < int64(MaxCounterLag) {
+			// A read later than the lag (a slow one, a busy device):
+			// the traffic may lie further back, up to the bound.
+			wlo, whi := a.g.span(from-int64(MaxCounterLag), to)
+			if w := spec.locate(wlo, whi); spec.explained(w) {
+				s, unexplained = w, false
+			}
+		}
 		s.fromNs, s.toNs, s.readFromNs, s.delta = j.FromNs, j.ToNs, from, j.Delta
 		if n := len(out); n > 0 {
 			p := &out[n-1]
+			if unexplained && to-a.g.startNs(p.hi) <= 2*int64(MaxCounterLag) {
+				// Nothing over the allowance before this read: it counted
+				// the incident before it, late. Its drops are that
+				// incident's, and its traffic says nothing of when.
+				p.toNs = max(p.toNs, s.toNs)
+				p.delta += s.delta
+				p.jumps = append(p.jumps, j)
+				continue
+			}
 			if s.lo-p.hi <= gap || spec.over != nil && spec.over(p.hi, s.lo, p.span) {
 				p.lo, p.hi = min(p.lo, s.lo), max(p.hi, s.hi)
 				p.toNs = max(p.toNs, s.toNs)

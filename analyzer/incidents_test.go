@@ -2,6 +2,7 @@ package analyzer
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
 	"testing"
@@ -271,5 +272,40 @@ func TestHotStretchesFolded(t *testing.T) {
 	}
 	if len(f.Flows) == 0 || f.Flows[0].Src != poll.Src.String() {
 		t.Errorf("flows %+v, want the IMDS poller first", f.Flows)
+	}
+}
+
+// TestLateRead: a device that shows the last drops of an incident 120 ms
+// late (its reads in between return the old value): the late jump adds
+// its drops to the incident, and does not stretch it past the traffic.
+func TestLateRead(t *testing.T) {
+	client := scenario.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 53535),
+		Dst: netip.AddrPortFrom(incDNS, 53), Size: 80, Phases: []scenario.Phase{{From: 2 * time.Second, To: 4 * time.Second, Bps: 1500 * 80 * 8}}}
+	s := scenario.Scenario{Name: "late_read", Duration: 6 * time.Second, InstanceType: "c5.large", Seed: 26, SampleNs: incSampleNs,
+		Interfaces: []scenario.Interface{incENA()}, Flows: append(background(6*time.Second), client)}
+	rec, truth := scenario.Generate(s)
+	name := counters.LinklocalAllowanceExceeded
+	last := -1
+	for i := 1; i < len(rec.Counters); i++ {
+		if rec.Counters[i].Values[name] > rec.Counters[i-1].Values[name] {
+			last = i
+		}
+	}
+	// The reads from 30 ms before the last rise to 120 ms after it show
+	// the value from before them; the one 120 ms after shows the rest.
+	stale := rec.Counters[last-3].Values[name]
+	for i := last - 2; i < last+12 && i < len(rec.Counters); i++ {
+		rec.Counters[i].Values = maps.Clone(rec.Counters[i].Values)
+		rec.Counters[i].Values[name] = stale
+	}
+	res := Analyze(rec, DefaultOptions())
+	f := only(t, res, KindLinkLocalExceeded, 1)[0]
+	d := truth.Drops["eth0"][name]
+	end := d[len(d)-1].To.Seconds()
+	if f.EndOffsetS > end+0.02 || f.EndOffsetS < end-0.06 {
+		t.Errorf("incident ends at %.4f s, the drops at %.4f s: the late read stretched it or cut it short", f.EndOffsetS, end)
+	}
+	if f.Incident.Delta != totalRise(res, name) {
+		t.Errorf("incident delta %d, the counter rose by %d", f.Incident.Delta, totalRise(res, name))
 	}
 }

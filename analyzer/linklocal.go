@@ -74,7 +74,8 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 	jumps := a.jumps(iface, counters.LinklocalAllowanceExceeded)
 	lag := a.counterLagFor(iface, jumps, over)
 	spec := incidentSpec{counter: counters.LinklocalAllowanceExceeded, lag: lag,
-		locate: func(lo, hi int) span { return a.locate(packetsAt, lo, hi, limit) },
+		locate:    func(lo, hi int) span { return a.locate(packetsAt, lo, hi, limit) },
+		explained: func(s span) bool { return s.levelName == limit.name },
 		// The traffic between the two stayed at the limit, give or take
 		// the pauses of a client paced by a busy host: the most it fell
 		// short of the limit over any stretch between them is at most

@@ -66,6 +66,9 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				locate: func(lo, hi int) span { return a.locate(bytesAt, lo, hi, levels...) },
 				over:   func(lo, hi int, last span) bool { return stayedAt(bytesAt, lo, hi, last) },
 				skip:   func(lo, hi int) bool { return overlapsAny(lo, hi, exhausted[bc.dir]) }}
+			if len(levels) > 0 {
+				spec.explained = overAllowance
+			}
 			for _, inc := range a.incidents(spec, jumps) {
 				out = append(out, a.microburstFinding(iface, bc.dir, bc.name, bc.kind, fs, inc, lag))
 			}
@@ -76,6 +79,10 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 }
 
 func (a *analysis) mergeGapWindows() int { return int(int64(a.opt.MergeGap) / a.g.widthNs) }
+
+// overAllowance tells a span located over a known allowance from one
+// that only stood out from its interval.
+func overAllowance(s span) bool { return s.levelName != levelIntervalOwn && s.levelName != levelNone }
 
 // stayedAt tells whether every fine window of [lo, hi) held the level the
 // incident so far stood out from: the burst went on between two reads.

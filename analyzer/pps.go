@@ -35,6 +35,9 @@ func (a *analysis) ppsFindings() []Finding {
 		spec := incidentSpec{counter: counters.PPSAllowanceExceeded, lag: lag,
 			locate: func(lo, hi int) span { return a.locate(packetsAt, lo, hi, levels...) },
 			over:   func(lo, hi int, last span) bool { return stayedAt(packetsAt, lo, hi, last) }}
+		if len(levels) > 0 {
+			spec.explained = overAllowance
+		}
 		for _, inc := range a.incidents(spec, jumps) {
 			s := inc.span
 			f := a.newFinding(KindPPSExceeded, a.incidentSeverity(inc), iface, nil, s.lo, s.hi)

@@ -27,13 +27,14 @@ type LaggedCounters struct {
 	err     error    // the poller's last error, once it stopped on one
 	polls   int
 	pollFor time.Duration // the time the polls took, summed
+	maxAge  time.Duration // the oldest a value served was, from its poll's start
 }
 
-// polled is one read of the kernel counters and when it ended
+// polled is one read of the kernel counters, when it began and ended
 // (CLOCK_MONOTONIC).
 type polled struct {
-	atNs   int64
-	values map[string]uint64
+	startNs, atNs int64
+	values        map[string]uint64
 }
 
 // maxCounterLag bounds the emulated lag.
@@ -66,7 +67,7 @@ func (s *LaggedCounters) poll() error {
 	defer s.mu.Unlock()
 	s.polls++
 	s.pollFor += time.Duration(at - start)
-	s.history = append(s.history, polled{atNs: at, values: v})
+	s.history = append(s.history, polled{startNs: start, atNs: at, values: v})
 	// Keep the newest read older than the lag, and everything after it.
 	cut := at - int64(s.lag)
 	keep := 0
@@ -116,6 +117,7 @@ func (s *LaggedCounters) Read() (map[string]uint64, error) {
 			p = h
 		}
 	}
+	s.maxAge = max(s.maxAge, time.Duration(cut+int64(s.lag)-p.startNs))
 	out := make(map[string]uint64, len(p.values))
 	for k, v := range p.values {
 		out[k] = v
@@ -129,6 +131,15 @@ func (s *LaggedCounters) MeanPoll() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pollFor / time.Duration(max(s.polls, 1))
+}
+
+// MaxAge is the oldest a value Read returned was: how long before the
+// read the poll that took it began. It is the most a drop was shown late:
+// Lag, the poll's age, and the poll's own duration.
+func (s *LaggedCounters) MaxAge() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxAge
 }
 
 // Close stops the poller and waits for it.

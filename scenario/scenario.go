@@ -53,7 +53,10 @@ type Truth struct {
 	// Incidents are when the allowance dropped packets, first to last
 	// drop, by what the generators recorded (Src: the culprit).
 	Incidents []Burst
-	Notes     []string
+	// CounterAgeMaxNs is, with lagged counters, the most a read showed a
+	// drop late (the lag, and the age of the poll it read).
+	CounterAgeMaxNs int64
+	Notes           []string
 }
 
 // Burst is one burst as its sender saw it: CLOCK_MONOTONIC just before the
@@ -116,9 +119,9 @@ func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err
 	iface := l.InstanceInterface()
 	cfg.Interfaces = []string{iface}
 	cfg.CounterSources = map[string]ena.Source{iface: l.Counters()}
+	var lagged *lab.LaggedCounters
 	if s.CounterLag > 0 {
-		lagged, err := l.LaggedCounters(s.CounterLag)
-		if err != nil {
+		if lagged, err = l.LaggedCounters(s.CounterLag); err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
 		}
 		defer func() { err = errors.Join(err, lagged.Close()) }()
@@ -193,6 +196,9 @@ func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err
 	}
 	if traceErr != nil {
 		return nil, fmt.Errorf("scenario %s: %w", s.Name, traceErr)
+	}
+	if lagged != nil {
+		truth.CounterAgeMaxNs = int64(lagged.MaxAge())
 	}
 	opts := analyzer.DefaultOptions()
 	opts.InstanceType = cfg.Meta.InstanceType

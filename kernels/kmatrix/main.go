@@ -60,7 +60,7 @@ func main() {
 	flag.StringVar(&c.run, "run", DefaultTests, "regular expression of the tests to run (go test -run)")
 	flag.StringVar(&c.pkg, "pkg", "./loader", "the package of the tree whose tests run (go test -c)")
 	flag.BoolVar(&c.trace, "trace", true, "also run enaprobe trace on a veth pair and check its counts")
-	flag.DurationVar(&c.timeout, "timeout", 20*time.Minute, "bound on one guest, boot to power-off")
+	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "bound on one guest, boot to power-off (the test binaries get 3 minutes less, so a hung test still prints its goroutines)")
 	flag.StringVar(&c.memory, "memory", "2048", "guest memory in MiB")
 	flag.StringVar(&c.logs, "logs", "", "directory for the consoles' logs (default: CACHE/logs/<base name of -repo>)")
 	short := flag.Bool("short", false, "CI's short form: -run "+ShortTests+" unless -run is given")
