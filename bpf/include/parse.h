@@ -137,10 +137,6 @@ static __always_inline int parse_ipv6(void *data, void *end, __u32 off, struct p
 
 #pragma unroll
 	for (int i = 0; i < MAX_IPV6_EXT; i++) {
-		off = reload32(&p->hdr_len);
-		nexthdr = reload8(&p->key4.proto);
-		if (off > MAX_HDR_OFF)
-			return 0;
 		__u8 *h = data + off;
 		if (nexthdr == IPPROTO_HOPOPTS || nexthdr == IPPROTO_ROUTING ||
 		    nexthdr == IPPROTO_DSTOPTS) {
@@ -167,6 +163,11 @@ static __always_inline int parse_ipv6(void *data, void *end, __u32 off, struct p
 		}
 		p->key4.proto = nexthdr;
 		p->hdr_len = off;
+		/* Each kind of header took its own path here: go on as one. */
+		off = reload32(&p->hdr_len);
+		nexthdr = reload8(&p->key4.proto);
+		if (off > MAX_HDR_OFF)
+			return 0;
 	}
 	if (later) {
 		later_fragment(nexthdr, off, p);
