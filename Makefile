@@ -8,7 +8,7 @@ BENCH_PKGS ?= ./loader ./analyzer ./ena ./lab/... ./e2e
 
 export BPF2GO_CFLAGS := -O2 -g -Wall -Werror
 
-.PHONY: help deps generate build test test-short bench fuzz lint clean
+.PHONY: help deps generate build test test-short kernels bench fuzz lint clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -25,6 +25,9 @@ build: ## build bin/enaprobe
 
 test: ## run every test and every benchmark once, as root (through sudo when not root): scripts/test
 	./scripts/test
+
+kernels: ## the kernel matrix: datapath tests and a trace on 5.10, 6.1, 6.12, arm64 6.1 (qemu) and the host; ARGS='-kernels 6.1 -repo DIR'
+	./scripts/kernels $(ARGS)
 
 test-short: ## unit tests only: no root, no kernel
 	$(GO) test -short ./record ./wire ./counters ./analyzer ./limits ./report ./schema ./capture
