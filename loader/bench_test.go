@@ -14,6 +14,7 @@ import (
 	"github.com/enaprobe/enaprobe/internal/privtest"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/rlimit"
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/enaprobe/enaprobe/bpf"
@@ -37,6 +38,9 @@ const ratioRounds = 41
 func loadBenchCollection(b *testing.B, opts Options, set map[string]any) *ebpf.Collection {
 	b.Helper()
 	privtest.RequireRoot(b)
+	if err := rlimit.RemoveMemlock(); err != nil { // maps count against it before 5.11
+		b.Fatal(err)
+	}
 	spec, err := Spec(opts)
 	if err != nil {
 		b.Fatal(err)

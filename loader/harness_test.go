@@ -13,6 +13,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/enaprobe/enaprobe/bpf"
 	"github.com/enaprobe/enaprobe/record"
@@ -55,6 +56,9 @@ func newTestProbe(tb testing.TB, opts Options) *testProbe {
 func newTestProbeFrom(tb testing.TB, opts Options, edit func(*ebpf.CollectionSpec)) *testProbe {
 	tb.Helper()
 	privtest.RequireRoot(tb)
+	if err := rlimit.RemoveMemlock(); err != nil { // maps count against it before 5.11
+		tb.Fatal(err)
+	}
 	spec, err := Spec(opts)
 	if err != nil {
 		tb.Fatal(err)

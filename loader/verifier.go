@@ -4,6 +4,7 @@ package loader
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"regexp"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/rlimit"
 )
 
 // VerifierStats is what the kernel's verifier reports for one program: the
@@ -56,6 +58,9 @@ func parseVerifierStats(prog, log string) VerifierStats {
 // is how the kernel matrix measures how far each kernel's verifier is from
 // its limit.
 func ProgramStats(opts Options) ([]VerifierStats, error) {
+	if err := rlimit.RemoveMemlock(); err != nil { // maps count against it before 5.11
+		return nil, fmt.Errorf("remove memlock limit: %w", err)
+	}
 	spec, err := Spec(opts)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,16 +40,17 @@ type trace struct {
 	drained    chan error
 }
 
-// drainUntilStopped drains tr's collector every 100 ms until stopDrains
-// closes, then reports the first error on drained.
-func (tr *trace) drainUntilStopped() {
+// drainUntilStopped drains tr's collector every 100 ms until stop closes,
+// then reports the first error on done. It takes the channels as arguments:
+// stopDraining clears tr's fields.
+func (tr *trace) drainUntilStopped(stop <-chan struct{}, done chan<- error) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var err error
 	for {
 		select {
-		case <-tr.stopDrains:
-			tr.drained <- err
+		case <-stop:
+			done <- err
 			return
 		case <-tick.C:
 			if derr := tr.col.Drain(monoclock.Now(), false); derr != nil && err == nil {
@@ -94,7 +96,7 @@ func startTrace(t *testing.T, pair *vethpair.Pair, mode AttachMode, opts Options
 	}
 	t.Cleanup(tr.close)
 	tr.stopDrains, tr.drained = make(chan struct{}), make(chan error, 1)
-	go tr.drainUntilStopped()
+	go tr.drainUntilStopped(tr.stopDrains, tr.drained)
 	return tr
 }
 
@@ -143,8 +145,9 @@ func (tr *trace) stop(t *testing.T) Result {
 
 // udpSink listens on addr inside ns and counts datagrams until closed.
 type udpSink struct {
-	conn *net.UDPConn
-	got  chan int
+	conn  *net.UDPConn
+	got   chan int
+	count atomic.Int64 // datagrams so far
 }
 
 func newUDPSink(t *testing.T, ns string, addr netip.AddrPort) *udpSink {
@@ -169,14 +172,19 @@ func newUDPSink(t *testing.T, ns string, addr netip.AddrPort) *udpSink {
 				return
 			}
 			n++
+			s.count.Add(1)
 		}
 	}()
 	return s
 }
 
-// received closes the sink once quiet and returns what it got.
-func (s *udpSink) received() int {
-	time.Sleep(50 * time.Millisecond)
+// received returns what the sink got, once it has want datagrams or has
+// waited 5 s for them (a slow guest under qemu delivers late), and closes it.
+func (s *udpSink) received(want int) int {
+	deadline := time.Now().Add(5 * time.Second)
+	for s.count.Load() < int64(want) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
 	s.conn.Close()
 	return <-s.got
 }
@@ -224,7 +232,7 @@ func TestVethUDPExact(t *testing.T) {
 			tr := startTrace(t, pair, r.attach, opts)
 			const n, payload = 500, 100
 			sendUDP(t, pair.NSA, dst, n, payload)
-			if got := sink.received(); got != n {
+			if got := sink.received(n); got != n {
 				t.Fatalf("sink got %d datagrams, want %d", got, n)
 			}
 			res := tr.stop(t)
@@ -460,7 +468,7 @@ func TestVethBurstTiming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink.received()
+	sink.received(len(bursts) * perBurst)
 	res := tr.stop(t)
 	width := int64(opts.Bucket)
 	var total uint64
@@ -517,7 +525,7 @@ func TestVethSizeClasses(t *testing.T) {
 	}
 	want[record.SizeClassOf(segPayload+28)] += segs
 	sent += segs
-	if got := sink.received(); got != sent {
+	if got := sink.received(sent); got != sent {
 		t.Fatalf("sink got %d datagrams, want %d", got, sent)
 	}
 	res := tr.stop(t)
