@@ -269,9 +269,6 @@ func TestBesideCNIVerdicts(t *testing.T) {
 			}
 			const n, payload = 300, 64
 			sendUDP(t, from, dst, n, payload)
-			got, gotBranch := sink.received(), branchSink.received()
-			res := tr.stopBeside(t, "cni_standin", false)
-
 			want, wantBranch := n, 0
 			switch c.verdict {
 			case cniDrop:
@@ -279,6 +276,9 @@ func TestBesideCNIVerdicts(t *testing.T) {
 			case cniRedirect, cniRedirectPeer:
 				want, wantBranch = 0, n
 			}
+			got, gotBranch := sink.received(want), branchSink.received(wantBranch)
+			res := tr.stopBeside(t, "cni_standin", false)
+
 			if got != want || gotBranch != wantBranch {
 				t.Errorf("receiver got %d, redirect target %d; the stand-in's verdict means %d and %d", got, gotBranch, want, wantBranch)
 			}
@@ -336,7 +336,7 @@ func TestReanchorUnderTraffic(t *testing.T) {
 				}
 				break
 			}
-			sink.received()
+			sink.received(n)
 			rx := rxPackets(t, pair.NSA, pair.IfA) - rx0
 			notes := tr.att.Notes()
 			res := tr.stopBeside(t, "cni_standin", false)
@@ -403,7 +403,7 @@ func TestTwoEnaprobe(t *testing.T) {
 			const n, payload = 400, 80
 			sendUDP(t, pair.NSB, in, n, payload)
 			sendUDP(t, pair.NSA, out, n, payload)
-			if a, b := sinkA.received(), sinkB.received(); a != n || b != n {
+			if a, b := sinkA.received(n), sinkB.received(n); a != n || b != n {
 				t.Fatalf("sinks got %d and %d, want %d", a, b, n)
 			}
 			for k, tr := range []*trace{first, second} {
@@ -448,7 +448,7 @@ func TestRedirectedIntoEgress(t *testing.T) {
 			attachCNI(t, pair.NSA, br.IfA, record.Ingress, mode, cniProgram(t, cniRedirect, ifindexIn(t, pair.NSA, pair.IfA)))
 			const n, payload = 200, 50
 			sendUDP(t, br.NS, dst, n, payload)
-			if got := sink.received(); got != n {
+			if got := sink.received(n); got != n {
 				t.Fatalf("B got %d of the %d packets redirected through A's interface", got, n)
 			}
 			res := tr.stopBeside(t, "", false)
@@ -476,7 +476,7 @@ func TestRedirectedIntoIngress(t *testing.T) {
 	attachCNI(t, pair.NSA, br.IfA, record.Ingress, AttachTCX, cniProgram(t, cniRedirectIn, ifindexIn(t, pair.NSA, pair.IfA)))
 	const n = 150
 	sendUDP(t, br.NS, dst, n, 40)
-	if got := sink.received(); got != n {
+	if got := sink.received(n); got != n {
 		t.Fatalf("A got %d of the %d packets redirected into its ingress", got, n)
 	}
 	res := tr.stopBeside(t, "", false)
@@ -504,7 +504,7 @@ func TestForeignFilterAtOurPlace(t *testing.T) {
 	}
 	const n = 100
 	sendUDP(t, pair.NSB, dst, n, 20)
-	if got := sink.received(); got != 0 {
+	if got := sink.received(0); got != 0 {
 		t.Errorf("A got %d packets through the other tool's drop filter", got)
 	}
 	res := tr.stopBeside(t, "cni_standin", false)
@@ -558,7 +558,7 @@ func TestNotFirstNoted(t *testing.T) {
 				t.Errorf("notes %q, want one naming %q", notes, c.want)
 			}
 			sendUDP(t, pair.NSB, dst, 50, 20)
-			if got := sink.received(); got != 0 {
+			if got := sink.received(0); got != 0 {
 				t.Errorf("A got %d through the drop program", got)
 			}
 			res := tr.stopBeside(t, "cni_standin", false)
@@ -651,7 +651,7 @@ func TestPassAheadHidesAll(t *testing.T) {
 			}
 			tr.check(t)
 			sendUDP(t, pair.NSA, dst, n, 20)
-			if got := sink.received(); got != 2*n {
+			if got := sink.received(2 * n); got != 2*n {
 				t.Errorf("B got %d, want %d: the pass program passes all", got, 2*n)
 			}
 			res := tr.stopBeside(t, "cni_standin", false)
