@@ -80,6 +80,10 @@ type htmlFinding struct {
 	Flows    htmlTable
 	Zoom     *figure
 	Strip    template.HTML // the incident's counter jumps under the zoom
+	// RepeatOf is the number of the info finding of the same kind and
+	// interface just before this one, whose evidence and fix it shares: the
+	// page shows it in short, as the text report does. 0 for the others.
+	RepeatOf int
 }
 
 type htmlInterface struct {
@@ -126,10 +130,14 @@ func buildPage(in Input) htmlPage {
 	if in.Recording != nil {
 		tl = newTimeline(in.Recording, res)
 	}
-	for i, f := range rankedFindings(res) {
+	ranked := rankedFindings(res)
+	for i, f := range ranked {
 		x0, x1 := zoomRange(f)
 		hf := htmlFinding{N: i + 1, F: f, When: findingWhen(f, tr.Start), Counters: findingCounterText(res, f),
 			Evidence: evidenceTable(f), Flows: flowShareHTMLTable(f), Strip: jumpStrip(f, x0, x1)}
+		if i > 0 && repeatsInfo(ranked[i-1], f) {
+			hf.RepeatOf = cmp.Or(p.Findings[i-1].RepeatOf, p.Findings[i-1].N)
+		}
 		if tl != nil {
 			if z, ok := tl.zoom(i+1, f); ok {
 				hf.Zoom = &z

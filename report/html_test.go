@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -360,6 +361,53 @@ func TestHTMLScreenshot(t *testing.T) {
 		}
 		if err := os.WriteFile("testdata/sample-report.png", data, 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestRepeatedInfoInShort: info findings of one kind on one interface after
+// the first of them are shown in short, in text and HTML alike, each
+// pointing at the first, whose evidence and fix stand once.
+func TestRepeatedInfoInShort(t *testing.T) {
+	in := loadInput(t, "steady")
+	res := *in.Result
+	mk := func(sev, kind, iface, summary string) analyzer.Finding {
+		return analyzer.Finding{Severity: sev, Kind: kind, Interface: iface, Summary: summary,
+			Recommendation: "fix for " + summary, Evidence: []analyzer.Evidence{{Name: "evidence_of_" + summary, Value: 1}}}
+	}
+	res.Findings = []analyzer.Finding{
+		mk(analyzer.SeverityWarning, analyzer.KindMicroburstOut, "eth0", "burst one"),
+		mk(analyzer.SeverityInfo, analyzer.KindFlowAtCap, "eth0", "plateau one"),
+		mk(analyzer.SeverityInfo, analyzer.KindFlowAtCap, "eth0", "plateau two"),
+		mk(analyzer.SeverityInfo, analyzer.KindFlowAtCap, "eth0", "plateau three"),
+		mk(analyzer.SeverityInfo, analyzer.KindFlowAtCap, "eth1", "plateau other interface"),
+	}
+	in.Result = &res
+	text := renderText(t, in)
+	doc := parseHTML(t, renderHTML(t, in))
+	for n, c := range []struct {
+		summary string
+		asFirst int // 0: shown whole
+	}{{"burst one", 0}, {"plateau one", 0}, {"plateau two", 2}, {"plateau three", 2}, {"plateau other interface", 0}} {
+		art := findAll(doc, func(x *html.Node) bool { return attr(x, "id") == fmt.Sprintf("finding-%d", n+1) })
+		if len(art) != 1 {
+			t.Fatalf("finding #%d: no article", n+1)
+		}
+		page := textOf(art[0])
+		whole := strings.Contains(page, "fix for "+c.summary)
+		short := strings.Contains(page, fmt.Sprintf("Evidence and fix as in #%d", c.asFirst))
+		if c.asFirst == 0 && (!whole || strings.Contains(page, "Evidence and fix as in")) {
+			t.Errorf("HTML finding #%d (%s) not shown whole: %q", n+1, c.summary, page)
+		}
+		if c.asFirst > 0 && (whole || !short) {
+			t.Errorf("HTML finding #%d (%s) not shown in short as #%d: %q", n+1, c.summary, c.asFirst, page)
+		}
+		textShort := strings.Contains(text, fmt.Sprintf("(evidence and fix as #%d: %s)", c.asFirst, analyzer.KindFlowAtCap))
+		if c.asFirst > 0 && (!textShort || strings.Contains(text, "fix for "+c.summary)) {
+			t.Errorf("text finding #%d (%s) not shown in short as #%d", n+1, c.summary, c.asFirst)
+		}
+		if c.asFirst == 0 && !strings.Contains(text, "fix for "+c.summary) {
+			t.Errorf("text finding #%d (%s) not shown whole", n+1, c.summary)
 		}
 	}
 }

@@ -122,6 +122,7 @@ func textFindings(p *page, res *analyzer.Result) {
 		return
 	}
 	const ind, lw = "    ", 10
+	first := 0 // the first of a run of repeated info findings
 	for i, f := range fs {
 		p.blank()
 		p.line(findingTitle(i, f))
@@ -129,9 +130,10 @@ func textFindings(p *page, res *analyzer.Result) {
 		p.field(ind, "What", lw, f.Summary)
 		if i > 0 && repeatsInfo(fs[i-1], f) {
 			// Info findings of one kind repeat their evidence and fix.
-			p.field(ind, "", lw, fmt.Sprintf("(as #%d: %s)", i, f.Kind))
+			p.field(ind, "", lw, fmt.Sprintf("(evidence and fix as #%d: %s)", first+1, f.Kind))
 			continue
 		}
+		first = i
 		if f.Incident != nil {
 			p.field(ind, "Incident", lw, incidentText(f.Incident))
 		}
