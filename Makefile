@@ -35,8 +35,9 @@ test-short: ## unit tests only: no root, no kernel
 bench: ## benchmarks with ratios measured in one run (see BENCHMARKS.md)
 	$(GO) test -p 1 -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
 
-fuzz: ## fuzz the datapath against the Go reference for 2 minutes
+fuzz: ## fuzz the datapath against the Go reference, then the recording reader, 2 minutes each
 	$(GO) test -run '^$$' -fuzz FuzzDatapath -fuzztime 2m ./loader
+	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 2m ./record
 
 lint: ## gofmt, go vet, staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -112,6 +112,11 @@ func withDefaults(opt Options) Options {
 		opt.ProfileFlows = def.ProfileFlows
 	}
 	fill(&opt.EventCoverage, def.EventCoverage)
+	fillD(&opt.NearMissMin, def.NearMissMin)
+	fill(&opt.CriticalDrops, def.CriticalDrops)
+	fillD(&opt.CriticalDuration, def.CriticalDuration)
+	fillD(&opt.PeakWindow, def.PeakWindow)
+	fillD(&opt.IncidentRefill, def.IncidentRefill)
 	return opt
 }
 
@@ -187,7 +192,9 @@ func (a *analysis) wall(ns int64) time.Time  { return a.rec.Meta.Wall(ns) }
 func (a *analysis) offsetS(ns int64) float64 { return a.rec.Meta.Offset(ns).Seconds() }
 func (a *analysis) durationNs() int64        { return max(a.rec.Meta.End.MonoNs-a.rec.Meta.Start.MonoNs, 0) }
 
-// findings runs every rule and orders the findings by time.
+// findings runs every rule and orders the findings as a report opens: the
+// most severe first, within a severity the incidents that cost the most
+// (packets dropped, then duration), then by time.
 func (a *analysis) findings() []Finding {
 	baseline, explained := a.baselineFindings()
 	out := append([]Finding{}, baseline...)
@@ -198,7 +205,8 @@ func (a *analysis) findings() []Finding {
 	out = append(out, a.flowCapFindings()...)
 	out = append(out, a.jumboLeavingFindings()...)
 	slices.SortStableFunc(out, func(x, y Finding) int {
-		return cmp.Or(cmp.Compare(x.StartOffsetS, y.StartOffsetS), cmp.Compare(x.Kind, y.Kind))
+		return cmp.Or(cmp.Compare(severityRank(y.Severity), severityRank(x.Severity)), findingCost(x, y),
+			cmp.Compare(x.StartOffsetS, y.StartOffsetS), cmp.Compare(x.Kind, y.Kind))
 	})
 	return out
 }

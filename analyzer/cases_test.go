@@ -16,8 +16,6 @@ import (
 var counterKinds = []string{KindMicroburstIn, KindMicroburstOut, KindPPSExceeded, KindConntrackExceeded,
 	KindConntrackNearLimit, KindLinkLocalExceeded, KindBaselineExhausted}
 
-var severityRank = map[string]int{SeverityInfo: 0, SeverityWarning: 1, SeverityCritical: 2}
-
 // TestCases analyses every recording of testdata and checks the findings
 // against the truth of the scenario that generated it.
 func TestCases(t *testing.T) {
@@ -59,8 +57,12 @@ func checkCase(t *testing.T, c scenario.Case, res *Result) {
 			checkExpected(t, res, want, window)
 		}
 	}
+	if c.NoFindings && len(res.Findings) > 0 {
+		t.Errorf("%d findings for traffic under every limit, want none", len(res.Findings))
+	}
 	for _, f := range res.Findings {
-		if c.MaxSeverity != "" && severityRank[f.Severity] > severityRank[c.MaxSeverity] {
+		checkAgrees(t, f)
+		if c.MaxSeverity != "" && severityRank(f.Severity) > severityRank(c.MaxSeverity) {
 			t.Errorf("finding %s of severity %s, at most %s expected: %s", f.Kind, f.Severity, c.MaxSeverity, f.Summary)
 		}
 		if forbidden(c.Forbid, f) {
@@ -86,7 +88,7 @@ func checkCase(t *testing.T, c scenario.Case, res *Result) {
 func forbidden(list []string, f Finding) bool {
 	for _, e := range list {
 		kind, sev, hasSev := strings.Cut(e, ":")
-		if kind == f.Kind && (!hasSev || severityRank[f.Severity] >= severityRank[sev]) {
+		if kind == f.Kind && (!hasSev || severityRank(f.Severity) >= severityRank(sev)) {
 			return true
 		}
 	}
@@ -163,5 +165,32 @@ func checkAnalysedWithoutCounters(t *testing.T, res *Result, iface string) {
 	}
 	if !profiled {
 		t.Errorf("%s: no rate profile", iface)
+	}
+}
+
+// checkAgrees: the SYN counts of a conntrack finding's evidence and its
+// SYN sources come from one window and add up (issue 14: "0 SYNs seen"
+// beside a flows table of 50).
+func checkAgrees(t *testing.T, f Finding) {
+	t.Helper()
+	if f.Kind != KindConntrackExceeded {
+		return
+	}
+	ev := map[string]float64{}
+	for _, e := range f.Evidence {
+		ev[e.Name] = e.Value
+	}
+	var syns, retried float64
+	for _, fl := range f.Flows {
+		syns += float64(fl.SYNs)
+		retried += float64(fl.SYNsRetried)
+	}
+	if ev["syns"] != ev["syns_first"]+ev["syns_retried"] || syns > ev["syns"] || retried > ev["syns_retried"] ||
+		(len(f.Flows) < DefaultOptions().TopFlows && (syns != ev["syns"] || retried != ev["syns_retried"])) {
+		t.Errorf("%s: evidence %v SYNs (%v first, %v retried), its sources %v (%v retried)", f.Kind,
+			ev["syns"], ev["syns_first"], ev["syns_retried"], syns, retried)
+	}
+	if ev["syns"] == 0 || len(f.Flows) == 0 {
+		t.Errorf("%s: %v SYNs, %d sources: nothing to say who filled the table", f.Kind, ev["syns"], len(f.Flows))
 	}
 }

@@ -37,72 +37,177 @@ func (a *analysis) synSeries(iface string) func(int) float64 {
 func (a *analysis) conntrackExceeded(iface string) []Finding {
 	synsAt := a.synSeries(iface)
 	gauges := a.gaugeValues(iface)
-	var spans []span
-	for _, j := range a.jumps(iface, counters.ConntrackAllowanceExceeded) {
-		readFrom, readTo := a.certain(j)
-		lo, hi := a.g.span(readFrom, readTo)
-		s := a.locate(synsAt, lo, hi)
-		s.fromNs, s.toNs, s.delta = j.FromNs, j.ToNs, j.Delta
-		s.readFromNs = readFrom
-		// The table filled when the new connections since the previous
-		// read used up what it said was available: the first SYN past that
-		// is the first one dropped, and the finding starts with it. Inbound
-		// SYNs dropped by the device never reach the host, so past the
-		// fill the drops may be unseen: they then lie in the rest of the
-		// interval.
-		if avail, ok := gaugeAt(gauges, j.FromNs); ok && avail > 0 {
+	jumps := a.jumps(iface, counters.ConntrackAllowanceExceeded)
+	lag := a.counterLagFor(iface, jumps, func(i int) bool { return synsAt(i) > 0 })
+	spec := incidentSpec{counter: counters.ConntrackAllowanceExceeded, lag: lag,
+		// The drops are SYNs refused: they lie between the first and
+		// the last SYN of the look-back and read interval (when the host
+		// saw them: inbound ones dropped by the device it never does).
+		locate: func(lo, hi int) span {
+			s := span{lo: lo, hi: hi, fromNs: a.g.startNs(lo), toNs: a.g.startNs(hi), levelName: levelNone}
+			for s.lo < hi && synsAt(s.lo) == 0 {
+				s.lo++
+			}
+			for s.hi > s.lo && synsAt(s.hi-1) == 0 {
+				s.hi--
+			}
+			if s.lo == s.hi {
+				s.lo, s.hi = lo, hi
+			}
+			return s
+		},
+		// Between the new connections and their retries (1 s or more later)
+		// no SYN may be seen, but the table stays full: one incident.
+		over: func(lo, hi int, _ span) bool {
+			return tableFull(gauges, a.g.startNs(lo), a.g.startNs(hi)+lag.lookNs)
+		}}
+	sec := float64(a.g.widthNs) / 1e9
+	var out []Finding
+	for _, inc := range a.incidents(spec, jumps) {
+		// The connections that filled the table were opened from the last
+		// read at the gauge's high before the first jump on: they, and the
+		// retries of those refused, are the culprits, and the first drop is
+		// the first SYN past what that read said was available. Inbound
+		// SYNs dropped by the device never reach the host, so the drops
+		// may then lie, unseen, in the rest of the incident.
+		first, _ := a.certain(inc.jumps[0])
+		alo := a.g.index(first - lag.lookNs)
+		var availBefore uint64
+		hasGauge := false
+		if k := fillRead(gauges, inc.jumps[0].FromNs, int64(a.opt.ConntrackFallWindow)); k >= 0 {
+			hasGauge = true
+			availBefore = gauges[k].Value
+			// The read shows the table as it was up to the lag before:
+			// the connections opened after its best guess filled it, and
+			// those from its look-back may have.
+			alo = a.g.index(gauges[k].BeforeNs - lag.lookNs)
 			var sum float64
-			for i := lo; i < hi; i++ {
+			for i := a.g.index(gauges[k].AfterNs - lag.pointNs); i < inc.hi; i++ {
 				sum += synsAt(i)
-				if sum < float64(avail) {
+				if sum < float64(availBefore) {
 					continue
 				}
 				fill := i
-				if sum == float64(avail) {
+				if sum == float64(availBefore) {
 					fill = i + 1
 				}
-				s.lo = max(s.lo, fill)
-				if s.lo >= s.hi {
-					s.hi = hi
+				if fill < inc.hi {
+					inc.lo = fill
 				}
 				break
 			}
 		}
-		spans = append(spans, s)
-	}
-	var out []Finding
-	sec := float64(a.g.widthNs) / 1e9
-	for _, s := range mergeSpans(spans, a.mergeGapWindows()) {
-		f := a.newFinding(KindConntrackExceeded, SeverityCritical, iface, nil, s.lo, s.hi)
-		dur := float64(s.hi-s.lo) * sec
-		peak, _ := peakIn(synsAt, s.lo, s.hi)
-		syns := sumIn(synsAt, s.lo, s.hi)
-		f.Evidence = append(f.Evidence,
-			ev(counters.ConntrackAllowanceExceeded, float64(s.delta), "packets"),
-			ev("sample_interval_s", float64(s.toNs-s.fromNs)/1e9, "s"),
-			ev("span_syns", syns, "count"),
-			ev("span_syn_rate", share(syns, dur), "per_s"),
-			ev("peak_fine_window_syn_rate", peak/sec, "per_s"),
-			ev("syns_ingress", float64(sumUint(a.seriesOrEmpty(iface, record.Ingress).syns, s.lo, s.hi)), "count"),
-			ev("syns_egress", float64(sumUint(a.seriesOrEmpty(iface, record.Egress).syns, s.lo, s.hi)), "count"))
-		if v, ok := gaugeAt(gauges, s.fromNs); ok {
-			f.Evidence = append(f.Evidence, ev("conntrack_available_before", float64(v), "count"))
-		}
-		if v, ok := gaugeFrom(gauges, s.toNs); ok {
-			f.Evidence = append(f.Evidence, ev("conntrack_available_after", float64(v), "count"))
-		}
-		// The connections that filled the table were opened before it was
-		// full, and inbound SYNs dropped after are not seen: the culprits
-		// are the SYN sources from the read before the jump on.
-		ilo, _ := a.g.span(s.readFromNs, s.toNs)
-		intervalSYNs := sumIn(synsAt, ilo, s.hi)
-		f.Evidence = append(f.Evidence, ev("interval_syns", intervalSYNs, "count"))
+		alo = min(alo, inc.lo)
+		ahi := inc.hi
+		f := a.newFinding(KindConntrackExceeded, a.incidentSeverity(inc), iface, nil, inc.lo, inc.hi)
+		f.Incident = a.incidentInfo(inc, counters.ConntrackAllowanceExceeded, lag, synsAt, 1, "per_s")
+		fromNs, toNs := a.g.startNs(alo), a.g.startNs(ahi)
+		attrS := float64(ahi-alo) * sec
+		// Every SYN count of the evidence comes from the flows the
+		// culprits are ranked from, over the same window.
 		f.FlowsRankedBy = rankSYNs
-		f.Flows = a.synSources(iface, a.g.startNs(ilo), a.g.startNs(s.hi))
-		f.Summary = fmt.Sprintf("%s rose by %d: connection tracking was full and new connections were dropped; %.0f SYNs seen in the %.0f ms of drops (%s), %.0f since the read before; %s",
-			counters.ConntrackAllowanceExceeded, s.delta, syns, dur*1e3, fmtRate(share(syns, dur), "SYN/s"), intervalSYNs, synSourceText(f.Flows))
+		var st synTotals
+		f.Flows, st = a.synSources(iface, fromNs, toNs)
+		syns := float64(st.first + st.retried)
+		firstSYNs, retried := st.first, st.retried
+		f.Evidence = append(f.Evidence, incidentEvidence(f.Incident)...)
+		f.Evidence = append(f.Evidence,
+			ev("attribution_window_s", attrS, "s"),
+			ev("syns", syns, "count"),
+			ev("syn_rate", share(syns, attrS), "per_s"),
+			ev("syns_first", float64(firstSYNs), "count"),
+			ev("syns_retried", float64(retried), "count"),
+			ev("syns_ingress", float64(st.dir[record.Ingress]), "count"),
+			ev("syns_egress", float64(st.dir[record.Egress]), "count"),
+			ev("peak_syn_rate", f.Incident.Peak.Rate, "per_s"))
+		gaugeText := ""
+		if hasGauge {
+			lowest := availBefore
+			for _, g := range gauges {
+				if g.BeforeNs >= fromNs && g.BeforeNs <= toNs+lag.lookNs {
+					lowest = min(lowest, g.Value)
+				}
+			}
+			f.Evidence = append(f.Evidence, ev("conntrack_available_before", float64(availBefore), "count"),
+				ev("conntrack_available_lowest", float64(lowest), "count"))
+			if v, ok := gaugeFrom(gauges, toNs+lag.lookNs); ok {
+				f.Evidence = append(f.Evidence, ev("conntrack_available_after", float64(v), "count"))
+			}
+			f.Gauge = a.gaugeCourse(gauges, fromNs-int64(a.opt.PeakWindow)*10, toNs+lag.lookNs)
+			gaugeText = fmt.Sprintf(", when %d connections were free,", availBefore)
+			gaugeText += fmt.Sprintf(" to the last drop (%s fell to %d)", counters.ConntrackAllowanceAvailable, lowest)
+		} else {
+			gaugeText = " to the last drop"
+		}
+		f.Summary = fmt.Sprintf("%s: connection tracking was full and new connections were dropped; %.0f SYNs (%d first, %d retried) from %s%s, %s; %s; %s",
+			jumpsText(f.Incident), syns, firstSYNs, retried, fmtOffsetS(a.offsetS(fromNs)), gaugeText,
+			fmtRate(share(syns, attrS), "SYN/s"), synSourceText(f.Flows), lagText(f.Incident))
 		f.Recommendation = recommendConntrack
 		out = append(out, f)
+	}
+	return out
+}
+
+// fillRead is the read the table filled from: the last read at the gauge's
+// high in the fall that led to the read ending at ns (the one before a
+// jump), looking back at most windowNs. It is -1 without a gauge read.
+func fillRead(gauges []counters.GaugeValue, ns, windowNs int64) int {
+	k, _ := slices.BinarySearchFunc(gauges, ns, func(g counters.GaugeValue, t int64) int { return cmp.Compare(g.AfterNs, t+1) })
+	k--
+	if k < 0 {
+		return -1
+	}
+	high := k
+	for i := k; i > 0 && gauges[i-1].Value >= gauges[i].Value && gauges[k].BeforeNs-gauges[i-1].BeforeNs <= windowNs; i-- {
+		if gauges[i-1].Value > gauges[high].Value {
+			high = i - 1
+		}
+	}
+	return high
+}
+
+// tableFull tells whether every gauge read that began in [fromNs, toNs]
+// said no connection was available, and there was one.
+func tableFull(gauges []counters.GaugeValue, fromNs, toNs int64) bool {
+	n := 0
+	for _, g := range gauges {
+		if g.BeforeNs < fromNs || g.BeforeNs > toNs {
+			continue
+		}
+		if g.Value != 0 {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// gaugeCourse is the gauge's reads in [fromNs, toNs] where its value
+// moved by a tenth of its highest or more since the last one kept, with
+// the first read, the first at its lowest and the last: its course in a
+// dozen points or so, however often it was read.
+func (a *analysis) gaugeCourse(gauges []counters.GaugeValue, fromNs, toNs int64) []GaugePoint {
+	var in []counters.GaugeValue
+	var top uint64
+	lowest := -1
+	for _, g := range gauges {
+		if g.BeforeNs >= fromNs && g.BeforeNs <= toNs {
+			in = append(in, g)
+			top = max(top, g.Value)
+			if lowest < 0 || g.Value < in[lowest].Value {
+				lowest = len(in) - 1
+			}
+		}
+	}
+	step := max(top/10, 1)
+	var out []GaugePoint
+	var kept uint64
+	for i, g := range in {
+		moved := g.Value >= kept+step || g.Value+step <= kept
+		if i == 0 || i == lowest || i == len(in)-1 || moved {
+			out = append(out, GaugePoint{Time: a.wall(g.BeforeNs), OffsetS: a.offsetS(g.BeforeNs), Value: g.Value})
+			kept = g.Value
+		}
 	}
 	return out
 }
@@ -117,15 +222,6 @@ func (a *analysis) gaugeValues(iface string) []counters.GaugeValue {
 		}
 	}
 	return out
-}
-
-// gaugeAt is the value of the last read that ended at or before ns.
-func gaugeAt(gauges []counters.GaugeValue, ns int64) (uint64, bool) {
-	i, _ := slices.BinarySearchFunc(gauges, ns, func(g counters.GaugeValue, t int64) int { return cmp.Compare(g.AfterNs, t+1) })
-	if i == 0 {
-		return 0, false
-	}
-	return gauges[i-1].Value, true
 }
 
 // gaugeFrom is the value of the first read that began at or after ns.
@@ -216,7 +312,7 @@ func (a *analysis) conntrackNearLimit(iface string, exceeded []Finding) []Findin
 			ev("span_syns", syns, "count"),
 			ev("span_syn_rate", share(syns, float64(s.hi-s.lo)*float64(a.g.widthNs)/1e9), "per_s"))
 		f.FlowsRankedBy = rankSYNs
-		f.Flows = a.synSources(iface, a.g.startNs(s.lo), a.g.startNs(s.hi))
+		f.Flows, _ = a.synSources(iface, a.g.startNs(s.lo), a.g.startNs(s.hi))
 		f.Summary = fmt.Sprintf("%s fell from %d to %d (%.0f%% of its highest, %d) in %.1f s without %s moving; %s",
 			counters.ConntrackAllowanceAvailable, startV, minV, 100*float64(minV)/float64(top), top, fellFor,
 			counters.ConntrackAllowanceExceeded, synSourceText(f.Flows))
@@ -237,8 +333,12 @@ func overlapsFinding(fs []Finding, fromS, toS float64) bool {
 
 // synSources groups the flows that sent SYNs in [fromNs, toNs) by source
 // address and destination (a SYN flood is one new 5-tuple per SYN, so single
-// flows mean little), ranked by SYNs.
-func (a *analysis) synSources(iface string, fromNs, toNs int64) []FlowShare {
+// flows mean little), ranked by SYNs. A SYN of a 5-tuple that sent one
+// before is a retry: the client got no answer (its SYN was dropped) and
+// sent it again after 1, 3, 7 s (every second for the first four on
+// Linux 6.7+). It returns the first and retried
+// SYNs of every flow too.
+func (a *analysis) synSources(iface string, fromNs, toNs int64) (out []FlowShare, st synTotals) {
 	type peerKey struct {
 		proto uint8
 		src   netip.Addr
@@ -246,8 +346,9 @@ func (a *analysis) synSources(iface string, fromNs, toNs int64) []FlowShare {
 	}
 	type peer struct {
 		flowTally
-		ports map[uint16]bool
-		flows int
+		ports   map[uint16]bool
+		flows   int
+		retried uint64
 	}
 	byPeer := make(map[peerKey]*peer)
 	var order []peerKey
@@ -266,12 +367,26 @@ func (a *analysis) synSources(iface string, fromNs, toNs int64) []FlowShare {
 		p.bytes += t.bytes
 		p.packets += t.packets
 		p.syns += t.syns
+		retried := t.syns
+		if fi := &a.flows.flows[a.flows.ids[t.ref]]; fi.hasSYN && fi.firstSYNNs >= fromNs && fi.firstSYNNs < toNs {
+			retried--
+		}
+		p.retried += retried
+		st.first += t.syns - retried
+		st.retried += retried
+		for _, d := range bothDirections {
+			if hasDirection(t.stats, d) {
+				st.dir[d] += t.syns
+				break
+			}
+		}
 		p.ports[t.ref.key.Src.Port()] = true
 		p.flows++
 		total += float64(t.syns)
 	}
 	slices.SortStableFunc(order, func(x, y peerKey) int { return cmp.Compare(byPeer[y].syns, byPeer[x].syns) })
-	out := []FlowShare{}
+	out = []FlowShare{}
+	windowS := float64(toNs-fromNs) / 1e9
 	for _, k := range order[:min(len(order), a.opt.TopFlows)] {
 		p := byPeer[k]
 		src := k.src.String() + ":*"
@@ -286,13 +401,20 @@ func (a *analysis) synSources(iface string, fromNs, toNs int64) []FlowShare {
 		}
 		fs := FlowShare{Proto: record.ProtoName(k.proto), Src: src, Dst: k.dst.String(), Bytes: p.bytes,
 			Packets: p.packets, SYNs: p.syns, MeanSize: meanSize(p.bytes, p.packets), Share: share(float64(p.syns), total),
-			Source: sourceSnapshots}
+			SYNsRetried: p.retried, SYNRate: share(float64(p.syns), windowS), Source: sourceSnapshots}
 		if p.flows > 1 {
 			fs.Flows = p.flows
 		}
 		out = append(out, fs)
 	}
-	return out
+	return out, st
+}
+
+// synTotals are the SYNs of every flow of synSources: first and retried,
+// and by direction.
+type synTotals struct {
+	first, retried uint64
+	dir            [record.NumDirections]uint64
 }
 
 func synSourceText(flows []FlowShare) string {
@@ -304,5 +426,6 @@ func synSourceText(flows []FlowShare) string {
 	if f.Flows > 1 {
 		n = fmt.Sprintf(" over %d flows", f.Flows)
 	}
-	return fmt.Sprintf("mostly from %s to %s (%d SYNs%s, %.0f%%)", f.Src, f.Dst, f.SYNs, n, 100*f.Share)
+	return fmt.Sprintf("mostly from %s to %s (%d SYNs%s, %d retried, %s, %.0f%%)", f.Src, f.Dst, f.SYNs, n, f.SYNsRetried,
+		fmtRate(f.SYNRate, "SYN/s"), 100*f.Share)
 }

@@ -4,28 +4,49 @@
 // recording: no kernel, no clock.
 //
 // An allowance counter only says that shaping happened between two reads,
-// (previous AfterNs, this BeforeNs]. Counter deltas come from package
+// (previous AfterNs, this BeforeNs], and a device may show a drop some ms
+// after the traffic that caused it. Counter deltas come from package
 // counters (a value going down is a reset, a failed read is skipped, never a
 // negative delta). The bucket series, summed into fine windows
-// (Options.FineWindow, 1 ms) on a grid shared by every interface, says where
-// in that interval:
+// (Options.FineWindow, 1 ms) on a grid shared by every interface, says where:
+// the traffic behind a jump is looked for from the counter lag before the
+// read interval to its end (incident.go: Options.CounterLag, else estimated
+// per interface and counter as the shortest shift, up to MaxCounterLag, that
+// puts traffic over the allowance before the most jumps, plus one read
+// interval).
+//
+// Jumps of one counter on one interface form one incident, one finding,
+// when their traffic is at most MergeGap (10 ms) apart or the offending
+// traffic stayed over the allowance in between (every fine window at the
+// level the burst stood out from; for link-local traffic, never short of
+// the limit by more than IncidentRefill, 250 ms of it; for conntrack, the
+// gauge at 0). An incident spans its first to its last drop, carries every
+// jump (Incident.Timeline), its peak PeakWindow, and is critical when it
+// dropped CriticalDrops (10,000) packets or lasted CriticalDuration (1 s),
+// a warning otherwise. Findings are ordered by severity, then by packets
+// dropped and duration.
 //
 //   - microburst_in / microburst_out: for each jump of bw_in/bw_out_allowance_exceeded,
 //     the span of that direction's windows carrying the most bytes above
 //     SaturationShare (0.9) of the burst allowance, else of the baseline
 //     (maximum-sum subarray, linear); with no allowance known or reached, above
 //     the interval's own level (StandOutFactor 2 x median, at least
-//     StandOutPeakShare 0.5 of the peak). Jumps of consecutive reads whose spans
-//     are at most MergeGap (10 ms) apart are one burst. Info near-misses: windows
-//     at NearMissShare (0.9) of the allowance where the counter was read before
-//     and after and did not move (MaxNearMisses 5 highest per direction).
+//     StandOutPeakShare 0.5 of the peak); jumps join into incidents as
+//     above. Info near-misses: stretches of at least
+//     NearMissMin (5 ms) of windows at NearMissShare (0.9) of the allowance
+//     where the counter, read before and after, did not move (above the
+//     allowance: a burst bucket absorbed them), one finding per interface
+//     and direction, its flows from the MaxNearMisses (5) highest.
 //   - pps_exceeded: the same on the packets of both directions together,
 //     against Options.PPSAllowance when given (AWS does not publish it).
-//   - conntrack_exceeded: the SYN span of the jump interval, started where the
-//     SYNs since the previous read exceeded what conntrack_allowance_available
-//     said was left (inbound SYNs dropped after that are never seen, so the
-//     span may run to the read); culprits are the SYN sources from the read
-//     before, grouped by source address and destination. conntrack_near_limit: the gauge at or below
+//   - conntrack_exceeded: from the first SYN past what the last read at the
+//     conntrack_allowance_available high before the first jump said was
+//     free (inbound SYNs dropped after that are never seen, so the span may
+//     run to the read) to the last SYN of the incident; culprits and every
+//     SYN count of the evidence are the SYN sources of one window, from
+//     that read on, grouped by source address and destination, a 5-tuple's
+//     second and later SYNs counted as retries (its SYN was dropped).
+//     conntrack_near_limit: the gauge at or below
 //     ConntrackLowShare (0.2) of its highest value, or fallen by
 //     ConntrackFallShare (0.5) of it within ConntrackFallWindow (10 s), with
 //     no exceeded finding overlapping; the window is the SYN span of the fall.
@@ -34,7 +55,8 @@
 //     direction the interface sees requests to the services (egress on ENA,
 //     ingress on a container's veth). linklocal_hot: a
 //     1 s rate at LinkLocalHotShare (0.7) of the limit with no exceeded
-//     finding, placed as the span above half that rate.
+//     finding, placed as the span above half that rate; the stretches of
+//     one interface are one finding.
 //   - flow_at_cap: a flow's throughput per PlateauBin (1 s) flat (coefficient of
 //     variation <= PlateauCV 0.05) for PlateauMin (3 s) within FlowCapBand
 //     (10%) of FlowLimitBps, with no bw or pps jump meanwhile; ends refined by

@@ -138,31 +138,9 @@ type span struct {
 	// that read did not yet count may have happened while it ran.
 	readFromNs     int64
 	delta          uint64
-	jumps          int
 	level          float64 // per-window level the windows stood out from
 	levelName      string
 	levelPerSecond float64
-}
-
-// mergeSpans joins spans of consecutive jumps whose windows are at most gap
-// windows apart: one burst straddling a counter read is one burst.
-func mergeSpans(spans []span, gap int) []span {
-	var out []span
-	for _, s := range spans {
-		if n := len(out); n > 0 && s.lo-out[n-1].hi <= gap {
-			p := &out[n-1]
-			p.hi = max(p.hi, s.hi)
-			p.toNs = max(p.toNs, s.toNs)
-			p.delta += s.delta
-			p.jumps += s.jumps
-			if s.level > p.level {
-				p.level, p.levelName, p.levelPerSecond = s.level, s.levelName, s.levelPerSecond
-			}
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
 }
 
 // fmtRate writes bits/s or packets/s for people.

@@ -32,7 +32,11 @@ type flowInfo struct {
 	bytes, packets, syns uint64           // summed deltas
 	firstSeenNs          int64
 	peakBps              float64 // highest throughput of one delta
-	deltas               []int   // indexes into flowIndex.deltas, in time order
+	// firstSYNNs is when the flow sent its first SYN (hasSYN): a later SYN
+	// of the same 5-tuple is a retry.
+	firstSYNNs int64
+	hasSYN     bool
+	deltas     []int // indexes into flowIndex.deltas, in time order
 }
 
 // flowIndex turns cumulative flow snapshots into per-drain deltas that can be
@@ -105,6 +109,9 @@ func buildFlowIndex(snaps []record.FlowSnapshot) *flowIndex {
 		f.bytes += d.bytes
 		f.packets += d.packets
 		f.syns += d.syns
+		if d.syns > 0 && !f.hasSYN {
+			f.firstSYNNs, f.hasSYN = d.activeFrom, true
+		}
 		if dt := d.toNs - d.fromNs; dt > 0 {
 			f.peakBps = max(f.peakBps, float64(d.bytes)*8e9/float64(dt))
 		}

@@ -1,6 +1,7 @@
 package analyzer
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/enaprobe/enaprobe/limits"
@@ -40,19 +41,27 @@ func known(v float64, source string) Limit {
 // resolveLimits picks each limit from the options, the recording or the
 // embedded instance table (package limits), and says which.
 func resolveLimits(opt Options, instanceType string, recordedFlowLimit float64) Limits {
+	src := func(s string) string { return cmp.Or(s, limitFromOptions) }
 	var l Limits
-	l.BaselineBps = known(opt.BaselineBps, limitFromOptions)
-	l.BurstBps = known(opt.BurstBps, limitFromOptions)
+	l.BaselineBps = known(opt.BaselineBps, src(opt.Sources.Baseline))
+	l.BurstBps = known(opt.BurstBps, src(opt.Sources.Burst))
+	l.PPSAllowance = known(opt.PPSAllowance, src(opt.Sources.PPSAllowance))
 	if it, ok := limits.Lookup(instanceType); ok {
+		typeSource := ""
+		if opt.Sources.InstanceType != "" {
+			typeSource = "; " + instanceType + " from " + opt.Sources.InstanceType
+		}
 		if !l.BaselineBps.Known {
-			l.BaselineBps = known(it.BaselineGbps*1e9, tableSource(true))
+			l.BaselineBps = known(it.BaselineGbps*1e9, tableSource(true)+typeSource)
 		}
 		if !l.BurstBps.Known {
-			l.BurstBps = known(it.PeakGbps*1e9, tableSource(it.Burstable))
+			l.BurstBps = known(it.PeakGbps*1e9, tableSource(it.Burstable)+typeSource)
 		}
 	}
 	def := DefaultOptions()
 	switch {
+	case opt.Sources.FlowLimit != "":
+		l.FlowLimitBps = known(opt.FlowLimitBps, opt.Sources.FlowLimit)
 	case recordedFlowLimit > 0 && opt.FlowLimitBps == def.FlowLimitBps:
 		l.FlowLimitBps = known(recordedFlowLimit, limitFromRecording)
 	case opt.FlowLimitBps == def.FlowLimitBps:
@@ -60,9 +69,12 @@ func resolveLimits(opt Options, instanceType string, recordedFlowLimit float64) 
 	default:
 		l.FlowLimitBps = known(opt.FlowLimitBps, limitFromOptions)
 	}
-	if opt.LinkLocalPPS == def.LinkLocalPPS {
+	switch {
+	case opt.Sources.LinkLocal != "":
+		l.LinkLocalPPS = known(opt.LinkLocalPPS, opt.Sources.LinkLocal)
+	case opt.LinkLocalPPS == def.LinkLocalPPS:
 		l.LinkLocalPPS = known(opt.LinkLocalPPS, limitFromDefault)
-	} else {
+	default:
 		l.LinkLocalPPS = known(opt.LinkLocalPPS, limitFromOptions)
 	}
 	return l

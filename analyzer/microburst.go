@@ -55,20 +55,21 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 			}
 			fs := a.seriesOrEmpty(iface, bc.dir)
 			bytesAt := func(i int) float64 { return float64(fs.bytes[i]) }
-			var spans []span
-			for _, j := range a.jumps(iface, bc.name) {
-				lo, hi := a.g.span(a.certain(j))
-				if overlapsAny(lo, hi, exhausted[bc.dir]) {
-					continue
-				}
-				s := a.locate(bytesAt, lo, hi, a.bandwidthLevels(a.opt.SaturationShare)...)
-				s.fromNs, s.toNs, s.delta = j.FromNs, j.ToNs, j.Delta
-				spans = append(spans, s)
+			levels := a.bandwidthLevels(a.opt.SaturationShare)
+			var offending func(int) bool
+			if len(levels) > 0 {
+				offending = func(i int) bool { return bytesAt(i) >= levels[0].perWindow }
 			}
-			for _, s := range mergeSpans(spans, a.mergeGapWindows()) {
-				out = append(out, a.microburstFinding(iface, bc.dir, bc.name, bc.kind, fs, s))
+			jumps := a.jumps(iface, bc.name)
+			lag := a.counterLagFor(iface, jumps, offending)
+			spec := incidentSpec{counter: bc.name, lag: lag,
+				locate: func(lo, hi int) span { return a.locate(bytesAt, lo, hi, levels...) },
+				over:   func(lo, hi int, last span) bool { return stayedAt(bytesAt, lo, hi, last) },
+				skip:   func(lo, hi int) bool { return overlapsAny(lo, hi, exhausted[bc.dir]) }}
+			for _, inc := range a.incidents(spec, jumps) {
+				out = append(out, a.microburstFinding(iface, bc.dir, bc.name, bc.kind, fs, inc, lag))
 			}
-			out = append(out, a.nearMisses(iface, bc.dir, bc.name, bc.kind, fs)...)
+			out = append(out, a.nearMisses(iface, bc.dir, bc.name, bc.kind, fs, lag)...)
 		}
 	}
 	return out
@@ -76,25 +77,32 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 
 func (a *analysis) mergeGapWindows() int { return int(int64(a.opt.MergeGap) / a.g.widthNs) }
 
-func (a *analysis) microburstFinding(iface string, dir record.Direction, counter, kind string, fs *fineSeries, s span) Finding {
+// stayedAt tells whether every fine window of [lo, hi) held the level the
+// incident so far stood out from: the burst went on between two reads.
+func stayedAt(val func(int) float64, lo, hi int, last span) bool {
+	if last.level <= 0 || last.levelName == levelNone {
+		return false
+	}
+	return countAbove(val, lo, hi, last.level) == hi-lo
+}
+
+func (a *analysis) microburstFinding(iface string, dir record.Direction, counter, kind string, fs *fineSeries, inc incident, lag counterLag) Finding {
 	bytesAt := func(i int) float64 { return float64(fs.bytes[i]) }
 	sec := float64(a.g.widthNs) / 1e9
-	f := a.newFinding(kind, SeverityWarning, iface, []record.Direction{dir}, s.lo, s.hi)
+	s := inc.span
+	f := a.newFinding(kind, a.incidentSeverity(inc), iface, []record.Direction{dir}, s.lo, s.hi)
+	f.Incident = a.incidentInfo(inc, counter, lag, bytesAt, 8, "bps")
 	standOut := func(i int) bool { return s.level > 0 && bytesAt(i) >= s.level }
 	if s.levelName == levelNone {
 		standOut = nil
 	}
 	peak, _ := peakIn(bytesAt, s.lo, s.hi)
 	spanBytes := sumIn(bytesAt, s.lo, s.hi)
-	ilo, ihi := a.g.span(s.fromNs, s.toNs)
-	intervalBytes := sumIn(bytesAt, ilo, ihi)
 	dur := float64(s.hi-s.lo) * sec
+	f.Evidence = append(f.Evidence, incidentEvidence(f.Incident)...)
 	f.Evidence = append(f.Evidence,
-		ev(counter, float64(s.delta), "packets"),
-		ev("sample_interval_s", float64(s.toNs-s.fromNs)/1e9, "s"),
 		ev("peak_fine_window_bps", peak*8/sec, "bps"),
 		ev("span_mean_bps", share(spanBytes*8, dur), "bps"),
-		ev("interval_mean_bps", share(intervalBytes*8, float64(s.toNs-s.fromNs)/1e9), "bps"),
 		ev("span_bytes", spanBytes, "bytes"),
 		ev("stand_out_windows", float64(countAbove(bytesAt, s.lo, s.hi, max(s.level, 1))), "count"),
 		ev("level_bps", s.levelPerSecond*8, "bps"),
@@ -112,9 +120,9 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 		what = fmt.Sprintf("reached the %s allowance of %s", s.levelName[:len(s.levelName)-len("_allowance")],
 			fmtRate(s.levelPerSecond*8/a.opt.SaturationShare, "bps"))
 	}
-	f.Summary = fmt.Sprintf("%s rose by %d between two reads %.3f s apart; the %s rate %s for %.0f ms, up to %s per %s window, %s",
-		counter, s.delta, float64(s.toNs-s.fromNs)/1e9, dir, what, dur*1e3, fmtRate(peak*8/sec, "bps"),
-		fmtWindow(a.g.widthNs), topFlowText(f.Flows))
+	f.Summary = fmt.Sprintf("%s; the %s rate %s for %s, up to %s per %s window, %s; %s",
+		jumpsText(f.Incident), dir, what, fmtSpan(dur), fmtRate(peak*8/sec, "bps"),
+		fmtWindow(a.g.widthNs), topFlowText(f.Flows), lagText(f.Incident))
 	f.Recommendation = recommendMicroburst
 	return f
 }
@@ -126,17 +134,20 @@ func fmtWindow(ns int64) string {
 	return fmt.Sprintf("%d µs", ns/1e3)
 }
 
-// nearMisses reports stretches of fine windows at or above NearMissShare of
-// the allowance while the counter, read before and after, did not move.
-// Only the MaxNearMisses highest are kept.
-func (a *analysis) nearMisses(iface string, dir record.Direction, counter, kind string, fs *fineSeries) []Finding {
+// nearMisses folds the stretches of fine windows at or above NearMissShare
+// of the allowance while the counter, read before and after, did not move
+// into one info finding: a rate above the allowance that moved no counter
+// was absorbed by a burst bucket, one just under it came close. Its flows
+// are those of the MaxNearMisses highest stretches.
+func (a *analysis) nearMisses(iface string, dir record.Direction, counter, kind string, fs *fineSeries, lag counterLag) []Finding {
 	levels := a.bandwidthLevels(a.opt.NearMissShare)
 	if len(levels) == 0 {
 		return nil
 	}
 	thr := levels[0].perWindow
 	allowance := levels[0].perSecond * 8 / a.opt.NearMissShare
-	watched := a.watchedWindows(iface, counter)
+	sec := float64(a.g.widthNs) / 1e9
+	watched := a.watchedWindows(iface, counter, lag)
 	gap := a.mergeGapWindows()
 	type miss struct {
 		lo, hi  int
@@ -156,30 +167,59 @@ func (a *analysis) nearMisses(iface string, dir record.Direction, counter, kind 
 		}
 		misses = append(misses, miss{lo: i, hi: i + 1, peak: v, windows: 1})
 	}
-	slices.SortStableFunc(misses, func(x, y miss) int { return cmp.Compare(y.peak, x.peak) })
-	misses = misses[:min(len(misses), a.opt.MaxNearMisses)]
-	slices.SortFunc(misses, func(x, y miss) int { return cmp.Compare(x.lo, y.lo) })
-	sec := float64(a.g.widthNs) / 1e9
-	var out []Finding
-	for _, m := range misses {
-		f := a.newFinding(kind, SeverityInfo, iface, []record.Direction{dir}, m.lo, m.hi)
-		peakBps := m.peak * 8 / sec
-		f.Evidence = append(f.Evidence,
-			ev("peak_fine_window_bps", peakBps, "bps"),
-			ev("allowance_bps", allowance, "bps"),
-			ev("peak_share_of_allowance", peakBps/allowance, "ratio"),
-			ev("near_windows", float64(m.windows), "count"),
-			ev(counter, 0, "packets"))
-		f.FlowsRankedBy = rankBytes
-		near := func(i int) bool { return float64(fs.bytes[i]) >= thr }
-		f.Flows = a.culprits(iface, []record.Direction{dir}, m.lo, m.hi, near, rankBytes, nil)
-		f.Summary = fmt.Sprintf("near-miss: the %s rate reached %s per %s window, %.0f%% of the %s allowance, while %s did not move; %s",
-			dir, fmtRate(peakBps, "bps"), fmtWindow(a.g.widthNs), 100*peakBps/allowance, fmtRate(allowance, "bps"), counter, topFlowText(f.Flows))
-		f.Recommendation = recommendNearMiss
-		out = append(out, f)
+	minWindows := max(int(int64(a.opt.NearMissMin)/a.g.widthNs), 1)
+	misses = slices.DeleteFunc(misses, func(m miss) bool { return m.windows < minWindows })
+	if len(misses) == 0 {
+		return nil
 	}
-	return out
+	lo, hi := misses[0].lo, misses[len(misses)-1].hi
+	var windows, absorbed int
+	for _, m := range misses {
+		windows += m.windows
+		if m.peak*8/sec > allowance {
+			absorbed++
+		}
+	}
+	top := slices.Clone(misses)
+	slices.SortStableFunc(top, func(x, y miss) int { return cmp.Compare(y.peak, x.peak) })
+	highest := top[0]
+	top = top[:min(len(top), a.opt.MaxNearMisses)]
+	inTop := func(i int) bool {
+		for _, m := range top {
+			if i >= m.lo && i < m.hi {
+				return float64(fs.bytes[i]) >= thr
+			}
+		}
+		return false
+	}
+	f := a.newFinding(kind, SeverityInfo, iface, []record.Direction{dir}, lo, hi)
+	peakBps := highest.peak * 8 / sec
+	f.Evidence = append(f.Evidence,
+		ev("near_miss_stretches", float64(len(misses)), "count"),
+		ev("absorbed_stretches", float64(absorbed), "count"),
+		ev("near_windows", float64(windows), "count"),
+		ev("peak_fine_window_bps", peakBps, "bps"),
+		ev("allowance_bps", allowance, "bps"),
+		ev("peak_share_of_allowance", peakBps/allowance, "ratio"),
+		ev(counter, 0, "packets"))
+	f.FlowsRankedBy = rankBytes
+	f.Flows = a.culprits(iface, []record.Direction{dir}, lo, hi, inTop, rankBytes, nil)
+	what := fmt.Sprintf("%d stretches", len(misses))
+	if len(misses) == 1 {
+		what = "1 stretch"
+	}
+	absorbedText := "none over it: they came close"
+	if absorbed > 0 {
+		absorbedText = fmt.Sprintf("%d over it, absorbed by a burst bucket", absorbed)
+	}
+	f.Summary = fmt.Sprintf("%s of the %s rate at %.0f%% or more of the %s allowance moved no %s (%s); the highest reached %s per %s window (%.0f%%) at %s; %s",
+		what, dir, 100*a.opt.NearMissShare, fmtRate(allowance, "bps"), counter, absorbedText, fmtRate(peakBps, "bps"),
+		fmtWindow(a.g.widthNs), 100*peakBps/allowance, fmtOffsetS(a.offsetS(a.g.startNs(highest.lo))), topFlowText(f.Flows))
+	f.Recommendation = recommendNearMiss
+	return []Finding{f}
 }
+
+func fmtOffsetS(s float64) string { return fmt.Sprintf("+%.3f s", s) }
 
 // Window states of watchedWindows.
 const (
@@ -190,7 +230,7 @@ const (
 
 // watchedWindows marks every fine window by what the counter said about it.
 // Linear: each window is marked once per read interval holding it.
-func (a *analysis) watchedWindows(iface, counter string) []uint8 {
+func (a *analysis) watchedWindows(iface, counter string, lag counterLag) []uint8 {
 	w := make([]uint8, a.g.n)
 	var first, last int64 = -1, -1
 	for _, s := range a.rec.Counters {
@@ -213,7 +253,8 @@ func (a *analysis) watchedWindows(iface, counter string) []uint8 {
 		w[i] = watchedQuiet
 	}
 	for _, j := range a.jumps(iface, counter) {
-		lo, hi := a.g.span(a.certain(j))
+		from, to := a.certain(j)
+		lo, hi := a.g.span(from-lag.lookNs, to)
 		for i := lo; i < hi; i++ {
 			w[i] = watchedMoved
 		}

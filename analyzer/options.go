@@ -25,6 +25,33 @@ type Options struct {
 	// together. AWS does not publish it; 0 (unknown) makes pps_exceeded find
 	// its window from the packet rate's own level.
 	PPSAllowance float64
+	// Sources say where the caller took each limit from, for the report
+	// ("lab", "imds: placement group x", "table ..."); an empty one is
+	// "options" (given by the user). Notes are caveats the caller knows,
+	// shown with the trace's own.
+	Sources LimitSources
+	Notes   []string
+
+	// CounterLag is how far before a counter read the traffic that moved
+	// the counter is looked for: a device may make a drop visible some ms
+	// after it happened. 0 estimates it per interface and counter
+	// (Incident.CounterLagSource), up to MaxCounterLag; NoCounterLag looks
+	// only inside the read interval.
+	CounterLag time.Duration
+
+	// CriticalDrops and CriticalDuration: an incident that dropped at
+	// least this many packets, or lasted at least this long, is critical;
+	// a shorter, smaller one is a warning.
+	CriticalDrops    float64
+	CriticalDuration time.Duration
+	// IncidentRefill: two link-local jumps are one incident while the
+	// traffic between them fell short of the limit, over any stretch, by
+	// at most this long at the limit (the most a burst bucket could have
+	// refilled): a paced client's pauses do not split an overshoot, a
+	// quiet second between two bursts does.
+	IncidentRefill time.Duration
+	// PeakWindow is the width of an incident's peak sub-window.
+	PeakWindow time.Duration
 
 	// FineWindow is the width of the windows findings are located with.
 	FineWindow time.Duration
@@ -44,12 +71,15 @@ type Options struct {
 	// apart (a burst straddling a counter read is one burst).
 	MergeGap time.Duration
 
-	// NearMissShare: a fine window at or above this share of the bandwidth
-	// allowance while the bw counter did not move is reported as an info
-	// near-miss. MaxNearMisses caps them per interface and direction (the
-	// highest are kept).
+	// NearMissShare: fine windows at or above this share of the bandwidth
+	// allowance while the bw counter did not move are near-misses, folded
+	// into one info finding per interface and direction. MaxNearMisses is
+	// how many of their stretches (the highest) its flows are taken from.
+	// NearMissMin is the shortest stretch of such windows worth a reader's
+	// time: a window or two at the allowance fits in any burst bucket.
 	NearMissShare float64
 	MaxNearMisses int
+	NearMissMin   time.Duration
 
 	// LinkLocalHotShare: a 1 s link-local packet rate at or above this
 	// share of LinkLocalPPS with no counter jump is linklocal_hot. The
@@ -105,10 +135,28 @@ type Options struct {
 	EventCoverage float64
 }
 
+// LimitSources name the origin of each limit of Options.
+type LimitSources struct {
+	InstanceType, Baseline, Burst, FlowLimit, LinkLocal, PPSAllowance string
+}
+
+// MaxCounterLag bounds the estimated counter lag: a device that shows a
+// drop later than this is not seen as lagging but as reporting another
+// event (--counter-lag sets any lag by hand).
+const MaxCounterLag = 100 * time.Millisecond
+
+// NoCounterLag as Options.CounterLag looks for the cause of a counter jump
+// only between the two reads around it.
+const NoCounterLag time.Duration = -1
+
 // DefaultOptions returns the documented limits and thresholds.
 func DefaultOptions() Options {
 	return Options{
 		FlowLimitBps:         5e9,
+		CriticalDrops:        10000,
+		CriticalDuration:     time.Second,
+		PeakWindow:           100 * time.Millisecond,
+		IncidentRefill:       250 * time.Millisecond,
 		LinkLocalPPS:         1024,
 		FineWindow:           time.Millisecond,
 		StandOutFactor:       2,
@@ -117,6 +165,7 @@ func DefaultOptions() Options {
 		MergeGap:             10 * time.Millisecond,
 		NearMissShare:        0.9,
 		MaxNearMisses:        5,
+		NearMissMin:          5 * time.Millisecond,
 		LinkLocalHotShare:    0.7,
 		LinkLocalShortWindow: 100 * time.Millisecond,
 		ConntrackLowShare:    0.2,

@@ -26,33 +26,35 @@ func (a *analysis) ppsFindings() []Finding {
 		if a.opt.PPSAllowance > 0 {
 			levels = append(levels, level{"pps_allowance", a.opt.PPSAllowance * sec, a.opt.PPSAllowance})
 		}
-		var spans []span
-		for _, j := range a.jumps(iface, counters.PPSAllowanceExceeded) {
-			lo, hi := a.g.span(a.certain(j))
-			s := a.locate(packetsAt, lo, hi, levels...)
-			s.fromNs, s.toNs, s.delta = j.FromNs, j.ToNs, j.Delta
-			spans = append(spans, s)
+		var offending func(int) bool
+		if len(levels) > 0 {
+			offending = func(i int) bool { return packetsAt(i) >= levels[0].perWindow }
 		}
-		for _, s := range mergeSpans(spans, a.mergeGapWindows()) {
-			f := a.newFinding(KindPPSExceeded, SeverityWarning, iface, nil, s.lo, s.hi)
+		jumps := a.jumps(iface, counters.PPSAllowanceExceeded)
+		lag := a.counterLagFor(iface, jumps, offending)
+		spec := incidentSpec{counter: counters.PPSAllowanceExceeded, lag: lag,
+			locate: func(lo, hi int) span { return a.locate(packetsAt, lo, hi, levels...) },
+			over:   func(lo, hi int, last span) bool { return stayedAt(packetsAt, lo, hi, last) }}
+		for _, inc := range a.incidents(spec, jumps) {
+			s := inc.span
+			f := a.newFinding(KindPPSExceeded, a.incidentSeverity(inc), iface, nil, s.lo, s.hi)
+			f.Incident = a.incidentInfo(inc, counters.PPSAllowanceExceeded, lag, packetsAt, 1, "pps")
 			dur := float64(s.hi-s.lo) * sec
 			packets, bytes := sumIn(packetsAt, s.lo, s.hi), sumIn(bytesAt, s.lo, s.hi)
 			peak, _ := peakIn(packetsAt, s.lo, s.hi)
-			ilo, ihi := a.g.span(s.fromNs, s.toNs)
+			f.Evidence = append(f.Evidence, incidentEvidence(f.Incident)...)
 			f.Evidence = append(f.Evidence,
-				ev(counters.PPSAllowanceExceeded, float64(s.delta), "packets"),
-				ev("sample_interval_s", float64(s.toNs-s.fromNs)/1e9, "s"),
 				ev("peak_fine_window_pps", peak/sec, "pps"),
 				ev("span_mean_pps", share(packets, dur), "pps"),
-				ev("interval_mean_pps", share(sumIn(packetsAt, ilo, ihi), float64(s.toNs-s.fromNs)/1e9), "pps"),
 				ev("span_mean_packet_size", share(bytes, packets), "bytes"),
 				ev("span_syns", float64(sumUint(in.syns, s.lo, s.hi)+sumUint(eg.syns, s.lo, s.hi)), "count"),
 				ev("level_pps", s.levelPerSecond, "pps"))
 			f.Evidence = append(f.Evidence, a.sizeEvidence(iface, a.g.startNs(s.lo), a.g.startNs(s.hi))...)
 			f.FlowsRankedBy = rankPackets
 			f.Flows = a.culprits(iface, bothDirections, s.lo, s.hi, nil, rankPackets, nil)
-			f.Summary = fmt.Sprintf("%s rose by %d; over %.0f ms the packet rate (both directions) reached %s per %s window, mean packet size %.0f bytes; %s",
-				counters.PPSAllowanceExceeded, s.delta, dur*1e3, fmtRate(peak/sec, "pps"), fmtWindow(a.g.widthNs), share(bytes, packets), topFlowText(f.Flows))
+			f.Summary = fmt.Sprintf("%s; over %s the packet rate (both directions) reached %s per %s window, mean packet size %.0f bytes; %s; %s",
+				jumpsText(f.Incident), fmtSpan(dur), fmtRate(peak/sec, "pps"), fmtWindow(a.g.widthNs), share(bytes, packets),
+				topFlowText(f.Flows), lagText(f.Incident))
 			f.Recommendation = recommendPPS
 			out = append(out, f)
 		}

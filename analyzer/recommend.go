@@ -6,8 +6,9 @@ const (
 		"here in a burst far shorter than any CloudWatch period (1-minute and 5-minute averages hide it). " +
 		"Smooth the sender's bursts (pacing, spreading transfers over time) or move to an instance size with a higher allowance " +
 		"(DescribeInstanceTypes NetworkInfo.NetworkCards[].BaselineBandwidthInGbps / PeakBandwidthInGbps)."
-	recommendNearMiss = "No packet was queued or dropped, but this window came close to the aggregate bandwidth allowance: " +
-		"a little more traffic in the same burst would have moved bw_*_allowance_exceeded. Pace or spread the bursts to keep headroom."
+	recommendNearMiss = "No packet was queued or dropped: bursts above the aggregate bandwidth allowance were absorbed by its burst bucket, " +
+		"and those just under it came close. A longer or larger burst, or one before the bucket refilled, would move bw_*_allowance_exceeded. " +
+		"Pace or spread the bursts to keep headroom."
 	recommendPPS = "pps_allowance_exceeded counts packets queued or dropped over the instance's packets/s allowance, which AWS does not publish " +
 		"and which depends on protocol, flow count, packet size, new versus existing connections and security group rules. " +
 		"Send fewer, larger packets (batch small writes; inside a VPC the MTU is 9001), reuse connections instead of opening new ones, " +

@@ -4,7 +4,7 @@ import "time"
 
 // SchemaVersion is the version of the Result JSON. Bump the major part when a
 // field changes meaning or disappears; adding a field is a minor change.
-const SchemaVersion = "1.0"
+const SchemaVersion = "1.1"
 
 // Result is everything the analysis says about one recording. It is the JSON
 // report: renderers and the JSON Schema are built from these types.
@@ -56,14 +56,16 @@ type Limits struct {
 	BurstBps     Limit `json:"burst_bps"`      // aggregate per direction while burst credits last
 	FlowLimitBps Limit `json:"flow_limit_bps"` // per 5-tuple
 	LinkLocalPPS Limit `json:"link_local_pps"` // per interface, DNS + IMDS + NTP together
+	PPSAllowance Limit `json:"pps_allowance"`  // packets/s of the instance, both directions; AWS does not publish it
 }
 
 // Limit is one limit and where its value came from.
 type Limit struct {
 	Value float64 `json:"value"` // 0 when unknown
 	Known bool    `json:"known"`
-	// Source: "options" (given by the user), "recording" (recorded metadata),
-	// "default" (documented AWS value), or "unknown".
+	// Source: "options" (given by the user), "recording" (recorded metadata
+	// of an older build), "default" (documented AWS value), "lab", "imds ...",
+	// "ethtool ...", the table the value was looked up in, or "unknown".
 	Source string `json:"source"`
 }
 
@@ -144,6 +146,60 @@ type Finding struct {
 	FlowsRankedBy  string      `json:"flows_ranked_by"`
 	Flows          []FlowShare `json:"flows"`
 	Recommendation string      `json:"recommendation"`
+	// Incident is set on findings that rest on jumps of an allowance
+	// counter: every jump of one counter on one interface that one cause
+	// explains, from the first drop to the last.
+	Incident *Incident `json:"incident,omitempty"`
+	// Gauge is the course of conntrack_allowance_available before and
+	// during a conntrack finding: the reads where it moved by a tenth of
+	// its highest or more, with the first, the first at its lowest and the
+	// last.
+	Gauge []GaugePoint `json:"gauge,omitempty"`
+}
+
+// Incident is what one counter did over one finding.
+type Incident struct {
+	Counter   string  `json:"counter"`
+	Delta     uint64  `json:"delta"`      // the counter's total rise
+	Jumps     int     `json:"jumps"`      // reads that saw it rise
+	DurationS float64 `json:"duration_s"` // first to last drop, as located in the traffic
+	DropRate  float64 `json:"drop_rate"`  // Delta per second of DurationS
+	// Timeline is every jump: when the read that saw it began, and by how
+	// much the counter rose since the read before.
+	Timeline []CounterJump `json:"timeline"`
+	// Peak is the sub-window of PeakWindowS with the most offending traffic.
+	Peak IncidentPeak `json:"peak"`
+	// CounterLagS is how far before each read the traffic that moved the
+	// counter was looked for, and CounterLagSource where that came from:
+	// "option" (given), "estimated" (the shortest look-back that puts
+	// traffic over the allowance before the most jumps, plus one read
+	// interval), or "read_duration" (nothing to estimate from: the slowest
+	// read).
+	CounterLagS      float64 `json:"counter_lag_s"`
+	CounterLagSource string  `json:"counter_lag_source"`
+}
+
+// CounterJump is one read that saw an allowance counter rise.
+type CounterJump struct {
+	Time    time.Time `json:"time"`
+	OffsetS float64   `json:"offset_s"`
+	Delta   uint64    `json:"delta"`
+}
+
+// IncidentPeak is the busiest sub-window of an incident.
+type IncidentPeak struct {
+	Start   time.Time `json:"start"`
+	OffsetS float64   `json:"offset_s"`
+	WindowS float64   `json:"window_s"`
+	Rate    float64   `json:"rate"` // of the offending traffic, in Unit
+	Unit    string    `json:"unit"` // "bps", "pps" or "per_s" (SYNs)
+}
+
+// GaugePoint is one read of a gauge.
+type GaugePoint struct {
+	Time    time.Time `json:"time"`
+	OffsetS float64   `json:"offset_s"`
+	Value   uint64    `json:"value"`
 }
 
 // Evidence is one number a finding rests on.
@@ -173,6 +229,12 @@ type FlowShare struct {
 	// sources are grouped per source address and destination, and a source
 	// port that varies is shown as "*" (Src "10.0.0.7:*").
 	Flows int `json:"flows,omitempty"`
+	// SYNsRetried is how many of SYNs were a 5-tuple's second or later SYN
+	// (the client retrying after 1, 3, 7 s, every second for the first four
+	// on Linux 6.7+: its SYN was dropped);
+	// SYNRate is SYNs per second over the finding's attribution window.
+	SYNsRetried uint64  `json:"syns_retried,omitempty"`
+	SYNRate     float64 `json:"syn_rate,omitempty"`
 	// Source says how precisely the flow is placed in the window:
 	// "window_events" (per fine window) or "snapshots" (per drain interval
 	// overlapping the window, so possibly more than the window itself).
@@ -210,9 +272,13 @@ type InterfaceLoss struct {
 // ReadFailure is one failed counter read.
 type ReadFailure struct {
 	Interface string    `json:"interface"`
-	Time      time.Time `json:"time"`
+	Time      time.Time `json:"time"` // of the first of the run
 	OffsetS   float64   `json:"offset_s"`
 	Error     string    `json:"error"`
+	// Count is how many reads in a row failed this way; LastOffsetS is
+	// when the last of them began.
+	Count       int     `json:"count"`
+	LastOffsetS float64 `json:"last_offset_s"`
 }
 
 // CounterReset is a counter that went down between two reads: a driver reset

@@ -91,7 +91,7 @@ const (
 // and for traffic too flat for anything to stand out, half its peak, which
 // yields the busy part of the interval.
 func (a *analysis) locate(val func(int) float64, lo, hi int, levels ...level) span {
-	s := span{lo: lo, hi: hi, fromNs: a.g.startNs(lo), toNs: a.g.startNs(hi), jumps: 1}
+	s := span{lo: lo, hi: hi, fromNs: a.g.startNs(lo), toNs: a.g.startNs(hi)}
 	peak, _ := peakIn(val, lo, hi)
 	if peak == 0 {
 		s.levelName = levelNone

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/enaprobe/enaprobe/counters"
+	"github.com/enaprobe/enaprobe/limits"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -50,14 +51,23 @@ func (a *analysis) traceInfo() TraceInfo {
 		}
 		e.ENA = len(e.Present) > 0
 		anyCounter = anyCounter || e.ENA
+		if info[name].Down {
+			t.Notes = append(t.Notes, name+": down when the trace began: it carried no traffic until it came up")
+		}
 		if !e.ENA {
 			t.Notes = append(t.Notes, name+": no allowance counters available, only the traffic is analysed")
 		}
 		t.ENA = append(t.ENA, e)
 	}
 	t.ENA = nonNil(t.ENA)
+	t.Notes = append(t.Notes, m.AttachNotes...)
 	if !anyCounter {
 		t.Notes = append(t.Notes, "no interface had allowance counters: no counter-based finding is possible")
+	}
+	if it := a.instanceType(); it != "" && !a.limits.BaselineBps.Known {
+		if _, ok := limits.Lookup(it); !ok {
+			t.Notes = append(t.Notes, "instance type "+it+" is not in the table: give --baseline and --burst")
+		}
 	}
 	if !a.limits.BaselineBps.Known {
 		t.Notes = append(t.Notes, "instance bandwidth allowance unknown: bursts are located by their own level, baseline_exhausted and near-misses are not checked")
@@ -66,6 +76,7 @@ func (a *analysis) traceInfo() TraceInfo {
 	if t.DurationS < 60 {
 		t.Notes = append(t.Notes, "trace shorter than one CloudWatch period: the 1-minute and 5-minute averages are partial")
 	}
+	t.Notes = append(t.Notes, a.opt.Notes...)
 	return t
 }
 
@@ -170,11 +181,20 @@ func (a *analysis) loss() LossInfo {
 	for _, s := range a.rec.Counters {
 		get(s.Interface).CounterReads++
 	}
+	// Reads that keep failing the same way are one row with a count, not a
+	// row per sample.
+	lastRow := map[string]int{}
 	for _, f := range a.changes.Failed {
 		get(f.Interface).CounterReadFailures++
 		li.CounterReadFailures++
+		if i, ok := lastRow[f.Interface]; ok && li.ReadFailures[i].Error == f.Reason {
+			li.ReadFailures[i].Count++
+			li.ReadFailures[i].LastOffsetS = a.offsetS(f.BeforeNs)
+			continue
+		}
+		lastRow[f.Interface] = len(li.ReadFailures)
 		li.ReadFailures = append(li.ReadFailures, ReadFailure{Interface: f.Interface, Time: a.wall(f.BeforeNs),
-			OffsetS: a.offsetS(f.BeforeNs), Error: f.Reason})
+			OffsetS: a.offsetS(f.BeforeNs), Error: f.Reason, Count: 1, LastOffsetS: a.offsetS(f.BeforeNs)})
 	}
 	for _, r := range a.changes.Resets {
 		get(r.Interface).CounterResets++

@@ -6,9 +6,11 @@
 package capture
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -45,6 +47,12 @@ type Config struct {
 	// Attached, when set, is called once the programs are attached: the
 	// moment traffic starts being counted.
 	Attached func()
+	// AnchorInterval is how often the trace checks that its programs still
+	// run first on their hooks (a CNI may attach ahead of them).
+	AnchorInterval time.Duration
+	// Notice, when set, is told at once what the attachment did beyond the
+	// ordinary: orphans of killed runs removed, a move back to the head.
+	Notice func(msg string)
 }
 
 // Progress is what a live status line shows.
@@ -65,6 +73,7 @@ func DefaultConfig() Config {
 		SampleInterval: ena.DefaultInterval,
 		DrainInterval:  50 * time.Millisecond,
 		FlowInterval:   100 * time.Millisecond,
+		AnchorInterval: 250 * time.Millisecond,
 	}
 }
 
@@ -78,6 +87,10 @@ type tracedInterface struct {
 	closer  func() error // the counter source's, when it has one
 	mode    loader.AttachMode
 
+	notes       []string // about the attachment, kept after it is closed
+	seen        int      // of the attachment's notes, passed on
+	checkFailed bool
+
 	mu      sync.Mutex
 	samples []record.CounterSample
 	jumps   int
@@ -85,16 +98,14 @@ type tracedInterface struct {
 
 // Run traces until cfg.Duration has passed or ctx ends, whichever is first.
 // Ending through ctx (Ctrl-C) is not an error: the recording is returned.
+// An error after the programs were attached comes with the recording of
+// what ran; before, with none.
 func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	if len(cfg.Interfaces) == 0 {
 		return nil, errors.New("no interface to trace")
 	}
-	if os.Geteuid() != 0 {
-		// Not fatal by itself (capabilities may suffice), but say why a
-		// load failure is likely.
-		if err := checkCapabilities(); err != nil {
-			return nil, err
-		}
+	if err := CheckCapabilities(); err != nil {
+		return nil, err
 	}
 	var traced []*tracedInterface
 	defer func() {
@@ -124,6 +135,10 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 			return nil, err
 		}
 		ti.att, ti.mode = a, a.Mode
+		for _, m := range a.Orphans.Removed() {
+			cfg.notice(m)
+		}
+		ti.notify(cfg)
 	}
 	if cfg.Attached != nil {
 		cfg.Attached()
@@ -147,14 +162,18 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	}
 	defer stopSamplers() // on error paths; a no-op after the first call
 
+	// From here on the trace has run: whatever fails, what was counted is
+	// returned with the error, so that its report is still written.
+	var errs []error
 	if err := loop(ctx, cfg, traced, start.MonoNs); err != nil {
-		return nil, err
+		errs = append(errs, err)
 	}
-
 	// Detach first so the final drain sees every bucket complete.
 	for _, ti := range traced {
+		ti.notify(cfg)
 		if err := ti.att.Close(); err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		ti.att = nil
 	}
@@ -162,14 +181,14 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	end := clockPair()
 	for _, ti := range traced {
 		if err := ti.col.Finish(end.MonoNs); err != nil {
-			return nil, err
+			errs = append(errs, err)
 		}
 	}
 	rec = assemble(cfg, traced, start, end)
 	if cfg.Progress != nil {
 		cfg.Progress(progress(traced, end.MonoNs-start.MonoNs, 0))
 	}
-	return rec, nil
+	return rec, errors.Join(errs...)
 }
 
 func setUp(cfg Config, name string) (*tracedInterface, error) {
@@ -181,6 +200,9 @@ func setUp(cfg Config, name string) (*tracedInterface, error) {
 		if !errors.Is(err, unix.EOPNOTSUPP) {
 			return nil, fmt.Errorf("describe interface %s: %w", name, err)
 		}
+	}
+	if ifc, err := net.InterfaceByName(name); err == nil && ifc.Flags&net.FlagUp == 0 {
+		info.Down = true
 	}
 	ti := &tracedInterface{info: info}
 	ti.probe, err = loader.Load(cfg.Datapath)
@@ -208,6 +230,22 @@ func setUp(cfg Config, name string) (*tracedInterface, error) {
 		}
 	}
 	return ti, nil
+}
+
+// notify passes on the attachment's new notes.
+func (ti *tracedInterface) notify(cfg Config) {
+	notes := ti.att.Notes()
+	for _, n := range notes[min(ti.seen, len(notes)):] {
+		ti.notes = append(ti.notes, n)
+		cfg.notice(n)
+	}
+	ti.seen = len(notes)
+}
+
+func (cfg Config) notice(msg string) {
+	if cfg.Notice != nil {
+		cfg.Notice(msg)
+	}
 }
 
 func (ti *tracedInterface) addSample(s record.CounterSample) {
@@ -260,6 +298,8 @@ func loop(ctx context.Context, cfg Config, traced []*tracedInterface, startNs in
 	defer flows.Stop()
 	status := time.NewTicker(200 * time.Millisecond)
 	defer status.Stop()
+	anchor := time.NewTicker(cmp.Or(cfg.AnchorInterval, time.Second))
+	defer anchor.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -279,6 +319,18 @@ func loop(ctx context.Context, cfg Config, traced []*tracedInterface, startNs in
 				if err := ti.col.SnapshotFlows(now); err != nil {
 					return err
 				}
+			}
+		case <-anchor.C:
+			// A CNI that attached ahead of us: move back to the head. A
+			// failed check never ends the trace; it is noted once.
+			for _, ti := range traced {
+				if err := ti.att.Check(); err != nil && !ti.checkFailed {
+					ti.checkFailed = true
+					msg := fmt.Sprintf("%s: could not check that enaprobe runs first: %v", ti.info.Name, err)
+					ti.notes = append(ti.notes, msg)
+					cfg.notice(msg)
+				}
+				ti.notify(cfg)
 			}
 		case <-status.C:
 			if cfg.Progress != nil {
@@ -327,6 +379,7 @@ func assemble(cfg Config, traced []*tracedInterface, start, end record.ClockPair
 	for _, ti := range traced {
 		m.Interfaces = append(m.Interfaces, ti.info)
 		m.AttachMode = string(ti.mode)
+		m.AttachNotes = append(m.AttachNotes, ti.notes...)
 		m.BucketMode = ti.probe.Options().Buckets.String()
 		r := ti.col.Result()
 		rec.Series = append(rec.Series, r.Series...)
@@ -363,18 +416,4 @@ func kernelRelease() string {
 		return ""
 	}
 	return unix.ByteSliceToString(u.Release[:])
-}
-
-// checkCapabilities explains what a non-root user lacks.
-func checkCapabilities() error {
-	var hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("read capabilities: %w", err)
-	}
-	has := func(c int) bool { return data[c/32].Effective&(1<<(uint(c)%32)) != 0 }
-	if (has(unix.CAP_BPF) || has(unix.CAP_SYS_ADMIN)) && has(unix.CAP_NET_ADMIN) {
-		return nil
-	}
-	return errors.New("enaprobe trace needs root, or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON: run it with sudo")
 }

@@ -6,8 +6,13 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 
 	"github.com/enaprobe/enaprobe/internal/vethpair"
 	"github.com/enaprobe/enaprobe/record"
@@ -148,5 +153,88 @@ func assertDetached(t *testing.T, pair *vethpair.Pair) {
 	t.Helper()
 	if left, err := pair.Leftovers(); err != nil || left != "" {
 		t.Errorf("after the trace: %v\n%s", err, left)
+	}
+}
+
+// TestCaptureStaysFirst: a program that drops everything is attached at
+// the head of ingress during the trace, as a CNI agent restarting would.
+// The trace moves back ahead of it within its check interval, says so live
+// and in the recording, and counts every packet sent after that.
+func TestCaptureStaysFirst(t *testing.T) {
+	pair := vethpair.ForTest(t, vethpair.Options{Octet: 22})
+	cfg := DefaultConfig()
+	cfg.Interfaces = []string{pair.IfA}
+	cfg.Duration = 0
+	cfg.AnchorInterval = 20 * time.Millisecond
+	notices := make(chan string, 16)
+	cfg.Notice = func(m string) {
+		select {
+		case notices <- m:
+		default:
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done, _ := runIn(t, ctx, pair, cfg)
+
+	drop, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "cni_drop", Type: ebpf.SchedCLS, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drop.Close()
+	var l link.Link
+	if err := vethpair.Do(pair.NSA, func() error {
+		ifc, err := net.InterfaceByName(pair.IfA)
+		if err != nil {
+			return err
+		}
+		l, err = link.AttachTCX(link.TCXOptions{Interface: ifc.Index, Program: drop, Attach: ebpf.AttachTCXIngress, Anchor: link.Head()})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	select {
+	case m := <-notices:
+		if !strings.Contains(m, "moved back to the head") || !strings.Contains(m, "cni_drop") {
+			t.Fatalf("notice %q", m)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the trace did not move back to the head within 10 s")
+	}
+	const n = 200
+	err = vethpair.Do(pair.NSB, func() error {
+		c, err := net.ListenUDP("udp", nil)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		for i := 0; i < n; i++ {
+			if _, err := c.WriteToUDPAddrPort(make([]byte, 64), netip.AddrPortFrom(pair.AddrA, 9999)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	rec := <-done
+	if rec == nil {
+		t.Fatal("no recording")
+	}
+	if len(rec.Meta.AttachNotes) != 1 || !strings.Contains(rec.Meta.AttachNotes[0], "moved back to the head") {
+		t.Errorf("recording's attach notes %q", rec.Meta.AttachNotes)
+	}
+	var got uint64
+	for _, tt := range rec.Totals {
+		if tt.Interface == pair.IfA && tt.Direction == record.Ingress {
+			got = tt.Packets[record.ClassUDP]
+		}
+	}
+	if got != n {
+		t.Errorf("ingress udp packets %d, want the %d sent through the drop program after the move", got, n)
 	}
 }

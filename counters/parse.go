@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrNoStatistics is returned by ParseEthtoolS for a text holding no
@@ -55,4 +56,48 @@ func parseStatLine(line string) (name string, value uint64, ok bool) {
 		return "", 0, false
 	}
 	return name, v, true
+}
+
+// CheckEthtoolS checks strictly that r holds `ethtool -S` output: a
+// "NIC statistics:" line, then only "name: unsigned integer" lines (blank
+// lines aside). ParseEthtoolS skips what it does not know, which suits a
+// live read; a file given by hand is checked with this first, so that a
+// wrong file fails at once, naming its first bad line, rather than as one
+// failed read per sample.
+func CheckEthtoolS(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	header, stats := false, 0
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		bad := func(why string) error {
+			if len(line) > 60 {
+				line = line[:60] + "..."
+			}
+			return fmt.Errorf("line %d %q: %s (want ethtool -S output: \"NIC statistics:\", then \"name: value\" lines)", n, line, why)
+		}
+		if !utf8.ValidString(line) || strings.ContainsRune(line, 0) {
+			return bad("not text")
+		}
+		if !header {
+			if strings.TrimSpace(line) != "NIC statistics:" {
+				return bad(`the first line is not "NIC statistics:"`)
+			}
+			header = true
+			continue
+		}
+		if _, _, ok := parseStatLine(line); !ok {
+			return bad("not a statistic")
+		}
+		stats++
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read ethtool statistics: %w", err)
+	}
+	if stats == 0 {
+		return fmt.Errorf("parse ethtool statistics: %w", ErrNoStatistics)
+	}
+	return nil
 }

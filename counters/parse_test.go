@@ -1,6 +1,7 @@
 package counters
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -204,5 +205,29 @@ func TestParseEthtoolSReadError(t *testing.T) {
 	_, err := ParseEthtoolS(failingReader{})
 	if err == nil || !strings.Contains(err.Error(), "disk on fire") {
 		t.Fatalf("error = %v, want the reader's error", err)
+	}
+}
+
+func TestCheckEthtoolS(t *testing.T) {
+	for _, f := range []string{"ena-2.10.txt", "ena-2.2.10.txt", "ena-2.8.x.txt", "veth.txt", "virtio_net.txt"} {
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "ethtool", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckEthtoolS(bytes.NewReader(b)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	for _, tc := range []struct{ text, want string }{
+		{"hello world\n", "line 1"},
+		{"NIC statistics:\n     a: 1\n     b: x\n", "line 3"},
+		{"\x1f\x8b\x08\x00\x00\x00", "not text"},
+		{"Cannot get stats strings information: Operation not supported\n", "line 1"},
+		{"NIC statistics:\n", "no statistics"},
+	} {
+		err := CheckEthtoolS(strings.NewReader(tc.text))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error with %q", tc.text, err, tc.want)
+		}
 	}
 }

@@ -96,6 +96,12 @@ func TestAnalyzeBundle(t *testing.T) {
 	if l := res.Trace.Limits.FlowLimitBps; l.Value != 1e6 || l.Source != "options" {
 		t.Errorf("flow limit %+v, want 1 Mbit/s from the options", l)
 	}
+	if !hasNote(res, "analyze --flow-limit 1 Mbit/s overrides the recorded 10 Mbit/s (from lab)") {
+		t.Errorf("the override is not noted: %q", res.Trace.Notes)
+	}
+	if l := res.Trace.Limits.BaselineBps; l.Value != 40e6 || l.Source != "lab" {
+		t.Errorf("baseline %+v, want the lab's 40 Mbit/s kept from the recording", l)
+	}
 	var packets uint64
 	for _, tt := range res.Totals {
 		packets += tt.Packets

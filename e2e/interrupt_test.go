@@ -110,7 +110,8 @@ func TestVersion(t *testing.T) {
 
 // TestUsageErrors checks the documented exit code 2 for bad flags.
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{{"trace", "--bucket", "1us"}, {"trace", "--format", "yaml"}, {"trace", "--flow-limit", "fast"}, {"lab", "run", "nope"}} {
+	for _, args := range [][]string{{"trace", "--bucket", "1us"}, {"trace", "--format", "yaml"}, {"trace", "--flow-limit", "fast"}, {"lab", "run", "nope"},
+		{"trace", "--counter-lag", "-5ms"}, {"analyze", "bundle.tar.gz", "--counter-lag", "soon"}} {
 		err := exec.Command(binary, args...).Run()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 {

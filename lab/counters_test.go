@@ -29,23 +29,6 @@ func TestFormatEthtool(t *testing.T) {
 	}
 }
 
-func TestParseNftCounters(t *testing.T) {
-	js := `{"nftables": [{"metainfo": {"version": "1.0.6", "json_schema_version": 1}},
-	{"counter": {"family": "netdev", "name": "pps_exceeded", "table": "enalab", "handle": 3, "packets": 12, "bytes": 900}},
-	{"counter": {"family": "inet", "name": "conntrack_exceeded", "table": "enalab", "handle": 3, "packets": 4, "bytes": 240}},
-	{"counter": {"family": "inet", "name": "pps_exceeded", "table": "someone_else", "handle": 9, "packets": 99, "bytes": 1}}]}`
-	got, err := parseNftCounters([]byte(js))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || got[nftPPSExceeded] != 12 || got[nftConntrackExceeded] != 4 {
-		t.Errorf("got %v", got)
-	}
-	if _, err := parseNftCounters([]byte("Error: no such table")); err == nil {
-		t.Error("want an error for non-JSON output")
-	}
-}
-
 func TestWriteCountersFile(t *testing.T) {
 	l := upLab(t, Config{ConntrackMax: 77})
 	path := filepath.Join(t.TempDir(), "ena.stats")

@@ -18,6 +18,9 @@ type ConnFloodSpec struct {
 	Timeout time.Duration
 	// Hold is how long ConnFlood keeps them open before closing.
 	Hold time.Duration
+	// Over spreads the connects evenly over this long; 0 starts them all
+	// at once.
+	Over time.Duration
 	// Dst defaults to the hold server on the VPC peer.
 	Dst netip.AddrPort
 }
@@ -29,6 +32,17 @@ type ConnSet struct {
 	fds         []int
 	Established int
 	Failed      int
+	// Attempts are every connect in the order made.
+	Attempts []ConnAttempt
+}
+
+// ConnAttempt is one connect: when its first SYN left (CLOCK_MONOTONIC,
+// just after connect(2)), and whether it was established in time. The
+// kernel sends the SYN of one not answered again after 1, 2, 3, 4 s
+// (tcp_syn_linear_timeouts, Linux 6.7+; 1, 3, 7 s before).
+type ConnAttempt struct {
+	StartNs     int64
+	Established bool
 }
 
 // Close closes every connection of the set.
@@ -58,9 +72,18 @@ func (l *Lab) OpenConns(ctx context.Context, spec ConnFloodSpec) (*ConnSet, erro
 	if spec.Dst.Addr().Is4() {
 		family = unix.AF_INET
 	}
+	if spec.Over < 0 || spec.Over > maxTrafficDuration {
+		return nil, fmt.Errorf("open conns: over %v outside [0, %v]", spec.Over, maxTrafficDuration)
+	}
 	var pending []int
+	attempt := map[int]int{} // fd -> index in Attempts
+	set := &ConnSet{}
 	err := l.InInstance(func() error {
-		for range spec.Count {
+		start := time.Now()
+		for k := range spec.Count {
+			if spec.Over > 0 {
+				time.Sleep(time.Until(start.Add(spec.Over * time.Duration(k) / time.Duration(spec.Count))))
+			}
 			fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 			if err != nil {
 				return fmt.Errorf("tcp socket: %w", err)
@@ -69,6 +92,8 @@ func (l *Lab) OpenConns(ctx context.Context, spec ConnFloodSpec) (*ConnSet, erro
 			if err := unix.Connect(fd, sockaddr(spec.Dst)); err != nil && !errors.Is(err, unix.EINPROGRESS) {
 				return fmt.Errorf("connect %s: %w", spec.Dst, err)
 			}
+			attempt[fd] = len(set.Attempts)
+			set.Attempts = append(set.Attempts, ConnAttempt{StartNs: monotonicNs()})
 		}
 		return nil
 	})
@@ -76,7 +101,6 @@ func (l *Lab) OpenConns(ctx context.Context, spec ConnFloodSpec) (*ConnSet, erro
 		closeFds(pending)
 		return nil, fmt.Errorf("open conns: %w", err)
 	}
-	set := &ConnSet{}
 	deadline := time.Now().Add(spec.Timeout)
 	for len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		pfds := make([]unix.PollFd, len(pending))
@@ -98,6 +122,7 @@ func (l *Lab) OpenConns(ctx context.Context, spec ConnFloodSpec) (*ConnSet, erro
 			if soErr, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR); err == nil && soErr == 0 {
 				set.fds = append(set.fds, fd)
 				set.Established++
+				set.Attempts[attempt[fd]].Established = true
 			} else {
 				unix.Close(fd)
 				set.Failed++
@@ -113,6 +138,7 @@ func (l *Lab) OpenConns(ctx context.Context, spec ConnFloodSpec) (*ConnSet, erro
 // ConnFloodResult counts a flood's outcome.
 type ConnFloodResult struct {
 	Established, Failed int
+	Attempts            []ConnAttempt
 }
 
 // ConnFlood opens the connections, holds them for spec.Hold (or until ctx
@@ -132,5 +158,5 @@ func (l *Lab) ConnFlood(ctx context.Context, spec ConnFloodSpec) (ConnFloodResul
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	return ConnFloodResult{Established: set.Established, Failed: set.Failed}, nil
+	return ConnFloodResult{Established: set.Established, Failed: set.Failed, Attempts: set.Attempts}, nil
 }

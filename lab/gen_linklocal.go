@@ -31,6 +31,10 @@ type LinkLocalResult struct {
 	Answered uint64
 	// Src is the client socket's address: its flow in a trace.
 	Src netip.AddrPort
+	// SendNs is when each request left the socket (CLOCK_MONOTONIC, just
+	// after the send): what a model of the allowance replays to know when
+	// it dropped.
+	SendNs []int64
 }
 
 // answerWait is how long answers are awaited after the last request.
@@ -98,7 +102,11 @@ func (l *Lab) LinkLocal(ctx context.Context, spec LinkLocalSpec) (LinkLocalResul
 		req := request(k)
 		var sendErr error
 		if err := raw.Write(func(fd uintptr) bool {
+			sent := res.Sent
 			sendErr = res.send(int(fd), req, len(req)+hdr)
+			if res.Sent > sent {
+				res.SendNs = append(res.SendNs, monotonicNs())
+			}
 			return true
 		}); err != nil {
 			return err

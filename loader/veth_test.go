@@ -584,7 +584,7 @@ func TestStaleFilterRemoved(t *testing.T) {
 		for _, f := range []struct {
 			name string
 			prio uint16
-		}{{filterName(dead, "egress"), egressPrio}, {"othertool", 7}} {
+		}{{filterOwner{pid: dead, hook: "egress", pidNS: ownPIDNS()}.String(), tcPrio}, {"othertool", 7}} {
 			if err := netlink.FilterAdd(&netlink.BpfFilter{
 				FilterAttrs: netlink.FilterAttrs{LinkIndex: lnk.Attrs().Index, Parent: netlink.HANDLE_MIN_EGRESS, Handle: 1, Protocol: unix.ETH_P_ALL, Priority: f.prio},
 				Fd:          p.objs.Egress.FD(), Name: f.name, DirectAction: true,
@@ -601,7 +601,7 @@ func TestStaleFilterRemoved(t *testing.T) {
 	if err := vethpair.Do(pair.NSA, func() (err error) { att, err = Attach(p, pair.IfA, AttachTC); return err }); err != nil {
 		t.Fatalf("attach over a stale filter: %v", err)
 	}
-	live := filterName(unix.Getpid(), "egress")
+	live := newFilterOwner("egress", false).String()
 	if got := strings.Join(listFilters(), " "); got != "othertool "+live && got != live+" othertool" {
 		t.Errorf("filters after attach: %q, want othertool and %s", got, live)
 	}

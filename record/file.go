@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 )
 
@@ -19,7 +20,7 @@ const FormatVersion = 1
 // file stays readable with standard tools (zcat | jq).
 type fileRecording struct {
 	Format   int             `json:"format"`
-	Meta     Meta            `json:"meta"`
+	Meta     *Meta           `json:"meta"`
 	Series   []fileSeries    `json:"series"`
 	Flows    []FlowSnapshot  `json:"flows"`
 	Windows  []WindowEvent   `json:"windows"`
@@ -72,10 +73,18 @@ func (fs fileSeries) series() (Series, error) {
 			return Series{}, fmt.Errorf("series %s %s: link-local column of length %d, want %d", fs.Interface, fs.Direction, len(c), n)
 		}
 	}
+	if fs.WidthNs <= 0 || fs.WidthNs > maxBucketNs {
+		return Series{}, fmt.Errorf("series %s %s: bucket width %d ns, want 1 ns to 1 s", fs.Interface, fs.Direction, fs.WidthNs)
+	}
 	s := Series{Interface: fs.Interface, Direction: fs.Direction, WidthNs: fs.WidthNs, Buckets: make([]Bucket, n)}
 	var idx int64
+	limit := math.MaxInt64 / fs.WidthNs
 	for i := range s.Buckets {
-		idx += fs.StartDelta[i]
+		d := fs.StartDelta[i]
+		if d < 0 && i > 0 || d > limit || d < -limit || idx+d > limit || idx+d < -limit {
+			return Series{}, fmt.Errorf("series %s %s: bucket %d out of order or out of range", fs.Interface, fs.Direction, i)
+		}
+		idx += d
 		b := &s.Buckets[i]
 		b.StartNs = idx * fs.WidthNs
 		b.Packets, b.Bytes, b.SYNs = fs.Packets[i], fs.Bytes[i], fs.SYNs[i]
@@ -88,7 +97,7 @@ func (fs fileSeries) series() (Series, error) {
 
 // Write encodes r to w in the recording file format.
 func Write(w io.Writer, r *Recording) error {
-	f := fileRecording{Format: FormatVersion, Meta: r.Meta, Flows: r.Flows, Windows: r.Windows,
+	f := fileRecording{Format: FormatVersion, Meta: &r.Meta, Flows: r.Flows, Windows: r.Windows,
 		Sizes: r.Sizes, Totals: r.Totals, Loss: r.Loss, Counters: r.Counters}
 	for _, s := range r.Series {
 		f.Series = append(f.Series, toFileSeries(s))
@@ -117,7 +126,10 @@ func Read(rd io.Reader) (*Recording, error) {
 	if f.Format < 1 || f.Format > FormatVersion {
 		return nil, fmt.Errorf("recording format %d not supported (this build reads up to %d)", f.Format, FormatVersion)
 	}
-	r := &Recording{Meta: f.Meta, Flows: f.Flows, Windows: f.Windows, Sizes: f.Sizes,
+	if f.Meta == nil {
+		return nil, errNoMeta
+	}
+	r := &Recording{Meta: *f.Meta, Flows: f.Flows, Windows: f.Windows, Sizes: f.Sizes,
 		Totals: f.Totals, Loss: f.Loss, Counters: f.Counters}
 	for _, fs := range f.Series {
 		s, err := fs.series()
@@ -125,6 +137,9 @@ func Read(rd io.Reader) (*Recording, error) {
 			return nil, fmt.Errorf("decode recording: %w", err)
 		}
 		r.Series = append(r.Series, s)
+	}
+	if err := Validate(r); err != nil {
+		return nil, fmt.Errorf("invalid recording: %w", err)
 	}
 	return r, nil
 }

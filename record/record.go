@@ -279,6 +279,9 @@ type InterfaceInfo struct {
 	DriverVersion string
 	ENA           bool // allowance counters available
 	MTU           int
+	// Down: the interface was not up when the trace began, so it could
+	// carry no traffic until it came up.
+	Down bool `json:",omitempty"`
 }
 
 // Meta is what a reader needs to interpret the rest.
@@ -299,6 +302,37 @@ type Meta struct {
 	VPCResolver   netip.Addr // the VPC DNS resolver (base+2), when known
 	Start, End    ClockPair
 	CounterSource string // "ethtool", "file:PATH", "lab", "replay", or "none"
+	// Analysis holds the inputs of the trace's own analysis, so that
+	// analyzing the recording again reproduces its report. Nil in
+	// recordings of builds that did not keep them.
+	Analysis *AnalysisInputs `json:",omitempty"`
+
+	// AttachNotes say where enaprobe's programs could not run first on
+	// their hook (another program ahead), or had to move back to the head.
+	AttachNotes []string `json:",omitempty"`
+}
+
+// Limit is one limit an analysis compared the trace with, and where its
+// value came from ("options", "lab", "default", "imds ...", "table ...").
+// Value 0 is unknown.
+type Limit struct {
+	Value  float64
+	Source string
+}
+
+// AnalysisInputs are what an analysis compared the trace with, each with
+// its origin.
+type AnalysisInputs struct {
+	InstanceType       string
+	InstanceTypeSource string
+	BaselineBps        Limit
+	BurstBps           Limit
+	FlowLimitBps       Limit
+	LinkLocalPPS       Limit
+	PPSAllowance       Limit
+	FineWindowNs       int64
+	// CounterLagNs is the --counter-lag given: 0 estimated (auto), -1 none.
+	CounterLagNs int64 `json:",omitempty"`
 }
 
 // Recording is everything one trace saw.
@@ -322,7 +356,9 @@ func (m Meta) Wall(monoNs int64) time.Time {
 		return s.Wall.Add(time.Duration(monoNs - s.MonoNs))
 	}
 	span := float64(e.MonoNs - s.MonoNs)
-	wallSpan := float64(e.Wall.Sub(s.Wall))
+	// Round(0) drops the monotonic reading a live time.Time carries and a
+	// decoded one lacks, so a recording read back converts as it did live.
+	wallSpan := float64(e.Wall.Round(0).Sub(s.Wall.Round(0)))
 	off := float64(monoNs-s.MonoNs) * wallSpan / span
 	return s.Wall.Add(time.Duration(off))
 }

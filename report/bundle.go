@@ -127,6 +127,13 @@ func writeArchive(p string, files []bundleFile) (err error) {
 	if err != nil {
 		return err
 	}
+	// CreateTemp makes it 0600; a bundle is meant to be shared, as the
+	// directory form's files are.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
 	defer func() {
 		if err != nil {
 			tmp.Close()

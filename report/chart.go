@@ -119,11 +119,18 @@ func (c *lineChart) svg(label string) template.HTML {
 	fmt.Fprintf(&b, `<rect class="plot" x="%d" y="%d" width="%d" height="%d"/>`, marginLeft, marginTop, plotWidth, plotHeight)
 
 	// Finding windows, shaded behind everything.
+	var centers []float64
 	for _, w := range c.Windows {
 		x0, x1 := clampX(xAt(w.From)), clampX(xAt(w.To))
-		fmt.Fprintf(&b, `<g class="window %s"><title>%s</title><rect x="%.1f" y="%d" width="%.1f" height="%d"/>`,
+		fmt.Fprintf(&b, `<g class="window %s"><title>%s</title><rect x="%.1f" y="%d" width="%.1f" height="%d"/></g>`,
 			w.Class, html.EscapeString(w.Title), x0, marginTop, math.Max(x1-x0, 2), plotHeight)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text></g>`, (x0+x1)/2, chartHeight-4, html.EscapeString(w.Label))
+		centers = append(centers, (x0+x1)/2)
+	}
+	// Their labels under the axis, side by side: windows too close for
+	// their own labels share one ("#3, #4, #5").
+	for _, l := range clusterLabels(c.Windows, centers) {
+		fmt.Fprintf(&b, `<g class="window %s"><title>%s</title><text x="%.1f" y="%d">%s</text></g>`,
+			l.class, html.EscapeString(l.title), l.x, chartHeight-4, html.EscapeString(l.text))
 	}
 	// Grid and y axis.
 	for _, t := range ticks {
@@ -135,15 +142,32 @@ func (c *lineChart) svg(label string) template.HTML {
 	for _, t := range timeTicks(c.X0, c.X1) {
 		x := xAt(t.at)
 		fmt.Fprintf(&b, `<line class="xtick" x1="%.1f" x2="%.1f" y1="%d" y2="%d"/>`, x, x, marginTop+plotHeight, marginTop+plotHeight+4)
-		fmt.Fprintf(&b, `<text class="xtick" x="%.1f" y="%d">%s</text>`, x, marginTop+plotHeight+16, t.label)
+		// Centred under its tick, but inside the chart at either end.
+		half := svgTextWidth(t.label) / 2
+		lx := math.Min(math.Max(x, half+1), chartWidth-half-1)
+		fmt.Fprintf(&b, `<text class="xtick" x="%.1f" y="%d">%s</text>`, lx, marginTop+plotHeight+xTickBaseline, t.label)
 	}
 	// Counter jumps: a band over the sample interval, labelled on top.
-	for i, m := range c.Markers {
+	// Their labels go on the first of three rows with room; a label with no
+	// room left is not drawn (the band and its hover title stay).
+	var rowEnd [markerRows]float64
+	for i := range rowEnd {
+		rowEnd[i] = math.Inf(-1)
+	}
+	for _, m := range c.Markers {
 		x0, x1 := clampX(xAt(m.From)), clampX(xAt(m.To))
 		fmt.Fprintf(&b, `<g class="marker %s"><title>%s</title>`, m.Class, html.EscapeString(m.Title))
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d"/>`, x0, marginTop, math.Max(x1-x0, 1.5), plotHeight)
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d"/>`, x1, x1, marginTop, marginTop+plotHeight)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text></g>`, x1-3, marginTop+12+12*(i%3), html.EscapeString(m.Label))
+		right := math.Max(x1-3, marginLeft+svgTextWidth(m.Label))
+		for row := range rowEnd {
+			if right-svgTextWidth(m.Label) > rowEnd[row]+labelGap {
+				fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`, right, marginTop+12+markerRowStep*row, html.EscapeString(m.Label))
+				rowEnd[row] = right
+				break
+			}
+		}
+		b.WriteString(`</g>`)
 	}
 	// Data.
 	for _, s := range c.Series {
@@ -154,9 +178,20 @@ func (c *lineChart) svg(label string) template.HTML {
 		fmt.Fprintf(&b, `<path class="data %s" d="%s"><title>%s</title></path>`, s.Class, line, html.EscapeString(s.Name))
 	}
 	// Limits over the data.
+	// A label close above another goes to the right end of its line.
+	var leftLabels []float64
 	for _, l := range limits {
 		y := yOf(l.Y)
 		fmt.Fprintf(&b, `<g class="limit"><line x1="%d" x2="%d" y1="%.1f" y2="%.1f"/>`, marginLeft, marginLeft+plotWidth, y, y)
+		crowded := false
+		for _, o := range leftLabels {
+			crowded = crowded || math.Abs(o-y) < labelHeight
+		}
+		if crowded {
+			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text></g>`, marginLeft+plotWidth-6, y-4, html.EscapeString(l.Label))
+			continue
+		}
+		leftLabels = append(leftLabels, y)
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f">%s</text></g>`, marginLeft+6, y-4, html.EscapeString(l.Label))
 	}
 	// Legend.
@@ -170,6 +205,52 @@ func (c *lineChart) svg(label string) template.HTML {
 	}
 	fmt.Fprintf(&b, `<line class="hover" x1="0" x2="0" y1="%d" y2="%d" visibility="hidden"/></svg>`, marginTop, marginTop+plotHeight)
 	return template.HTML(b.String())
+}
+
+// Chart text sizes in SVG user units (11px text, style.css): an estimate
+// of a label's width, its height, the gap kept between labels, and where
+// the x tick labels sit below the plot (clear of the lowest y tick label).
+const (
+	charWidth     = 7.5
+	labelHeight   = 13.0
+	labelGap      = 8.0
+	xTickBaseline = 19
+	markerRows    = 3
+	markerRowStep = 15
+)
+
+func svgTextWidth(s string) float64 { return charWidth * float64(len([]rune(s))) }
+
+// axisLabel is one label under the axis, for one or several windows.
+type axisLabel struct {
+	x                  float64 // centre
+	text, title, class string
+}
+
+// clusterLabels places window labels left to right: a label that would
+// reach into the one before joins it, so labels never run together.
+func clusterLabels(windows []chartSpan, centers []float64) []axisLabel {
+	var out []axisLabel
+	var left, right float64
+	for i, w := range windows {
+		half := svgTextWidth(w.Label) / 2
+		if n := len(out); n > 0 && centers[i]-half < right+labelGap {
+			l := &out[n-1]
+			l.text += ", " + w.Label
+			l.title += "\n" + w.Title
+			right = left + svgTextWidth(l.text)
+			l.x = (left + right) / 2
+			continue
+		}
+		left = math.Max(centers[i]-half, 0)
+		right = left + 2*half
+		out = append(out, axisLabel{x: (left + right) / 2, text: w.Label, title: w.Title, class: w.Class})
+	}
+	// The last label stays inside the chart.
+	if n := len(out); n > 0 && right > chartWidth {
+		out[n-1].x -= right - chartWidth
+	}
+	return out
 }
 
 func clampX(x float64) float64 {
@@ -295,7 +376,15 @@ func timeTicks(x0, x1 float64) []timeTick {
 	dec := max(0, int(-math.Floor(math.Log10(step)+1e-9)))
 	var out []timeTick
 	for t := math.Ceil(x0/step) * step; t <= x1+step*1e-6; t += step {
-		out = append(out, timeTick{t, "+" + strconv.FormatFloat(t, 'f', dec, 64) + " s"})
+		// A tick within rounding of zero is zero ("+0 s", not "+-0 s").
+		if math.Abs(t) < step*1e-6 {
+			t = 0
+		}
+		sign := "+"
+		if t < 0 {
+			sign = "-"
+		}
+		out = append(out, timeTick{t, sign + strconv.FormatFloat(math.Abs(t), 'f', dec, 64) + " s"})
 	}
 	return out
 }

@@ -16,6 +16,9 @@ type figure struct {
 	Title   string
 	SVG     template.HTML
 	Caption string
+	// X0 and X1 are the time axis of a zoom, as offsets, for what is
+	// drawn under it.
+	X0, X1 float64
 }
 
 func (w window) endNs() int64 { return w.fromNs + w.slots()*w.slotNs }
@@ -85,6 +88,7 @@ func zoomContext(durS float64) float64 { return math.Min(math.Max(durS/2, 0.01),
 // resolution the 1024 pps limit is judged at).
 func (tl *timeline) zoom(n int, f analyzer.Finding) (figure, bool) {
 	ctx := zoomContext(f.EndOffsetS - f.StartOffsetS)
+	x0, x1 := zoomRange(f)
 	var dirs []record.Direction
 	for _, d := range directions {
 		if f.Direction == d.String() {
@@ -116,7 +120,7 @@ func (tl *timeline) zoom(n int, f analyzer.Finding) (figure, bool) {
 			limits = tl.bandwidthLimits()
 		}
 	}
-	w := tl.window(tl.mono(f.StartOffsetS-ctx), tl.mono(f.EndOffsetS+ctx), slot)
+	w := tl.window(tl.mono(x0), tl.mono(x1), slot)
 	c := tl.chartFor(w, metric.unit)
 	c.Limits = limits
 	if f.Kind == analyzer.KindPPSExceeded {
@@ -148,11 +152,28 @@ func (tl *timeline) zoom(n int, f analyzer.Finding) (figure, bool) {
 	caption := w.resolutionText(strings.ToUpper(what[:1])+what[1:]) + fmt.Sprintf(
 		" The finding (%s to %s) is shaded, with %s of context on each side.", fmtOffset(f.StartOffsetS),
 		fmtOffset(f.EndOffsetS), fmtSeconds(ctx))
+	if x1 > f.EndOffsetS+ctx {
+		caption = strings.TrimSuffix(caption, " on each side.") + " before it, and after it up to the last read that saw the counter rise."
+	}
 	if len(enclosing) > 0 {
 		caption += " " + strings.Join(enclosing, "; ") + ", an interval enclosing this whole chart."
 	}
 	caption += offScaleText(c)
-	return figure{Title: title, SVG: c.svg(title), Caption: caption}, true
+	return figure{Title: title, SVG: c.svg(title), Caption: caption, X0: c.X0, X1: c.X1}, true
+}
+
+// zoomRange is the time a finding's zoom shows, as offsets: the finding
+// with context on each side, and the reads that saw its counter rise (a
+// lagging counter shows a burst's drops after it).
+func zoomRange(f analyzer.Finding) (x0, x1 float64) {
+	ctx := zoomContext(f.EndOffsetS - f.StartOffsetS)
+	x0, x1 = f.StartOffsetS-ctx, f.EndOffsetS+ctx
+	if f.Incident != nil {
+		for _, j := range f.Incident.Timeline {
+			x1 = max(x1, j.OffsetS+ctx/4)
+		}
+	}
+	return x0, x1
 }
 
 // fineWindowNs is the analyzer's fine window, on the bucket grid.

@@ -36,6 +36,8 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"seconds":  fmtSeconds,
 	"offset":   fmtOffset,
 	"evidence": fmtEvidence,
+	"incident": incidentText,
+	"gauge":    gaugeText,
 	"limitpps": func(l analyzer.Limit) string { return fmtLimit(l, fmtPPS) },
 	"flow":     flowString,
 	"us":       func(v float64) string { return fmtSeconds(v / 1e6) },
@@ -81,6 +83,7 @@ type htmlFinding struct {
 	Evidence htmlTable
 	Flows    htmlTable
 	Zoom     *figure
+	Strip    template.HTML // the incident's counter jumps under the zoom
 }
 
 type htmlInterface struct {
@@ -128,10 +131,7 @@ func buildPage(in Input) htmlPage {
 		{"Host", []string{fmt.Sprintf("%s, %s, kernel %s", host, itype, firstNonEmpty(env.Kernel, tr.Kernel, "unknown"))}},
 		{"Trace", []string{fmt.Sprintf("%s to %s UTC (%s)", tr.Start.UTC().Format("2006-01-02 15:04:05.000"),
 			fmtClock(tr.End, tr.Start), fmtSeconds(tr.DurationS))}},
-		{"Capture", []string{fmt.Sprintf("%s attach; %s buckets%s; findings located to %s windows; counters read every %s (source: %s)",
-			firstNonEmpty(env.AttachMode, tr.AttachMode, "unknown"), fmtSeconds(float64(tr.BucketUs)/1e6),
-			bucketMode(firstNonEmpty(env.BucketMode, tr.BucketMode)),
-			fmtSeconds(float64(tr.FineWindowUs)/1e6), fmtSeconds(tr.SampleMs/1e3), firstNonEmpty(tr.CounterSource, "none"))}},
+		{"Capture", []string{captureText(firstNonEmpty(env.AttachMode, tr.AttachMode, "unknown"), firstNonEmpty(env.BucketMode, tr.BucketMode), tr)}},
 		{"Interfaces", ifaceLines},
 		{"Limits", limitLines(tr.Limits)},
 		{"enaprobe", []string{version}},
@@ -147,11 +147,13 @@ func buildPage(in Input) htmlPage {
 		tl = newTimeline(in.Recording, res)
 	}
 	for i, f := range rankedFindings(res) {
+		x0, x1 := zoomRange(f)
 		hf := htmlFinding{N: i + 1, F: f, When: findingWhen(f, tr.Start), Counters: findingCounterText(res, f),
-			Evidence: evidenceTable(f), Flows: flowShareHTMLTable(f)}
+			Evidence: evidenceTable(f), Flows: flowShareHTMLTable(f), Strip: jumpStrip(f, x0, x1)}
 		if tl != nil {
 			if z, ok := tl.zoom(i+1, f); ok {
 				hf.Zoom = &z
+				hf.Strip = jumpStrip(f, z.X0, z.X1)
 			}
 		}
 		p.Findings = append(p.Findings, hf)
@@ -177,7 +179,7 @@ func buildPage(in Input) htmlPage {
 	p.Rates, p.RatesPartial, p.PartialNote = rowsTable(h, rows, 3), partial, partialNote
 	h, rows = totalsRows(res.Totals)
 	p.Totals = rowsTable(h, rows, 2)
-	p.TopFlows = topFlowsTable(res.Profile.TopFlows)
+	p.TopFlows = topFlowsTable(res.Profile.TopFlows, res.Trace.Start)
 	p.LinkLocalTable = linkLocalTable(res.Profile.LinkLocal)
 	p.SizeTable = sizeMixTable(res.Profile.SizeMix)
 	p.Latency = latencyTable(res.Profile.CounterReadLatency)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/record"
@@ -32,9 +33,11 @@ func flowShareHTMLTable(f analyzer.Finding) htmlTable {
 	return htmlTable{Header: t.rows[0], Rows: t.rows[1:], NumFrom: 1, Mono: true}
 }
 
-func topFlowsTable(flows []analyzer.FlowProfile) htmlTable {
+// topFlowsTable lists the top flows; when each was active is one column of
+// offsets, so that the table fits its box.
+func topFlowsTable(flows []analyzer.FlowProfile, traceStart time.Time) htmlTable {
 	t := htmlTable{Header: []string{"flow", "iface", "direction", "bytes", "packets", "mean size", "mean rate",
-		"peak rate", "first seen", "last seen"}, NumFrom: 3, Mono: true}
+		"peak rate", "active"}, NumFrom: 3, Mono: true}
 	for _, f := range flows {
 		name := flowString(f.Proto, f.Src, f.Dst)
 		if f.Service != "" {
@@ -42,7 +45,7 @@ func topFlowsTable(flows []analyzer.FlowProfile) htmlTable {
 		}
 		t.Rows = append(t.Rows, []string{name, f.Interface, f.Directions, fmtBytes(float64(f.Bytes)),
 			fmtCount(f.Packets), fmt.Sprintf("%.0f B", f.MeanSize), fmtBps(f.MeanBps), fmtBps(f.PeakBps),
-			f.FirstSeen.UTC().Format("15:04:05.000"), f.LastSeen.UTC().Format("15:04:05.000")})
+			fmt.Sprintf("%+.3f to %+.3f s", f.FirstSeen.Sub(traceStart).Seconds(), f.LastSeen.Sub(traceStart).Seconds())})
 	}
 	return t
 }

@@ -114,6 +114,10 @@ func lossRows(l analyzer.LossInfo) (header []string, rows [][]string) {
 }
 
 func readFailureText(f analyzer.ReadFailure, traceStart time.Time) string {
+	if f.Count > 1 {
+		return fmt.Sprintf("%s %d reads from %s (%s) to %s: %s", f.Interface, f.Count, fmtClock(f.Time, traceStart),
+			fmtOffset(f.OffsetS), fmtOffset(f.LastOffsetS), f.Error)
+	}
 	return fmt.Sprintf("%s at %s (%s): %s", f.Interface, fmtClock(f.Time, traceStart), fmtOffset(f.OffsetS), f.Error)
 }
 

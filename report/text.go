@@ -49,11 +49,7 @@ func textHeader(p *page, in Input) {
 	p.field("", "enaprobe", labelWidth, version)
 	p.field("", "Trace", labelWidth, fmt.Sprintf("%s -> %s UTC (%s)",
 		tr.Start.UTC().Format("2006-01-02 15:04:05.000"), fmtClock(tr.End, tr.Start), fmtSeconds(tr.DurationS)))
-	p.field("", "Capture", labelWidth, fmt.Sprintf(
-		"%s attach; %s buckets%s; findings located to %s windows; counters read every %s (source: %s)",
-		firstNonEmpty(env.AttachMode, tr.AttachMode, "unknown"), fmtSeconds(float64(tr.BucketUs)/1e6),
-		bucketMode(firstNonEmpty(env.BucketMode, tr.BucketMode)),
-		fmtSeconds(float64(tr.FineWindowUs)/1e6), fmtSeconds(tr.SampleMs/1e3), firstNonEmpty(tr.CounterSource, "none")))
+	p.field("", "Capture", labelWidth, captureText(firstNonEmpty(env.AttachMode, tr.AttachMode, "unknown"), firstNonEmpty(env.BucketMode, tr.BucketMode), tr))
 	for i, e := range tr.ENA {
 		label := ""
 		if i == 0 {
@@ -102,6 +98,17 @@ func interfaceLine(e analyzer.InterfaceENA, env Environment) string {
 	return s
 }
 
+// captureText says how the trace was taken, and how its counters were read
+// only when some were.
+func captureText(attach, bucketModeName string, tr analyzer.TraceInfo) string {
+	counters := "no allowance counters read"
+	if src := tr.CounterSource; src != "" && src != "none" {
+		counters = fmt.Sprintf("counters read every %s (source: %s)", fmtSeconds(tr.SampleMs/1e3), src)
+	}
+	return fmt.Sprintf("%s attach; %s buckets%s; findings located to %s windows; %s", attach,
+		fmtSeconds(float64(tr.BucketUs)/1e6), bucketMode(bucketModeName), fmtSeconds(float64(tr.FineWindowUs)/1e6), counters)
+}
+
 // limitLines say each limit and where its value came from.
 func limitLines(l analyzer.Limits) []string {
 	source := func(x analyzer.Limit) string { return firstNonEmpty(x.Source, "unknown") }
@@ -117,6 +124,9 @@ func limitLines(l analyzer.Limits) []string {
 		fmt.Sprintf("per flow (5-tuple) %s (from %s)", fmtLimit(l.FlowLimitBps, fmtBps), source(l.FlowLimitBps)),
 		fmt.Sprintf("link-local (DNS + IMDS + NTP) %s per interface (from %s)",
 			fmtLimit(l.LinkLocalPPS, fmtPPS), source(l.LinkLocalPPS)))
+	if l.PPSAllowance.Known {
+		out = append(out, fmt.Sprintf("packets/s %s, both directions (from %s)", fmtLimit(l.PPSAllowance, fmtPPS), source(l.PPSAllowance)))
+	}
 	return out
 }
 

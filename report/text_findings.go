@@ -11,12 +11,12 @@ import (
 	"github.com/enaprobe/enaprobe/counters"
 )
 
-// rankedFindings returns the findings most severe first, then by time.
+// rankedFindings returns the findings most severe first, and within a
+// severity in the analyzer's order: the incidents that cost the most first.
 func rankedFindings(res *analyzer.Result) []analyzer.Finding {
 	fs := slices.Clone(res.Findings)
 	slices.SortStableFunc(fs, func(a, b analyzer.Finding) int {
-		return cmp.Or(cmp.Compare(severityRank(a.Severity), severityRank(b.Severity)),
-			a.Start.Compare(b.Start), cmp.Compare(a.Kind, b.Kind))
+		return cmp.Compare(severityRank(a.Severity), severityRank(b.Severity))
 	})
 	return fs
 }
@@ -127,6 +127,17 @@ func textFindings(p *page, res *analyzer.Result) {
 		p.line(findingTitle(i, f))
 		p.field(ind, "When", lw, findingWhen(f, res.Trace.Start))
 		p.field(ind, "What", lw, f.Summary)
+		if i > 0 && repeatsInfo(fs[i-1], f) {
+			// Info findings of one kind repeat their evidence and fix.
+			p.field(ind, "", lw, fmt.Sprintf("(as #%d: %s)", i, f.Kind))
+			continue
+		}
+		if f.Incident != nil {
+			p.field(ind, "Incident", lw, incidentText(f.Incident))
+		}
+		if len(f.Gauge) > 0 {
+			p.field(ind, "Gauge", lw, gaugeText(f.Gauge))
+		}
 		ev := &table{right: []bool{false, true}} // no header
 		for _, e := range f.Evidence {
 			ev.add(e.Name, fmtEvidence(e))
@@ -147,6 +158,12 @@ func textFindings(p *page, res *analyzer.Result) {
 		}
 		p.field(ind, "Fix", lw, f.Recommendation)
 	}
+}
+
+// repeatsInfo tells an info finding of the same kind and interface as the
+// one before it, which the text report shows in short.
+func repeatsInfo(prev, f analyzer.Finding) bool {
+	return f.Severity == analyzer.SeverityInfo && prev.Severity == f.Severity && prev.Kind == f.Kind && prev.Interface == f.Interface
 }
 
 func flowShareTable(f analyzer.Finding) *table {

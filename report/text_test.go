@@ -50,8 +50,12 @@ func TestTextAllRecordings(t *testing.T) {
 				}
 				rest = rest[i:]
 			}
+			counters := "counters read every"
+			if in.Result.Trace.CounterSource == "none" {
+				counters = "no allowance counters read"
+			}
 			for _, want := range []string{in.Result.Trace.Hostname, in.Result.Trace.InstanceType,
-				in.Result.Trace.AttachMode, in.Env.CommandLine, "counters read every"} {
+				in.Result.Trace.AttachMode, in.Env.CommandLine, counters} {
 				if !strings.Contains(text, want) {
 					t.Errorf("header lacks %q", want)
 				}
@@ -221,5 +225,18 @@ func TestTextSaysWhatTheKernelChanged(t *testing.T) {
 	rec.Meta.AttachMode, rec.Meta.BucketMode = "tcx", "per-cpu"
 	if notes := analyzer.Analyze(&rec, analyzer.DefaultOptions()).Trace.Notes; slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "Linux 6.") }) {
 		t.Errorf("tcx and per-cpu buckets noted as a fallback: %q", notes)
+	}
+}
+
+// TestCaptureLineSaysNoCounters: a trace that read no counter does not claim
+// a read interval ("counters read every 10 ms (source: none)").
+func TestCaptureLineSaysNoCounters(t *testing.T) {
+	tr := analyzer.TraceInfo{BucketUs: 100, FineWindowUs: 1000, SampleMs: 10, CounterSource: "none"}
+	if got := captureText("tcx", "", tr); strings.Contains(got, "read every") || !strings.Contains(got, "no allowance counters read") {
+		t.Errorf("capture line %q", got)
+	}
+	tr.CounterSource = "ethtool"
+	if got := captureText("tcx", "", tr); !strings.Contains(got, "counters read every 10 ms (source: ethtool)") {
+		t.Errorf("capture line %q", got)
 	}
 }

@@ -242,6 +242,10 @@ func (tl *timeline) isENA(iface string) bool {
 func (tl *timeline) bandwidthLimits() []chartLimit {
 	l := tl.res.Trace.Limits
 	var out []chartLimit
+	if l.BurstBps.Known && l.BaselineBps.Known && l.BurstBps.Value == l.BaselineBps.Value {
+		// One line, one label: two would be drawn over each other.
+		return []chartLimit{{Y: l.BaselineBps.Value, Label: "baseline = burst allowance " + fmtBps(l.BaselineBps.Value)}}
+	}
 	if l.BurstBps.Known {
 		out = append(out, chartLimit{Y: l.BurstBps.Value, Label: "burst allowance " + fmtBps(l.BurstBps.Value)})
 	}

@@ -34,6 +34,14 @@ type Scenario struct {
 	// Drive makes the traffic once the trace is attached; it returns what
 	// it knows about what it did.
 	Drive func(ctx context.Context, l *lab.Lab) (Truth, error)
+	// CounterLag makes the lab's counters show a drop this long after it
+	// happened, as an ENA device's can (0: at once, read as the trace
+	// samples). With a lag, the kernel counters are polled back to back
+	// and a trace can sample them every SampleInterval.
+	CounterLag time.Duration
+	// SampleInterval is the counter read interval the scenario is meant
+	// to be traced with (0: the caller's choice); Run takes cfg's.
+	SampleInterval time.Duration
 }
 
 // Truth is what the traffic generators know, to compare a report with.
@@ -42,7 +50,10 @@ type Truth struct {
 	Culprit netip.AddrPort
 	// Bursts are the deliberate bursts, each from its own socket.
 	Bursts []Burst
-	Notes  []string
+	// Incidents are when the allowance dropped packets, first to last
+	// drop, by what the generators recorded (Src: the culprit).
+	Incidents []Burst
+	Notes     []string
 }
 
 // Burst is one burst as its sender saw it: CLOCK_MONOTONIC just before the
@@ -59,11 +70,14 @@ type Outcome struct {
 	// Analysis holds the lab's allowances as analyzer options, since the
 	// lab is an instance scaled down from any real type.
 	Analysis analyzer.Options
+	// Interrupted: ctx ended (Ctrl-C) while the traffic ran; the recording
+	// holds what ran until then.
+	Interrupted bool
 }
 
 // All lists the scenarios by name.
 func All() []Scenario {
-	s := []Scenario{microBurst(), flowAtCap(), linkLocal(), connFlood(), clean()}
+	s := []Scenario{microBurst(), flowAtCap(), linkLocal(), linkLocalMild(), connFlood(), clean()}
 	sort.Slice(s, func(i, j int) bool { return s[i].Name < s[j].Name })
 	return s
 }
@@ -102,6 +116,15 @@ func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err
 	iface := l.InstanceInterface()
 	cfg.Interfaces = []string{iface}
 	cfg.CounterSources = map[string]ena.Source{iface: l.Counters()}
+	if s.CounterLag > 0 {
+		lagged, err := l.LaggedCounters(s.CounterLag)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
+		}
+		defer func() { err = errors.Join(err, lagged.Close()) }()
+		cfg.CounterSources[iface] = lagged
+	}
+
 	cfg.Duration = 0 // until Drive is done
 	if cfg.Meta.InstanceType == "" {
 		cfg.Meta.InstanceType = "lab"
@@ -153,9 +176,18 @@ func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err
 	// A quiet lead-in and tail, so findings are not at the trace's edges.
 	time.Sleep(300 * time.Millisecond)
 	truth, driveErr := s.Drive(ctx, l)
-	time.Sleep(300 * time.Millisecond)
+	interrupted := ctx.Err() != nil
+	if !interrupted {
+		time.Sleep(300 * time.Millisecond)
+	}
 	stopTrace()
 	wg.Wait()
+	if interrupted && traceErr == nil && rec != nil {
+		// Ctrl-C ends the scenario early, as it ends a trace: what ran is
+		// reported, whatever the traffic generators made of the cancel.
+		truth.Notes = append(truth.Notes, "interrupted: the traffic was stopped early")
+		driveErr = nil
+	}
 	if driveErr != nil {
 		return nil, fmt.Errorf("scenario %s: drive traffic: %w", s.Name, driveErr)
 	}
@@ -169,5 +201,7 @@ func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err
 	opts.FlowLimitBps = float64(lcfg.FlowRate)
 	opts.LinkLocalPPS = float64(lcfg.LinkLocalPPS)
 	opts.PPSAllowance = float64(lcfg.PPS)
-	return &Outcome{Recording: rec, Truth: truth, Analysis: opts}, nil
+	opts.Sources = analyzer.LimitSources{InstanceType: "lab", Baseline: "lab", Burst: "lab", FlowLimit: "lab",
+		LinkLocal: "lab", PPSAllowance: "lab"}
+	return &Outcome{Recording: rec, Truth: truth, Analysis: opts, Interrupted: interrupted}, nil
 }

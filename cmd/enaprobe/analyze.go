@@ -1,6 +1,10 @@
 package main
 
 import (
+	"errors"
+	"io/fs"
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/enaprobe/enaprobe/report"
@@ -17,8 +21,10 @@ func newAnalyzeCommand() *cobra.Command {
 		Use:   "analyze BUNDLE",
 		Short: "Analyze a saved bundle again, with other limits or thresholds (no root needed)",
 		Long: `analyze reads the recording of a bundle written by "trace -o" (a directory or a
-.tar.gz) and reports on it again: with another instance type, per-flow cap,
-baseline or fine window. Nothing is traced.`,
+.tar.gz) and reports on it again. With no flags it reproduces the bundle's own report: the
+recording keeps every limit its analysis used and where it came from. A flag
+(another instance type, per-flow cap, baseline or fine window) overrides the
+recorded value, and the report notes it. Nothing is traced.`,
 		Example: `  enaprobe analyze /tmp/ena.tar.gz
   enaprobe analyze /tmp/ena --instance-type c5n.large --format json
   enaprobe analyze /tmp/ena.tar.gz --redact -o /tmp/ticket.tar.gz`,
@@ -27,12 +33,25 @@ baseline or fine window. Nothing is traced.`,
 			if err := f.out.validate(); err != nil {
 				return err
 			}
-			aopts, err := f.analysis.options()
-			if err != nil {
+			// Flags first: a bad flag is a usage error whatever the bundle.
+			if err := f.analysis.check(); err != nil {
 				return err
 			}
 			rec, env, err := report.ReadBundle(args[0])
+			if errors.Is(err, fs.ErrNotExist) {
+				return usageError{err}
+			}
 			if err != nil {
+				return err
+			}
+			aopts, err := f.analysis.overRecording(rec)
+			if err != nil {
+				return err
+			}
+			if w := aopts.FineWindow; w < time.Duration(rec.Meta.BucketNs) {
+				return usagef("--window %v is shorter than the recording's bucket %v", w, time.Duration(rec.Meta.BucketNs))
+			}
+			if err := checkBundlePath(f.out.output); err != nil {
 				return err
 			}
 			log := newLogger(cmd.ErrOrStderr(), "info", false)

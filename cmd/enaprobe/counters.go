@@ -13,6 +13,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/counters"
 	"github.com/enaprobe/enaprobe/ena"
+	"github.com/enaprobe/enaprobe/record"
 )
 
 type countersFlags struct {
@@ -30,8 +31,9 @@ func newCountersCommand() *cobra.Command {
 		Long: `counters reads the allowance counters of every ENA interface at each interval
 and prints what moved: the delta and the rate per second of each counter, and
 the conntrack_allowance_available gauge. A counter that goes down is shown as
-a reset (driver reset or failed read), never as a negative delta. No root
-needed, no eBPF.`,
+a reset, never as a negative delta; a read the driver failed (an error, or
+every device counter zero after nonzero values) is shown as a failed read and
+skipped, as a trace does. No root needed, no eBPF.`,
 		Example: `  enaprobe counters
   enaprobe counters -i ens5 --interval 100ms --count 50
   enaprobe counters --counters-file eth0=/run/lab/counters.txt`,
@@ -40,24 +42,28 @@ needed, no eBPF.`,
 	}
 	fs := cmd.Flags()
 	fs.StringSliceVarP(&f.interfaces, "interface", "i", nil, "interface, repeatable (default: every interface whose driver is ena)")
-	fs.DurationVar(&f.interval, "interval", time.Second, "time between reads")
-	fs.IntVar(&f.count, "count", 0, "stop after this many intervals (0: until Ctrl-C)")
+	fs.DurationVar(&f.interval, "interval", time.Second, "time between reads, a duration, e.g. 1s or 100ms")
+	fs.IntVar(&f.count, "count", 0, "stop after this many intervals, e.g. 10 (0: until Ctrl-C)")
 	fs.StringArrayVar(&f.countersFiles, "counters-file", nil, "[IFACE=]PATH: read IFACE's counters from a file in ethtool -S format")
 	return cmd
 }
 
-// counterReader is one interface's source and its last values.
+// counterReader is one interface's source and its last successful read.
 type counterReader struct {
 	iface string
 	src   ena.Source
-	prev  map[string]uint64
-	at    time.Time
+	prev  *record.CounterSample
+	start time.Time // the origin of the samples' clock
 }
 
 func runCounters(ctx context.Context, w io.Writer, f *countersFlags) error {
 	if f.interval < ena.MinInterval {
-		return usagef("--interval %v: at least %v", f.interval, ena.MinInterval)
+		return usagef("--interval %v: at least %v, e.g. 1s", f.interval, ena.MinInterval)
 	}
+	if f.count < 0 {
+		return usagef("--count %d: want a number of intervals, or 0 for until Ctrl-C", f.count)
+	}
+	f.interfaces = dedupe(f.interfaces)
 	files, err := counterFiles(f.countersFiles, f.interfaces)
 	if err != nil {
 		return err
@@ -74,10 +80,14 @@ func runCounters(ctx context.Context, w io.Writer, f *countersFlags) error {
 	if len(ifaces) == 0 {
 		return usagef("no ENA interface here (driver ena) and no --counters-file: nothing to read")
 	}
+	start := time.Now()
 	var readers []*counterReader
 	for _, name := range ifaces {
 		src, ok := files[name]
 		if !ok {
+			if err := interfacesExist([]string{name}); err != nil {
+				return err
+			}
 			es, err := ena.NewEthtoolSource(name)
 			if err != nil {
 				return fmt.Errorf("open counters of %s: %w", name, err)
@@ -85,16 +95,14 @@ func runCounters(ctx context.Context, w io.Writer, f *countersFlags) error {
 			defer es.Close()
 			src = es
 		}
-		readers = append(readers, &counterReader{iface: name, src: src})
+		readers = append(readers, &counterReader{iface: name, src: src, start: start})
 	}
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
 	for i := 0; ; i++ {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, r := range readers {
-			if err := r.show(tw, time.Now(), i == 0); err != nil {
-				return err
-			}
+			r.show(tw, time.Now())
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -110,37 +118,73 @@ func runCounters(ctx context.Context, w io.Writer, f *countersFlags) error {
 	}
 }
 
-// show reads once and prints one line per interface. The first read only
-// sets the baseline and prints the absolute values.
-func (r *counterReader) show(w io.Writer, now time.Time, first bool) error {
+// read takes one sample on the clock of r.start.
+func (r *counterReader) read() record.CounterSample {
+	s := record.CounterSample{Interface: r.iface, BeforeNs: int64(time.Since(r.start))}
 	vals, err := r.src.Read()
+	s.AfterNs = int64(time.Since(r.start))
 	if err != nil {
-		fmt.Fprintf(w, "%s\t%s\tread failed: %v\n", now.Format("15:04:05.000"), r.iface, err)
-		return nil
+		s.Err = err.Error()
+	} else {
+		s.Values = vals
+	}
+	return s
+}
+
+// show reads once and prints one line. The first successful read prints
+// the absolute values; later ones what counters.Diff (the trace's own rule)
+// makes of the last successful read and this one: a jump as +delta and a
+// rate, a counter that went down as a reset, and a read the driver failed
+// (an error, or device counters all zero after nonzero ones) as a failed
+// read that is skipped.
+func (r *counterReader) show(w io.Writer, now time.Time) {
+	cur := r.read()
+	stamp := now.Format("15:04:05.000")
+	samples := []record.CounterSample{cur}
+	if r.prev != nil {
+		samples = []record.CounterSample{*r.prev, cur}
+	}
+	ch := counters.Diff(samples)
+	for _, f := range ch.Failed {
+		if f.BeforeNs == cur.BeforeNs {
+			fmt.Fprintf(w, "%s\t%s\tread failed: %s\n", stamp, r.iface, f.Reason)
+			return
+		}
 	}
 	var cols []string
 	for _, name := range counters.AllowanceExceeded {
-		v, ok := vals[name]
+		v, ok := cur.Values[name]
 		short := strings.TrimSuffix(name, "_allowance_exceeded")
 		switch {
 		case !ok:
 			cols = append(cols, short+" absent")
-		case first || r.prev == nil:
+		case r.prev == nil:
 			cols = append(cols, fmt.Sprintf("%s %d", short, v))
-		case v < r.prev[name]:
-			cols = append(cols, fmt.Sprintf("%s reset(%d->%d)", short, r.prev[name], v))
 		default:
-			d := v - r.prev[name]
-			rate := float64(d) / now.Sub(r.at).Seconds()
-			cols = append(cols, fmt.Sprintf("%s +%d (%.0f/s)", short, d, rate))
+			cols = append(cols, changeText(ch, name, short, float64(cur.AfterNs-r.prev.AfterNs)/1e9))
 		}
 	}
-	if v, ok := vals[counters.ConntrackAllowanceAvailable]; ok {
+	if v, ok := cur.Values[counters.ConntrackAllowanceAvailable]; ok {
 		cols = append(cols, fmt.Sprintf("conntrack_available %d", v))
 	}
-	fmt.Fprintf(w, "%s\t%s\t%s\n", now.Format("15:04:05.000"), r.iface, strings.Join(cols, "\t"))
-	r.prev, r.at = vals, now
-	return nil
+	fmt.Fprintf(w, "%s\t%s\t%s\n", stamp, r.iface, strings.Join(cols, "\t"))
+	r.prev = &cur
+}
+
+// changeText says what one counter did between two successful reads.
+func changeText(ch counters.Changes, name, short string, seconds float64) string {
+	for _, rs := range ch.Resets {
+		if rs.Name == name {
+			return fmt.Sprintf("%s reset(%d->%d)", short, rs.From, rs.To)
+		}
+	}
+	var d uint64
+	for _, j := range ch.Jumps {
+		if j.Name == name {
+			d += j.Delta
+		}
+	}
+	return fmt.Sprintf("%s +%d (%.0f/s)", short, d, float64(d)/max(seconds, 1e-9))
 }
 
 // enaInterfaces lists the interfaces whose driver is ena.

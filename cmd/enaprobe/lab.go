@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/enaprobe/enaprobe/capture"
+	"github.com/enaprobe/enaprobe/ena"
 	"github.com/enaprobe/enaprobe/lab"
 	"github.com/enaprobe/enaprobe/loader"
 	"github.com/enaprobe/enaprobe/scenario"
@@ -58,12 +59,12 @@ type labFlags struct {
 
 func (f *labFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
-	fs.Var(rateValue{&f.outRate}, "out-rate", "aggregate outbound allowance (default 40Mbit)")
-	fs.Var(rateValue{&f.inRate}, "in-rate", "aggregate inbound allowance (default 40Mbit)")
-	fs.Var(rateValue{&f.flowRate}, "flow-rate", "per-flow cap (default 10Mbit)")
-	fs.Uint32Var(&f.pps, "pps", 0, "packets/s allowance, both directions (default 8000)")
-	fs.Uint32Var(&f.linkLocalPPS, "linklocal-pps", 0, "link-local packets/s allowance (default 1024, as on EC2)")
-	fs.Uint32Var(&f.conntrackMax, "conntrack-max", 0, "tracked connections allowed (default 1024)")
+	fs.Var(rateValue{&f.outRate}, "out-rate", "aggregate outbound allowance, a rate with its unit, e.g. 40Mbit (default 40Mbit)")
+	fs.Var(rateValue{&f.inRate}, "in-rate", "aggregate inbound allowance, a rate with its unit, e.g. 40Mbit (default 40Mbit)")
+	fs.Var(rateValue{&f.flowRate}, "flow-rate", "per-flow cap, a rate with its unit, e.g. 20Mbit (default 10Mbit)")
+	fs.Uint32Var(&f.pps, "pps", 0, "packets/s allowance, both directions, e.g. 8000 (default 8000)")
+	fs.Uint32Var(&f.linkLocalPPS, "linklocal-pps", 0, "link-local packets/s allowance, e.g. 1024 (default 1024, as on EC2)")
+	fs.Uint32Var(&f.conntrackMax, "conntrack-max", 0, "tracked connections allowed, e.g. 1024 (default 1024)")
 	fs.IntVar(&f.hopLimit, "imds-hop-limit", 0, "IP TTL of the IMDS token response (default 1)")
 }
 
@@ -95,6 +96,8 @@ func (f *labFlags) apply(c lab.Config) lab.Config {
 
 type labRunFlags struct {
 	truthFile      string
+	readyFile      string
+	counterLag     time.Duration
 	bucket         time.Duration
 	window         time.Duration
 	sampleInterval time.Duration
@@ -118,11 +121,14 @@ func newLabRunCommand() *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.DurationVar(&f.bucket, "bucket", 100*time.Microsecond, "time bucket width")
-	fs.DurationVar(&f.window, "window", time.Millisecond, "fine window")
-	fs.DurationVar(&f.sampleInterval, "sample-interval", 50*time.Millisecond, "lab counter read interval (a read costs about 13 ms: it dumps the conntrack table)")
+	fs.DurationVar(&f.bucket, "bucket", 100*time.Microsecond, "time bucket width, a duration from 10us to 10ms, e.g. 100us")
+	fs.DurationVar(&f.window, "window", time.Millisecond, "fine window that findings are located with, a duration, e.g. 1ms (at least the bucket)")
+	fs.DurationVar(&f.sampleInterval, "sample-interval", 50*time.Millisecond, "lab counter read interval, a duration, e.g. 50ms (a read costs a few ms: it dumps the conntrack table); a scenario with lagged counters sets its own (10ms)")
+	fs.DurationVar(&f.counterLag, "emulate-counter-lag", 0, "make the lab's counters show a drop this long after it happened, a duration from 0 to 5s, e.g. 30ms (default: the scenario's)")
 	fs.StringVar(&f.attach, "attach", "auto", "auto, tcx or tc")
 	fs.StringVar(&f.truthFile, "truth-file", "", "write what the traffic generators did (culprit, burst times on CLOCK_MONOTONIC) as JSON")
+	fs.StringVar(&f.readyFile, "ready-file", "", "write this file once the programs are attached (for scripts and tests)")
+	_ = fs.MarkHidden("ready-file")
 	f.lab.register(fs)
 	f.out.register(fs)
 	return cmd
@@ -136,6 +142,15 @@ func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *lab
 	if err := f.out.validate(); err != nil {
 		return err
 	}
+	if err := durationRange("bucket", f.bucket, 10*time.Microsecond, 10*time.Millisecond); err != nil {
+		return err
+	}
+	if f.window < f.bucket {
+		return usagef("--window %v is shorter than --bucket %v", f.window, f.bucket)
+	}
+	if f.sampleInterval < ena.MinInterval {
+		return usagef("--sample-interval %v: at least %v", f.sampleInterval, ena.MinInterval)
+	}
 	mode, err := loader.ParseAttachMode(f.attach)
 	if err != nil {
 		return usageError{err}
@@ -143,15 +158,34 @@ func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *lab
 	if os.Geteuid() != 0 {
 		return privilegeError{fmt.Errorf("the lab needs root: run it with sudo")}
 	}
+	if err := checkBundlePath(f.out.output); err != nil {
+		return err
+	}
 	base := s.Lab
 	s.Lab = func() lab.Config { return f.lab.apply(base()) }
 	log := newLogger(cmd.ErrOrStderr(), "info", false)
 	cfg := capture.DefaultConfig()
 	cfg.Attach = mode
 	cfg.SampleInterval = f.sampleInterval
+	if cmd.Flags().Changed("emulate-counter-lag") {
+		if f.counterLag < 0 || f.counterLag > 5*time.Second {
+			return usagef("--emulate-counter-lag %v: want 0 to 5s", f.counterLag)
+		}
+		s.CounterLag = f.counterLag
+	}
+	if s.SampleInterval > 0 && !cmd.Flags().Changed("sample-interval") {
+		cfg.SampleInterval = s.SampleInterval
+	}
 	cfg.Datapath.Bucket = f.bucket
 	cfg.Datapath.Window = f.window
 	cfg.Meta.Version = version
+	if f.readyFile != "" {
+		cfg.Attached = func() {
+			if err := os.WriteFile(f.readyFile, []byte(fmt.Sprintln(os.Getpid())), 0o644); err != nil {
+				log.Warn().Err(err).Msg("write ready file")
+			}
+		}
+	}
 	log.Info().Str("scenario", s.Name).Str("expect", s.Expect).Msg("running")
 	out, err := scenario.Run(ctx, s, cfg)
 	if err != nil {
@@ -165,6 +199,9 @@ func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *lab
 		ev = ev.Float64(fmt.Sprintf("burst%d_offset_s", i+1), float64(b.StartNs-out.Recording.Meta.Start.MonoNs)/1e9)
 	}
 	ev.Strs("notes", out.Truth.Notes).Msg("scenario done")
+	if out.Interrupted {
+		log.Warn().Msg("interrupted: the report covers what ran until then")
+	}
 	if f.truthFile != "" {
 		b, err := json.MarshalIndent(out.Truth, "", "  ")
 		if err != nil {
@@ -198,7 +235,7 @@ make traffic from the instance namespace.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runLabUp(cmd.Context(), cmd, f) },
 	}
 	fs := cmd.Flags()
-	fs.DurationVar(&f.duration, "duration", time.Hour, "how long to keep the lab")
+	fs.DurationVar(&f.duration, "duration", time.Hour, "how long to keep the lab, a duration, e.g. 1h or 10m")
 	fs.StringVar(&f.countersFile, "counters-file", "/run/enaprobe-lab-counters.txt", "where to write the counters")
 	f.lab.register(fs)
 	return cmd
@@ -219,7 +256,7 @@ func runLabUp(ctx context.Context, cmd *cobra.Command, f *labUpFlags) error {
 	c := l.Config()
 	fmt.Fprintf(cmd.OutOrStdout(), `lab %s is up: instance namespace %s, interface %s
   allowances: out %s, in %s, per flow %s, %d pps, %d link-local pps, %d connections
-  trace it:   sudo ip netns exec %s enaprobe trace -i %s --counters-file %s --no-imds --baseline %d --flow-limit %d
+  trace it:   sudo ip netns exec %s enaprobe trace -i %s --counters-file %s --no-imds --baseline %dbit --flow-limit %dbit
   traffic:    sudo ip netns exec %s ping -c 3 %s
 Ctrl-C removes it.
 `, l.ID(), l.InstanceNetns(), l.InstanceInterface(), fmtBps(c.OutRate), fmtBps(c.InRate), fmtBps(c.FlowRate),

@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/enaprobe/enaprobe/capture"
 )
 
 // version is set at build time: -ldflags "-X main.version=v1.2.3".
@@ -52,12 +54,19 @@ func run() int {
 		return exitOK
 	}
 	fmt.Fprintf(os.Stderr, "enaprobe: %+v\n", err)
+	return exitCode(err)
+}
+
+func exitCode(err error) int {
 	var ue usageError
 	var pe privilegeError
+	var mc *capture.MissingCapabilitiesError
 	switch {
+	case err == nil:
+		return exitOK
 	case errors.As(err, &ue):
 		return exitUsage
-	case errors.As(err, &pe):
+	case errors.As(err, &pe), errors.As(err, &mc):
 		return exitPrivileges
 	}
 	return exitError
@@ -77,8 +86,35 @@ evidence and a fix.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newTraceCommand(), newAnalyzeCommand(), newCountersCommand(), newVersionCommand(), newLabCommand())
+	root.AddCommand(newTraceCommand(), newAnalyzeCommand(), newCountersCommand(), newVersionCommand(), newLabCommand(), newCleanupCommand())
+	argsAreUsage(root)
 	return root
+}
+
+// argsAreUsage makes every argument error a usage error (exit 2): a command
+// group given an unknown command, and a command given the wrong arguments.
+func argsAreUsage(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		argsAreUsage(sub)
+	}
+	if c.HasSubCommands() && c.RunE == nil && c.Run == nil {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return usagef("unknown command %q for %q: see %s --help", args[0], cmd.CommandPath(), cmd.CommandPath())
+		}
+		return
+	}
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usagef("%s: %v (usage: %s)", cmd.CommandPath(), err, cmd.UseLine())
+			}
+			return nil
+		}
+	}
 }
 
 func newVersionCommand() *cobra.Command {

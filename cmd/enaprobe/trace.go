@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -67,16 +68,16 @@ dropped or changed: the programs only count.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTrace(cmd.Context(), cmd, f) },
 	}
 	fs := cmd.Flags()
-	fs.DurationVarP(&f.duration, "duration", "d", 30*time.Second, "how long to trace; Ctrl-C ends early and still writes the report")
+	fs.DurationVarP(&f.duration, "duration", "d", 30*time.Second, "how long to trace, a duration, e.g. 30s or 2m; Ctrl-C ends early and still writes the report")
 	fs.StringSliceVarP(&f.interfaces, "interface", "i", nil, "interface to trace, repeatable (default: the interface of the default route)")
-	fs.DurationVar(&f.bucket, "bucket", 100*time.Microsecond, "time bucket width, 10us to 10ms")
-	fs.DurationVar(&f.sampleInterval, "sample-interval", ena.DefaultInterval, "ENA counter sample interval, 1ms or more (each read is a device command)")
+	fs.DurationVar(&f.bucket, "bucket", 100*time.Microsecond, "time bucket width, a duration from 10us to 10ms, e.g. 100us (a bucket above the window raises the window with it)")
+	fs.DurationVar(&f.sampleInterval, "sample-interval", ena.DefaultInterval, "ENA counter sample interval, a duration of 1ms or more, e.g. 10ms (each read is a device command)")
 	fs.StringVar(&f.attach, "attach", "auto", "how to hook into tc: auto, tcx (Linux 6.6+) or tc (clsact + cls_bpf)")
 	fs.StringArrayVar(&f.countersFiles, "counters-file", nil, "[IFACE=]PATH: read IFACE's counters from a file in ethtool -S format at every sample (labs, emulators, replays)")
 	fs.StringArrayVar(&f.countersReplay, "counters-replay", nil, "[IFACE=]BUNDLE: replay the counters a saved bundle or recording holds for IFACE (or for its only interface), on their recorded timeline")
 	fs.BoolVar(&f.noIMDS, "no-imds", false, "never ask the instance metadata service (instance type, placement group, VPC CIDR)")
-	fs.Float64Var(&f.heavyShare, "heavy-share", 0.1, "a flow moving this share of the per-flow cap within one fine window is recorded as a heavy window")
-	fs.Uint32Var(&f.flowEntries, "flow-entries", loader.DefaultOptions().FlowEntries, "flow table capacity per interface (kernel memory: about 150 bytes a flow)")
+	fs.Float64Var(&f.heavyShare, "heavy-share", 0.1, "a flow moving this share of the per-flow cap within one fine window is recorded as a heavy window, above 0 and at most 1, e.g. 0.1")
+	fs.Uint32Var(&f.flowEntries, "flow-entries", loader.DefaultOptions().FlowEntries, "flow table capacity per interface, in flows, e.g. 65536 (kernel memory: about 150 bytes a flow)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolVar(&f.debug, "debug", false, "debug logs, and the verifier's whole log on stderr if the kernel rejects the programs")
 	fs.StringVar(&f.verifierLog, "verifier-log", "", "if the kernel rejects the programs, write the verifier's whole log to this file (e.g. /tmp/verifier.log)")
@@ -102,20 +103,35 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	if f.duration < 0 {
 		return usagef("--duration %v: must not be negative", f.duration)
 	}
+	if !(f.heavyShare > 0 && f.heavyShare <= 1) {
+		return usagef("--heavy-share %v: want a share above 0 and at most 1, e.g. 0.1", f.heavyShare)
+	}
+	if f.flowEntries == 0 {
+		return usagef("--flow-entries 0: want a flow table capacity, e.g. %d", loader.DefaultOptions().FlowEntries)
+	}
+	if err := checkLogLevel(f.logLevel); err != nil {
+		return err
+	}
 	mode, err := loader.ParseAttachMode(f.attach)
 	if err != nil {
 		return usageError{err}
+	}
+	log := newLogger(cmd.ErrOrStderr(), f.logLevel, f.debug)
+	// The fine window is at least one bucket: a wider bucket raises the
+	// default window with it, an explicit window below it is an error.
+	if f.analysis.window < f.bucket {
+		if f.analysis.changed("window") {
+			return usagef("--window %v is shorter than --bucket %v", f.analysis.window, f.bucket)
+		}
+		log.Info().Dur("window", f.bucket).Msgf("--bucket %v: the fine window is raised to %v with it", f.bucket, f.bucket)
+		f.analysis.window = f.bucket
 	}
 	aopts, err := f.analysis.options()
 	if err != nil {
 		return err
 	}
-	if f.analysis.window < f.bucket {
-		return usagef("--window %v is shorter than --bucket %v", f.analysis.window, f.bucket)
-	}
-	log := newLogger(cmd.ErrOrStderr(), f.logLevel, f.debug)
 
-	ifaces := f.interfaces
+	ifaces := dedupe(f.interfaces)
 	if len(ifaces) == 0 {
 		name, err := capture.DefaultRouteInterface()
 		if err != nil {
@@ -123,11 +139,22 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 		}
 		ifaces = []string{name}
 	}
+	if err := interfacesExist(ifaces); err != nil {
+		return err
+	}
 	sources, err := counterFiles(f.countersFiles, ifaces)
 	if err != nil {
 		return err
 	}
 	if err := counterReplays(sources, f.countersReplay, ifaces); err != nil {
+		return err
+	}
+	// Every capability the load and attach need, before anything is loaded:
+	// the verifier's message for a missing one misleads.
+	if err := capture.CheckCapabilities(); err != nil {
+		return err
+	}
+	if err := checkBundlePath(f.out.output); err != nil {
 		return err
 	}
 
@@ -145,18 +172,37 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	// What the instance is: flags first, IMDS on EC2 (once, cached).
 	inst := discoverInstance(ctx, f, ifaces, log)
 	cfg.Meta.InstanceType = firstNonEmpty(f.analysis.instanceType, inst.InstanceType)
+	if it := cfg.Meta.InstanceType; it != "" && f.analysis.baseline == 0 {
+		if _, ok := limits.Lookup(it); !ok {
+			log.Warn().Str("instance_type", it).Msg("not in the table: give --baseline and --burst for allowance findings")
+		}
+	}
+	switch {
+	case f.analysis.instanceType != "":
+		aopts.Sources.InstanceType = "options"
+	case inst.InstanceType != "":
+		aopts.Sources.InstanceType = "IMDS"
+		aopts.InstanceType = inst.InstanceType
+	}
 	srd, srdKnown := srdMode(ifaces)
 	flowLimit, reason := limits.FlowLimitBps(inst.PlacementGroup, srd, srdKnown, f.analysis.flowLimit)
 	cfg.Meta.FlowLimitBps = flowLimit
 	aopts.FlowLimitBps = flowLimit
+	aopts.Sources.FlowLimit = flowLimitSource(f.analysis.flowLimit, inst.PlacementGroup, srd, srdKnown)
 	log.Debug().Str("reason", reason).Float64("flow_limit_bps", flowLimit).Msg("per-flow cap")
 	if len(inst.VPCCIDRs) > 0 {
 		cfg.Datapath.VPCResolver = limits.VPCResolver(inst.VPCCIDRs[0])
 	}
 	cfg.Datapath.HeavyBytes = heavyBytes(flowLimit, f.heavyShare, f.analysis.window)
+	for _, name := range ifaces {
+		if down, err := interfaceDown(name); err == nil && down {
+			log.Warn().Str("interface", name).Msg("the interface is down: it carries no traffic until it comes up")
+		}
+	}
 
-	status := newStatusLine(cmd.ErrOrStderr(), log)
+	status := newStatusLine(cmd.ErrOrStderr(), log, f.duration)
 	cfg.Progress = status.update
+	cfg.Notice = func(msg string) { log.Warn().Msg(msg) }
 	cfg.Attached = func() {
 		log.Info().Strs("interfaces", ifaces).Dur("duration", f.duration).Msg("attached; tracing (Ctrl-C ends early)")
 		if f.readyFile != "" {
@@ -178,7 +224,7 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	}
 	rec, err := capture.Run(ctx, cfg)
 	status.done()
-	if err != nil {
+	if rec == nil {
 		var vr *loader.VerifierRejection
 		if errors.As(err, &vr) {
 			return privilegeError{verifierLog(cmd.ErrOrStderr(), err, vr, f)}
@@ -188,8 +234,65 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 		}
 		return err
 	}
+	if err != nil {
+		log.Error().Err(err).Msg("the trace failed after it ran: reporting what was counted")
+	}
 	warnLoss(rec, log)
-	return writeReports(cmd.OutOrStdout(), rec, aopts, f.out, environment(rec, strings.Join(os.Args, " ")), log)
+	return errors.Join(err, writeReports(cmd.OutOrStdout(), rec, aopts, f.out, environment(rec, strings.Join(os.Args, " ")), log))
+}
+
+// flowLimitSource says where the per-flow cap came from, the same way
+// limits.FlowLimitBps chooses it.
+func flowLimitSource(override float64, placementGroup string, srd uint64, srdKnown bool) string {
+	switch {
+	case override > 0:
+		return "options"
+	case srdKnown && srd&1 != 0:
+		return "ethtool: ENA Express enabled (ena_srd_mode)"
+	case placementGroup != "":
+		return "IMDS: placement group " + placementGroup
+	}
+	return "default"
+}
+
+// checkLogLevel refuses a level zerolog does not know.
+func checkLogLevel(level string) error {
+	switch level {
+	case "debug", "info", "warn", "error":
+		return nil
+	}
+	return usagef("--log-level %q: want debug, info, warn or error", level)
+}
+
+// dedupe drops repeated names, keeping the first of each: "-i lo -i lo" is
+// one interface traced once.
+func dedupe(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// interfacesExist refuses an interface name this host does not have.
+func interfacesExist(names []string) error {
+	for _, n := range names {
+		if _, err := net.InterfaceByName(n); err != nil {
+			return usagef("--interface %s: no such interface here (ip link lists them)", n)
+		}
+	}
+	return nil
+}
+
+// interfaceDown tells whether an interface is administratively down.
+func interfaceDown(name string) (bool, error) {
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		return false, err
+	}
+	return ifc.Flags&net.FlagUp == 0, nil
 }
 
 // verifierLog hands the log of a rejected program where the flags say:
@@ -229,12 +332,23 @@ func counterFiles(vals, ifaces []string) (map[string]ena.Source, error) {
 			}
 			iface, path = ifaces[0], v
 		}
-		if _, err := os.Stat(path); err != nil {
+		if err := checkCountersFile(path); err != nil {
 			return nil, usagef("--counters-file %s: %v", v, err)
 		}
 		out[iface] = ena.NewFileSource(path)
 	}
 	return out, nil
+}
+
+// checkCountersFile refuses a file that is not ethtool -S output, at once,
+// instead of one failed read per sample.
+func checkCountersFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return counters.CheckEthtoolS(io.LimitReader(f, 1<<20))
 }
 
 // counterReplays adds --counters-replay [IFACE=]BUNDLE sources.
@@ -365,20 +479,21 @@ func isTerminal(w io.Writer) bool {
 // statusLine shows progress on a terminal, and logs it now and then
 // otherwise.
 type statusLine struct {
-	w       io.Writer
-	tty     bool
-	log     zerolog.Logger
-	lastLog time.Time
-	shown   bool
+	w        io.Writer
+	duration time.Duration // 0: until Ctrl-C
+	tty      bool
+	log      zerolog.Logger
+	lastLog  time.Time
+	shown    bool
 }
 
-func newStatusLine(w io.Writer, log zerolog.Logger) *statusLine {
-	return &statusLine{w: w, tty: isTerminal(w), log: log}
+func newStatusLine(w io.Writer, log zerolog.Logger, duration time.Duration) *statusLine {
+	return &statusLine{w: w, tty: isTerminal(w), log: log, duration: duration}
 }
 
 func (s *statusLine) update(p capture.Progress) {
-	left := "open-ended"
-	if p.Remaining > 0 {
+	left := "until Ctrl-C"
+	if s.duration > 0 {
 		left = p.Remaining.Round(time.Second).String() + " left"
 	}
 	if s.tty {

@@ -3,10 +3,16 @@
 package vethpair
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 
 	"github.com/enaprobe/enaprobe/internal/privtest"
 )
@@ -49,5 +55,38 @@ func (p *Pair) Leftovers() (string, error) {
 			}
 		}
 	}
-	return strings.Join(found, "\n"), nil
+	// bpftool before 7.3 does not list tcx: ask the kernel.
+	err := Do(p.NSA, func() error {
+		ifc, err := net.InterfaceByName(p.IfA)
+		if err != nil {
+			return err
+		}
+		for _, typ := range []ebpf.AttachType{ebpf.AttachTCXIngress, ebpf.AttachTCXEgress} {
+			res, err := link.QueryPrograms(link.QueryOptions{Target: ifc.Index, Attach: typ})
+			if errors.Is(err, unix.EINVAL) || errors.Is(err, ebpf.ErrNotSupported) {
+				return nil // a kernel without tcx (before 6.6): no tcx program can be left
+			}
+			if err != nil {
+				return fmt.Errorf("query %s programs of %s: %w", typ, p.IfA, err)
+			}
+			for _, ap := range res.Programs {
+				found = append(found, fmt.Sprintf("%s: program %d (%s)", typ, ap.ID, programName(ap.ID)))
+			}
+		}
+		return nil
+	})
+	return strings.Join(found, "\n"), err
+}
+
+func programName(id ebpf.ProgramID) string {
+	prog, err := ebpf.NewProgramFromID(id)
+	if err != nil {
+		return "?"
+	}
+	defer prog.Close()
+	info, err := prog.Info()
+	if err != nil {
+		return "?"
+	}
+	return info.Name
 }

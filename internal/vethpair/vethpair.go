@@ -168,3 +168,59 @@ func randomID() string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// Branch is a third namespace C joined to A by a second veth pair, for
+// tests that redirect packets from A's interface to another one.
+type Branch struct {
+	NS       string // C
+	IfA, IfC string // the second pair's ends, IfA in A's namespace
+}
+
+// AddBranch makes C and its link to A; C's end gets mac and addr/24 and
+// static neighbour entries for neigh (address to MAC). Close removes it.
+func (p *Pair) AddBranch(mac string, addr netip.Addr, neigh map[netip.Addr]string) (b *Branch, err error) {
+	id := randomID()
+	b = &Branch{NS: "enpc" + id, IfA: "enpx" + id, IfC: "enpc" + id}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, b.Close())
+			b = nil
+		}
+	}()
+	if err := ip("netns", "add", b.NS); err != nil {
+		return b, err
+	}
+	// No IPv6 on the new links from their first moment: no router or
+	// neighbour solicitations among the packets a test counts.
+	for _, ns := range []string{b.NS, p.NSA} {
+		for _, key := range []string{"net.ipv6.conf.default.disable_ipv6", "net.ipv6.conf.all.disable_ipv6"} {
+			if err := sysctl(ns, key, "1"); err != nil {
+				return b, err
+			}
+		}
+	}
+	steps := [][]string{
+		{"link", "add", b.IfA, "netns", p.NSA, "type", "veth", "peer", "name", b.IfC, "netns", b.NS, "address", mac},
+		{"-n", p.NSA, "link", "set", b.IfA, "up"},
+		{"-n", b.NS, "link", "set", "lo", "up"},
+		{"-n", b.NS, "addr", "add", addr.String() + "/24", "dev", b.IfC},
+		{"-n", b.NS, "link", "set", b.IfC, "up"},
+	}
+	for a, m := range neigh {
+		steps = append(steps, []string{"-n", b.NS, "neigh", "replace", a.String(), "lladdr", m, "dev", b.IfC, "nud", "permanent"})
+	}
+	for _, s := range steps {
+		if err := ip(s...); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// Close removes C; the second pair goes with it.
+func (b *Branch) Close() error {
+	if err := ip("netns", "del", b.NS); err != nil && !strings.Contains(err.Error(), "No such file") {
+		return err
+	}
+	return nil
+}

@@ -36,7 +36,7 @@ func DoneLine() string { return Marker + " done" }
 // Verifier is one program's processed-instruction count on one kernel.
 type Verifier struct {
 	Program string
-	Insns   int
+	Insns   int    // -1: the log had no count (rejected before the verifier ran)
 	Result  string // loaded or rejected
 }
 
@@ -55,7 +55,7 @@ type Report struct {
 
 var (
 	testLine     = regexp.MustCompile(`^--- (PASS|FAIL|SKIP): (\S+) `)
-	verifierLine = regexp.MustCompile(`verifier: program=(\S+) insns=(\d+) result=(\S+)`)
+	verifierLine = regexp.MustCompile(`verifier: program=(\S+) insns=(-?\d+) result=(\S+)`)
 	checkLine    = regexp.MustCompile(`^` + Marker + ` check (\S+) (\S+) ?(.*)$`)
 )
 

@@ -11,6 +11,8 @@ func TestParse(t *testing.T) {
 		CheckLine("boot", Pass, ""),
 		"=== RUN   TestVerifierStats",
 		"    verifier_test.go:46: " + VerifierLine(Verifier{Program: "enaprobe_ingress", Insns: 1000001, Result: "rejected"}) + "\r",
+		"    verifier_test.go:44: verifier: program=enaprobe_egress insns=-1 result=rejected states=0",
+		"    verifier_test.go:44: verifier (shared buckets): program=enaprobe_egress insns=5 result=loaded",
 		"--- FAIL: TestVerifierStats (123.75s)",
 		"    --- FAIL: TestVerifierStats/sub (1.00s)",
 		"--- PASS: TestDatapathGSO (0.50s)",
@@ -35,7 +37,8 @@ func TestParse(t *testing.T) {
 	if rep.Details["trace"] != "the sink got 3 | of 4" {
 		t.Errorf("trace detail %q", rep.Details["trace"])
 	}
-	if len(rep.Verifier) != 1 || rep.Verifier[0] != (Verifier{"enaprobe_ingress", 1000001, "rejected"}) {
+	if len(rep.Verifier) != 2 || rep.Verifier[0] != (Verifier{"enaprobe_ingress", 1000001, "rejected"}) ||
+		rep.Verifier[1] != (Verifier{"enaprobe_egress", -1, "rejected"}) {
 		t.Errorf("verifier %+v", rep.Verifier)
 	}
 	if !rep.Done {

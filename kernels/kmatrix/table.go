@@ -75,6 +75,9 @@ func printTable(w io.Writer, c config, tests []string, ps []phase, outcomes []ou
 		row("insns "+p, func(o outcome) string {
 			for _, v := range o.rep.Verifier {
 				if v.Program == p {
+					if v.Insns < 0 {
+						return v.Result
+					}
 					if v.Result == "loaded" {
 						return fmt.Sprint(v.Insns)
 					}

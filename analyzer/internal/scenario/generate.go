@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"net/netip"
@@ -64,6 +65,11 @@ type flowState struct {
 	winP    uint64
 	pending uint64 // packets this bucket, before shaping
 	syn     bool
+	// retryAfter are the delays after a SYN flow's first SYN at which it
+	// retries when unanswered; tries counts the SYNs it sent.
+	retryAfter []time.Duration
+	tries      int
+	firstNs    int64
 }
 
 type dirState struct {
@@ -84,6 +90,9 @@ type deviceState struct {
 	dropTimes map[string][]int64
 	nextReset int
 	nextFail  int
+	// seen are the counter values as the device will show them, captured
+	// CounterLag before the reads that return them, oldest first.
+	seen []map[string]uint64
 }
 
 // Generate runs the scenario and returns its recording and truth.
@@ -107,6 +116,13 @@ type generator struct {
 	samples []record.CounterSample
 	synPort map[int]uint16
 	synAcc  []float64
+	retries []retry // SYNs to send again, in time order
+}
+
+// retry is a SYN a client sends again because its last one got no answer.
+type retry struct {
+	at int64
+	f  *flowState
 }
 
 func newGenerator(s Scenario) *generator {
@@ -176,9 +192,14 @@ func (g *generator) run() {
 	B := g.s.BucketNs
 	dt := float64(B) / 1e9
 	nextSample, nextDrain := g.startNs, g.startNs+g.s.DrainNs
+	nextCapture := g.startNs - int64(g.s.CounterLag)
 	var shaped []*flowState
 	for t := g.startNs; t < g.endNs; t += B {
 		off := time.Duration(t - g.startNs)
+		for nextCapture <= t {
+			g.capture()
+			nextCapture += g.s.SampleNs
+		}
 		for nextSample <= t {
 			g.sample(nextSample)
 			nextSample += g.s.SampleNs
@@ -217,6 +238,10 @@ func (g *generator) run() {
 			}
 		}
 	}
+	for nextCapture <= g.endNs {
+		g.capture()
+		nextCapture += g.s.SampleNs
+	}
 	for nextSample <= g.endNs {
 		g.sample(nextSample)
 		nextSample += g.s.SampleNs
@@ -246,6 +271,12 @@ func rateAt(phases []Phase, off time.Duration) float64 {
 // anyway (egress).
 func (g *generator) synFlows(t int64, off time.Duration, dt float64) []*flowState {
 	var out []*flowState
+	for len(g.retries) > 0 && g.retries[0].at <= t {
+		f := g.retries[0].f
+		g.retries = g.retries[1:]
+		f.pending, f.tries = 1, f.tries+1
+		out = append(out, f)
+	}
 	for i, fl := range g.s.SYNFloods {
 		if off < fl.From || off >= fl.To {
 			continue
@@ -258,7 +289,8 @@ func (g *generator) synFlows(t int64, off time.Duration, dt float64) []*flowStat
 			port := 10000 + g.synPort[i]%50000
 			key := record.FlowKey{Proto: 6, Src: netip.AddrPortFrom(fl.Src, port), Dst: fl.Dst}
 			f := &flowState{iface: fl.Interface, dir: fl.Dir, key: key, size: 60, syn: true, winIdx: -1, pending: 1,
-				stats: record.FlowStats{Directions: 1 << fl.Dir, TCPFlags: 0x02, FirstSeenNs: -1}}
+				stats:      record.FlowStats{Directions: 1 << fl.Dir, TCPFlags: 0x02, FirstSeenNs: -1},
+				retryAfter: fl.RetryAfter, tries: 1, firstNs: t}
 			g.flows = append(g.flows, f)
 			out = append(out, f)
 		}
@@ -329,6 +361,10 @@ func (g *generator) shape(t int64, dt float64, flows, syns []*flowState) {
 			dev.drop(counters.ConntrackAllowanceExceeded, 1, t)
 			if f.dir == record.Ingress {
 				f.pending = 0
+			}
+			if f.tries <= len(f.retryAfter) {
+				g.retries = append(g.retries, retry{at: f.firstNs + int64(f.retryAfter[f.tries-1]), f: f})
+				slices.SortStableFunc(g.retries, func(a, b retry) int { return cmp.Compare(a.at, b.at) })
 			}
 		}
 		if pass[record.Ingress] < 1 {
@@ -459,7 +495,23 @@ func (g *generator) drain(t int64) {
 	}
 }
 
-// sample reads every ENA device at t.
+// capture takes every device's counter values as its reads will show them
+// CounterLag later.
+func (g *generator) capture() {
+	for _, dev := range g.devs {
+		v := map[string]uint64{counters.TotalResets: dev.resets}
+		for _, c := range counters.AllowanceExceeded {
+			v[c] = dev.start[c] + uint64(dev.drops[c])
+		}
+		if dev.spec.ConntrackCapacity > 0 {
+			v[counters.ConntrackAllowanceAvailable] = uint64(max(dev.spec.ConntrackCapacity-dev.tracked, 0))
+		}
+		dev.seen = append(dev.seen, v)
+	}
+}
+
+// sample reads every ENA device at t: the values captured CounterLag
+// before.
 func (g *generator) sample(t int64) {
 	names := make([]string, 0, len(g.devs))
 	for n := range g.devs {
@@ -476,23 +528,20 @@ func (g *generator) sample(t int64) {
 			failed, zero = true, dev.spec.FailedReads[dev.nextFail].ZeroRead
 			dev.nextFail++
 		}
+		seen := dev.seen[0]
+		dev.seen = dev.seen[1:]
 		switch {
 		case failed && !zero:
 			s.Err = "ETHTOOL_GSTATS: admin queue command timed out"
+		case zero:
+			s.Values = map[string]uint64{counters.TotalResets: seen[counters.TotalResets]}
+			for name := range seen {
+				if name != counters.TotalResets {
+					s.Values[name] = 0
+				}
+			}
 		default:
-			s.Values = map[string]uint64{counters.TotalResets: dev.resets}
-			for _, c := range counters.AllowanceExceeded {
-				s.Values[c] = dev.start[c] + uint64(dev.drops[c])
-				if zero {
-					s.Values[c] = 0
-				}
-			}
-			if dev.spec.ConntrackCapacity > 0 {
-				s.Values[counters.ConntrackAllowanceAvailable] = uint64(max(dev.spec.ConntrackCapacity-dev.tracked, 0))
-				if zero {
-					s.Values[counters.ConntrackAllowanceAvailable] = 0
-				}
-			}
+			s.Values = seen
 		}
 		g.samples = append(g.samples, s)
 	}

@@ -26,6 +26,9 @@ type Scenario struct {
 	Flows                                          []Flow
 	SYNFloods                                      []SYNFlood
 	Seed                                           uint64 // for the rate jitter
+	// CounterLag is how long after a drop the emulated device's counters
+	// show it: every read returns the values of CounterLag before.
+	CounterLag time.Duration
 }
 
 // Interface is one traced interface and, for an ENA one, the allowances its
@@ -93,6 +96,9 @@ type SYNFlood struct {
 	Dst       netip.AddrPort
 	PerSecond float64
 	From, To  time.Duration
+	// RetryAfter are the delays after a connection's first SYN at which
+	// the client sends it again while unanswered (Linux: 1 s, 3 s, 7 s).
+	RetryAfter []time.Duration
 }
 
 // Defaults are the geometry of a scenario that leaves it unset: 100 µs

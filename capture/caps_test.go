@@ -1,0 +1,42 @@
+//go:build linux
+
+package capture
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestMissingCapabilities(t *testing.T) {
+	bit := func(cs ...int) uint64 {
+		var v uint64
+		for _, c := range cs {
+			v |= 1 << uint(c)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		eff  uint64
+		want []string
+	}{
+		{bit(unix.CAP_BPF, unix.CAP_NET_ADMIN, unix.CAP_PERFMON), nil},
+		{bit(unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN), nil},
+		{bit(unix.CAP_BPF, unix.CAP_NET_ADMIN), []string{"CAP_PERFMON"}},
+		{bit(unix.CAP_BPF, unix.CAP_PERFMON), []string{"CAP_NET_ADMIN"}},
+		{0, []string{"CAP_BPF", "CAP_NET_ADMIN", "CAP_PERFMON"}},
+	} {
+		if got := missingCapabilities(tc.eff); !slices.Equal(got, tc.want) {
+			t.Errorf("effective %#x: missing %v, want %v", tc.eff, got, tc.want)
+		}
+	}
+	if os.Geteuid() == 0 {
+		var mc *MissingCapabilitiesError
+		if err := CheckCapabilities(); errors.As(err, &mc) {
+			t.Errorf("root here: %v", err)
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package report
+
+import (
+	_ "embed"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"github.com/enaprobe/enaprobe/analyzer"
+)
+
+//go:embed testdata/layoutcheck.js
+var layoutCheck string
+
+// TestHTMLLayoutInChromium lays the reports out in headless Chromium and
+// measures them: no chart text over another (the baseline and burst labels
+// when the two are equal, finding markers side by side), no text outside
+// its chart, no table wider than its box, no sideways scrolling.
+func TestHTMLLayoutInChromium(t *testing.T) {
+	bin := needChromium(t)
+	dir := t.TempDir()
+	inputs := map[string]Input{}
+	// The recordings whose pages had each problem: crowded counter jumps,
+	// resets, close findings, wide flow tables.
+	for _, name := range []string{"microburst_out", "counter_reset", "conntrack_exceeded", "linklocal_exceeded"} {
+		inputs[name] = loadInput(t, name)
+	}
+	// The lab's case: baseline equal to burst, drawn on the data's scale.
+	in := loadInput(t, "microburst_out")
+	opt := analyzer.DefaultOptions()
+	peak := 0.0
+	for _, r := range in.Result.Profile.Rates {
+		for _, p := range r.Peaks {
+			peak = max(peak, p.Bps)
+		}
+	}
+	opt.BaselineBps, opt.BurstBps = peak/3, peak/3
+	inputs["baseline_is_burst"] = Input{Result: analyzer.Analyze(in.Recording, opt), Recording: in.Recording, Env: in.Env}
+	for name, in := range inputs {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			page := strings.Replace(string(renderHTML(t, in)), "</body>", "<script>"+layoutCheck+"</script></body>", 1)
+			path := filepath.Join(dir, name+".html")
+			if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, width := range []string{"1280", "800"} {
+				url := "file://" + path
+				if width == "1280" {
+					url += "#tables"
+				}
+				dom := chromium(t, bin, url, "--window-size="+width+",2000", "--dump-dom")
+				body := findAll(parseHTML(t, dom), func(n *html.Node) bool { return n.Data == "body" })
+				raw := attr(body[0], "data-layout")
+				var problems []string
+				if err := json.Unmarshal([]byte(raw), &problems); err != nil {
+					t.Fatalf("width %s: the layout check did not run: %q", width, raw)
+				}
+				for _, p := range problems {
+					t.Errorf("width %s: %s", width, p)
+				}
+			}
+		})
+	}
+}
+
+// TestTimeTicksSign: a tick at zero reached from below reads "+0 s", and a
+// negative one "-0.5 s", never "+-".
+func TestTimeTicksSign(t *testing.T) {
+	for _, span := range [][2]float64{{-1e-12, 1}, {-0.0000001, 0.8}, {-1, 3}} {
+		for _, tk := range timeTicks(span[0], span[1]) {
+			if strings.Contains(tk.label, "+-") || tk.label == "-0 s" || strings.HasPrefix(tk.label, "-0.0 ") {
+				t.Errorf("span %v: tick %q", span, tk.label)
+			}
+		}
+	}
+	if got := timeTicks(-1, 3)[0].label; got != "-1 s" && got != "-1.0 s" {
+		t.Errorf("first tick of -1..3 s: %q", got)
+	}
+}

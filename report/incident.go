@@ -1,0 +1,65 @@
+package report
+
+import (
+	"fmt"
+	"html"
+	"html/template"
+	"math"
+	"strings"
+
+	"github.com/enaprobe/enaprobe/analyzer"
+)
+
+// incidentText is the one line that says how an incident's counter moved:
+// "linklocal_allowance_exceeded +374 in 41 jumps over 3.4 s (95/s)", its
+// peak sub-window and the counter lag its culprits were looked for with.
+func incidentText(inc *analyzer.Incident) string {
+	jumps := "1 jump"
+	if inc.Jumps != 1 {
+		jumps = fmtCount(inc.Jumps) + " jumps"
+	}
+	peak := fmtEvidence(analyzer.Evidence{Value: inc.Peak.Rate, Unit: inc.Peak.Unit})
+	return fmt.Sprintf("%s +%s in %s over %s (%s/s); peak %s over %s from %s; counter lag %s (%s)",
+		inc.Counter, fmtCount(inc.Delta), jumps, fmtSeconds(inc.DurationS), fmtCount(uint64(math.Round(inc.DropRate))),
+		peak, fmtSeconds(inc.Peak.WindowS), fmtOffset(inc.Peak.OffsetS), fmtSeconds(inc.CounterLagS),
+		strings.ReplaceAll(inc.CounterLagSource, "_", " "))
+}
+
+// gaugeText is a gauge's course as "150 at +2.000 s, 0 at +2.501 s".
+func gaugeText(points []analyzer.GaugePoint) string {
+	parts := make([]string, 0, len(points))
+	for _, p := range points {
+		parts = append(parts, fmt.Sprintf("%s at %s", fmtCount(p.Value), fmtOffset(p.OffsetS)))
+	}
+	return "conntrack_allowance_available " + strings.Join(parts, ", ")
+}
+
+// jumpStrip draws an incident's counter jumps on the time axis [x0, x1]
+// of the finding's zoom chart: one bar per read that saw the counter rise,
+// its height the rise (against the largest), so a steady overshoot shows
+// as a comb and two bursts as two bars.
+func jumpStrip(f analyzer.Finding, x0, x1 float64) template.HTML {
+	inc := f.Incident
+	if inc == nil || len(inc.Timeline) == 0 || x1 <= x0 {
+		return ""
+	}
+	const height, top = 46, 6
+	xAt := func(s float64) float64 { return clampX(marginLeft + (s-x0)/(x1-x0)*plotWidth) }
+	var most uint64
+	for _, j := range inc.Timeline {
+		most = max(most, j.Delta)
+	}
+	label := fmt.Sprintf("%s: %d jumps", inc.Counter, inc.Jumps)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="strip" viewBox="0 0 %d %d" role="img" aria-label="%s">`, chartWidth, height, html.EscapeString(label))
+	fmt.Fprintf(&b, `<rect class="plot" x="%d" y="%d" width="%d" height="%d"/>`, marginLeft, top, plotWidth, height-top-2)
+	fmt.Fprintf(&b, `<text x="%d" y="%d">jumps</text>`, marginLeft-6, height/2+4)
+	for _, j := range inc.Timeline {
+		h := math.Max(float64(height-top-4)*float64(j.Delta)/float64(max(most, 1)), 2)
+		x := xAt(j.OffsetS)
+		fmt.Fprintf(&b, `<g class="jump"><title>%s: +%s at %s</title><rect x="%.1f" y="%.1f" width="2" height="%.1f"/></g>`,
+			html.EscapeString(inc.Counter), fmtCount(j.Delta), fmtOffset(j.OffsetS), x-1, float64(height-2)-h, h)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
