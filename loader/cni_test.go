@@ -167,6 +167,9 @@ func (tr *trace) stopBeside(t *testing.T, standin string, anotherEnaprobe bool) 
 	if standin != "" && !strings.Contains(listing, standin) {
 		t.Errorf("the stand-in %s is gone after enaprobe closed:\n%s", standin, listing)
 	}
+	if err := tr.stopDraining(); err != nil {
+		t.Fatalf("drain while tracing: %v", err)
+	}
 	if err := tr.col.Finish(monoclock.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -641,6 +644,10 @@ func TestPassAheadHidesAll(t *testing.T) {
 			const n = 100
 			sendUDP(t, pair.NSA, dst, n, 20)
 			counted := func() uint64 {
+				// This test drains itself: the trace's own drains stop.
+				if err := tr.stopDraining(); err != nil {
+					t.Fatal(err)
+				}
 				if err := tr.col.Drain(monoclock.Now(), false); err != nil {
 					t.Fatal(err)
 				}

@@ -178,11 +178,22 @@ func newUDPSink(t *testing.T, ns string, addr netip.AddrPort) *udpSink {
 	return s
 }
 
-// received returns what the sink got, once it has want datagrams or has
-// waited 5 s for them (a slow guest under qemu delivers late), and closes it.
-func (s *udpSink) received(want int) int {
+// received returns what the sink got and closes it: once it has want
+// datagrams (or, with no want, once nothing arrived for 50 ms), or after
+// 5 s. Polled: a slow guest under qemu delivers late.
+func (s *udpSink) received(want ...int) int {
 	deadline := time.Now().Add(5 * time.Second)
-	for s.count.Load() < int64(want) && time.Now().Before(deadline) {
+	last, quietSince := s.count.Load(), time.Now()
+	for time.Now().Before(deadline) {
+		n := s.count.Load()
+		if len(want) > 0 && n >= int64(want[0]) {
+			break
+		}
+		if n != last {
+			last, quietSince = n, time.Now()
+		} else if len(want) == 0 && time.Since(quietSince) >= 50*time.Millisecond {
+			break
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	s.conn.Close()
