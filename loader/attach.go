@@ -331,9 +331,9 @@ func (h *hook) close() error {
 	return errors.Join(errs...)
 }
 
-// trampolineName is every trampoline's program name; other enaprobe runs
+// TrampolineName is every trampoline's program name; other enaprobe runs
 // recognise each other's programs by it (and by "enaprobe" in general).
-const trampolineName = "enaprobe_first"
+const TrampolineName = "enaprobe_first"
 
 // trampoline is the program of generation gen (see hook).
 func (h *hook) trampoline(gen uint32) asm.Instructions {
@@ -381,7 +381,7 @@ func (h *hook) trampoline(gen uint32) asm.Instructions {
 func (h *hook) anchor() error {
 	gen := h.gen + 1
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name: trampolineName, Type: ebpf.SchedCLS, License: "Dual MIT/GPL", Instructions: h.trampoline(gen),
+		Name: TrampolineName, Type: ebpf.SchedCLS, License: "Dual MIT/GPL", Instructions: h.trampoline(gen),
 	})
 	if err != nil {
 		return fmt.Errorf("load %s trampoline for %s: %w", h.dir, h.a.Interface, err)

@@ -22,7 +22,7 @@ func BenchmarkTrampoline(b *testing.B) {
 	if err := h.gate.Put(uint32(0), uint32(1)); err != nil {
 		b.Fatal(err)
 	}
-	tramp, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: trampolineName, Type: ebpf.SchedCLS, License: "Dual MIT/GPL", Instructions: h.trampoline(1)})
+	tramp, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: TrampolineName, Type: ebpf.SchedCLS, License: "Dual MIT/GPL", Instructions: h.trampoline(1)})
 	if err != nil {
 		b.Fatal(err)
 	}
