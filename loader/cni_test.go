@@ -3,6 +3,7 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/enaprobe/enaprobe/internal/monoclock"
+	"github.com/enaprobe/enaprobe/internal/privtest"
 	"github.com/enaprobe/enaprobe/internal/vethpair"
 	"github.com/enaprobe/enaprobe/record"
 )
@@ -113,6 +115,9 @@ func attachCNI(t *testing.T, ns, ifname string, dir record.Direction, mode Attac
 		t.Cleanup(detach)
 		return nil
 	})
+	if errors.Is(err, ebpf.ErrNotSupported) && mode == AttachTCX {
+		privtest.KernelLacks(t, "tcx", 6, 6)
+	}
 	if err != nil {
 		t.Fatalf("attach stand-in on %s %s (%s): %v", ifname, dir, mode, err)
 	}
@@ -136,6 +141,9 @@ func hookListing(t *testing.T, ns, ifname string) string {
 	err := vethpair.Do(ns, func() error {
 		for _, typ := range []ebpf.AttachType{ebpf.AttachTCXIngress, ebpf.AttachTCXEgress} {
 			res, err := link.QueryPrograms(link.QueryOptions{Target: idx, Attach: typ})
+			if errors.Is(err, unix.EINVAL) || errors.Is(err, ebpf.ErrNotSupported) {
+				return nil // a kernel without tcx (before 6.6) has no tcx program to list
+			}
 			if err != nil {
 				return err
 			}

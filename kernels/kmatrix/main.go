@@ -28,14 +28,16 @@ var Matrix = []string{"5.10", "6.1", "6.12", "6.1-arm64", "host"}
 // Left out: tests that time traffic (TestVethBurstTiming) or fill tables
 // for statistics (TestFlowTableLoad, TestFlowTableConcurrentInserts), which
 // TCG makes slow without telling anything about the kernel.
-const DefaultTests = `^(TestVerifierStats|TestDatapath.*|FuzzDatapath|TestMinimalProgram|TestBucketModeResolves|TestFlushTimer|TestNoTimerFlushesAtOnce|TestFlowTable(Full|Eviction|LateEviction)|TestVeth(UDPExact|SYNsExact|LinkLocalExact|SizeClasses)|TestStaleFilterRemoved)$`
+const DefaultTests = `^(TestVerifierStats|TestDatapath.*|FuzzDatapath|TestMinimalProgram|TestBucketModeResolves|TestFlushTimer|TestNoTimerFlushesAtOnce|TestFlowTable(Full|Eviction|LateEviction)|TestVeth(UDPExact|SYNsExact|LinkLocalExact|SizeClasses)|TestStaleFilterRemoved|TestBesideCNIVerdicts|TestTwoEnaprobe|TestForeignFilterAtOurPlace|TestReanchorUnderTraffic)$`
 
 // ShortTests are CI's form of the matrix: the verifier's counts, the parser
 // against the reference, the bucket modes, and exact counts through tc and
-// tcx on a veth pair with detach; what the long form adds (more program test
+// tcx on a veth pair with detach, and enaprobe beside a CNI's program (every
+// verdict, before and after it, and two enaprobe at once: on kernels before
+// 6.6 that is legacy tc, where CNIs attach); what the long form adds (more program test
 // runs, the flow table, the fuzz corpus) exercises the same verified
 // programs and is covered on the host by the regular tests.
-const ShortTests = `^(TestVerifierStats|TestDatapathParsePaths|TestBucketModeResolves|TestFlushTimer|TestNoTimerFlushesAtOnce|TestVethUDPExact|TestVethSYNsExact|TestStaleFilterRemoved)$`
+const ShortTests = `^(TestVerifierStats|TestDatapathParsePaths|TestBucketModeResolves|TestFlushTimer|TestNoTimerFlushesAtOnce|TestVethUDPExact|TestVethSYNsExact|TestStaleFilterRemoved|TestBesideCNIVerdicts|TestTwoEnaprobe)$`
 
 type config struct {
 	repo      string // tree under test
