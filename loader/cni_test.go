@@ -175,13 +175,7 @@ func (tr *trace) stopBeside(t *testing.T, standin string, anotherEnaprobe bool) 
 	if standin != "" && !strings.Contains(listing, standin) {
 		t.Errorf("the stand-in %s is gone after enaprobe closed:\n%s", standin, listing)
 	}
-	if err := tr.stopDraining(); err != nil {
-		t.Fatalf("drain while tracing: %v", err)
-	}
-	if err := tr.col.Finish(monoclock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	return tr.col.Result()
+	return tr.finish(t)
 }
 
 // check runs the trace loop's placement check inside A's namespace.

@@ -134,6 +134,13 @@ func (tr *trace) stop(t *testing.T) Result {
 	if left, err := tr.pair.Leftovers(); err != nil || left != "" {
 		t.Fatalf("after detach: %v\n%s", err, left)
 	}
+	return tr.finish(t)
+}
+
+// finish stops the trace's own drains and makes the final drain: what
+// the trace counted.
+func (tr *trace) finish(t *testing.T) Result {
+	t.Helper()
 	if err := tr.stopDraining(); err != nil {
 		t.Fatalf("drain while tracing: %v", err)
 	}
