@@ -335,11 +335,33 @@ type AnalysisInputs struct {
 	CounterLagNs int64 `json:",omitempty"`
 }
 
+// Owner is who sent or received a flow's packets on this host, as far as
+// the trace could tell. Every field is optional; How says how it was found.
+type Owner struct {
+	PID       uint32 `json:"pid,omitempty"`
+	Comm      string `json:"comm,omitempty"`
+	Cgroup    string `json:"cgroup,omitempty"`    // cgroup v2 path, from the cgroup root
+	Unit      string `json:"unit,omitempty"`      // systemd unit
+	Container string `json:"container,omitempty"` // container id (Docker, containerd, CRI-O)
+	Pod       string `json:"pod,omitempty"`       // Kubernetes namespace/name
+	How       string `json:"how,omitempty"`       // "socket", "veth" or "address"
+}
+
+// FlowOwner ties a flow on an interface to its owner.
+type FlowOwner struct {
+	Interface string
+	Key       FlowKey
+	Owner     Owner
+}
+
 // Recording is everything one trace saw.
 type Recording struct {
 	Meta     Meta
 	Series   []Series
 	Flows    []FlowSnapshot
+	// Owners are the flows whose owner was found (at most one entry per
+	// interface and key).
+	Owners []FlowOwner `json:",omitempty"`
 	Windows  []WindowEvent
 	Sizes    []SizeSlice
 	Totals   []Totals
