@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/enaprobe/enaprobe/record"
-	"github.com/enaprobe/enaprobe/wire"
+	"github.com/enaprobe/enaprobe/countrules"
 )
 
 // ownerIndex finds the owner of a flow of the recording. An owner found for
@@ -186,7 +186,7 @@ func (a *analysis) attachOwners(findings []Finding) {
 				in = in || hasDirection(fi.last, d)
 			}
 			if f.Kind == KindLinkLocalExceeded || f.Kind == KindLinkLocalHot {
-				in = in && wire.ServiceOf(fi.key.Dst.Addr(), a.rec.Meta.VPCResolver) != record.ServiceNone
+				in = in && countrules.ServiceOf(fi.key.Dst.Addr(), a.rec.Meta.VPCResolver) != record.ServiceNone
 			}
 			return in
 		}
