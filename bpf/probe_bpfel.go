@@ -139,6 +139,11 @@ type ProbeFlowStats struct {
 	Dirs        uint8
 	Service     uint8
 	WinDir      uint8
+	SockCookie  uint64
+	SockCgroup  uint64
+	InIfindex   uint32
+	Origin      uint8
+	OriginPad   [3]uint8
 }
 
 type ProbeLlService uint32
@@ -159,6 +164,15 @@ const (
 	ProbeLossKindLOSS_BUCKET_OVERWRITTEN ProbeLossKind = 2
 	ProbeLossKindLOSS_SLICE_OVERWRITTEN  ProbeLossKind = 3
 	ProbeLossKindNUM_LOSS                ProbeLossKind = 4
+)
+
+type ProbeOrigin uint32
+
+const (
+	ProbeOriginORIGIN_UNKNOWN   ProbeOrigin = 0
+	ProbeOriginORIGIN_SOCKET    ProbeOrigin = 1
+	ProbeOriginORIGIN_FORWARDED ProbeOrigin = 2
+	ProbeOriginORIGIN_NONE      ProbeOrigin = 3
 )
 
 type ProbeProtoClass uint32
@@ -219,6 +233,7 @@ const (
 	ProbeVarFlowRegions6       = "flow_regions6"
 	ProbeVarFlowSeed           = "flow_seed"
 	ProbeVarHeavyBytes         = "heavy_bytes"
+	ProbeVarNoteOrigins        = "note_origins"
 	ProbeVarSliceDrained       = "slice_drained"
 	ProbeVarSliceMask          = "slice_mask"
 	ProbeVarSliceNs            = "slice_ns"
@@ -227,6 +242,7 @@ const (
 	ProbeVarUnusedFlowKey4     = "unused_flow_key4"
 	ProbeVarUnusedLlService    = "unused_ll_service"
 	ProbeVarUnusedLossKind     = "unused_loss_kind"
+	ProbeVarUnusedOrigin       = "unused_origin"
 	ProbeVarUnusedProtoClass   = "unused_proto_class"
 	ProbeVarUnusedWindowEvent  = "unused_window_event"
 	ProbeVarVpcResolver        = "vpc_resolver"
@@ -314,6 +330,7 @@ type ProbeVariableSpecs struct {
 	FlowRegions6       *ebpf.VariableSpec `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
 	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
+	NoteOrigins        *ebpf.VariableSpec `ebpf:"note_origins"`
 	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
 	SliceMask          *ebpf.VariableSpec `ebpf:"slice_mask"`
 	SliceNs            *ebpf.VariableSpec `ebpf:"slice_ns"`
@@ -322,6 +339,7 @@ type ProbeVariableSpecs struct {
 	UnusedFlowKey4     *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
 	UnusedLlService    *ebpf.VariableSpec `ebpf:"unused_ll_service"`
 	UnusedLossKind     *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
+	UnusedOrigin       *ebpf.VariableSpec `ebpf:"unused_origin"`
 	UnusedProtoClass   *ebpf.VariableSpec `ebpf:"unused_proto_class"`
 	UnusedWindowEvent  *ebpf.VariableSpec `ebpf:"unused_window_event"`
 	VpcResolver        *ebpf.VariableSpec `ebpf:"vpc_resolver"`
@@ -392,6 +410,7 @@ type ProbeVariables struct {
 	FlowRegions6       *ebpf.Variable `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
 	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
+	NoteOrigins        *ebpf.Variable `ebpf:"note_origins"`
 	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`
 	SliceMask          *ebpf.Variable `ebpf:"slice_mask"`
 	SliceNs            *ebpf.Variable `ebpf:"slice_ns"`
@@ -400,6 +419,7 @@ type ProbeVariables struct {
 	UnusedFlowKey4     *ebpf.Variable `ebpf:"unused_flow_key4"`
 	UnusedLlService    *ebpf.Variable `ebpf:"unused_ll_service"`
 	UnusedLossKind     *ebpf.Variable `ebpf:"unused_loss_kind"`
+	UnusedOrigin       *ebpf.Variable `ebpf:"unused_origin"`
 	UnusedProtoClass   *ebpf.Variable `ebpf:"unused_proto_class"`
 	UnusedWindowEvent  *ebpf.Variable `ebpf:"unused_window_event"`
 	VpcResolver        *ebpf.Variable `ebpf:"vpc_resolver"`

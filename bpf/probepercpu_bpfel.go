@@ -46,6 +46,7 @@ const (
 	ProbePerCPUVarFlowSeed               = "flow_seed"
 	ProbePerCPUVarFlushDelayNs           = "flush_delay_ns"
 	ProbePerCPUVarHeavyBytes             = "heavy_bytes"
+	ProbePerCPUVarNoteOrigins            = "note_origins"
 	ProbePerCPUVarSliceDrained           = "slice_drained"
 	ProbePerCPUVarSliceMask              = "slice_mask"
 	ProbePerCPUVarSliceNs                = "slice_ns"
@@ -54,6 +55,7 @@ const (
 	ProbePerCPUVarUnusedFlowKey4         = "unused_flow_key4"
 	ProbePerCPUVarUnusedLlService        = "unused_ll_service"
 	ProbePerCPUVarUnusedLossKind         = "unused_loss_kind"
+	ProbePerCPUVarUnusedOrigin           = "unused_origin"
 	ProbePerCPUVarUnusedProtoClass       = "unused_proto_class"
 	ProbePerCPUVarUnusedWindowEvent      = "unused_window_event"
 	ProbePerCPUVarVpcResolver            = "vpc_resolver"
@@ -144,6 +146,7 @@ type ProbePerCPUVariableSpecs struct {
 	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
 	FlushDelayNs       *ebpf.VariableSpec `ebpf:"flush_delay_ns"`
 	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
+	NoteOrigins        *ebpf.VariableSpec `ebpf:"note_origins"`
 	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
 	SliceMask          *ebpf.VariableSpec `ebpf:"slice_mask"`
 	SliceNs            *ebpf.VariableSpec `ebpf:"slice_ns"`
@@ -152,6 +155,7 @@ type ProbePerCPUVariableSpecs struct {
 	UnusedFlowKey4     *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
 	UnusedLlService    *ebpf.VariableSpec `ebpf:"unused_ll_service"`
 	UnusedLossKind     *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
+	UnusedOrigin       *ebpf.VariableSpec `ebpf:"unused_origin"`
 	UnusedProtoClass   *ebpf.VariableSpec `ebpf:"unused_proto_class"`
 	UnusedWindowEvent  *ebpf.VariableSpec `ebpf:"unused_window_event"`
 	VpcResolver        *ebpf.VariableSpec `ebpf:"vpc_resolver"`
@@ -225,6 +229,7 @@ type ProbePerCPUVariables struct {
 	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
 	FlushDelayNs       *ebpf.Variable `ebpf:"flush_delay_ns"`
 	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
+	NoteOrigins        *ebpf.Variable `ebpf:"note_origins"`
 	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`
 	SliceMask          *ebpf.Variable `ebpf:"slice_mask"`
 	SliceNs            *ebpf.Variable `ebpf:"slice_ns"`
@@ -233,6 +238,7 @@ type ProbePerCPUVariables struct {
 	UnusedFlowKey4     *ebpf.Variable `ebpf:"unused_flow_key4"`
 	UnusedLlService    *ebpf.Variable `ebpf:"unused_ll_service"`
 	UnusedLossKind     *ebpf.Variable `ebpf:"unused_loss_kind"`
+	UnusedOrigin       *ebpf.Variable `ebpf:"unused_origin"`
 	UnusedProtoClass   *ebpf.Variable `ebpf:"unused_proto_class"`
 	UnusedWindowEvent  *ebpf.Variable `ebpf:"unused_window_event"`
 	VpcResolver        *ebpf.Variable `ebpf:"vpc_resolver"`
