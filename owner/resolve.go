@@ -54,10 +54,13 @@ func (r *Resolver) Resolve(origins []loader.FlowOrigin) ([]record.FlowOwner, []s
 		var ok bool
 		switch fo.Kind {
 		case bpf.ProbeOriginORIGIN_SOCKET:
-			o, ok = r.bySocket(fo, &walked)
-			if !ok {
+			var kernel bool
+			o, ok, kernel = r.bySocket(fo, &walked)
+			switch {
+			case kernel:
+			case !ok:
 				lost++
-			} else if o.PID == 0 {
+			case o.PID == 0:
 				unseen++
 			}
 		case bpf.ProbeOriginORIGIN_FORWARDED:
@@ -92,26 +95,30 @@ func (r *Resolver) Resolve(origins []loader.FlowOrigin) ([]record.FlowOwner, []s
 }
 
 // bySocket names a local socket's flow: the process the cgroup programs
-// recorded, else the socket's own cgroup.
-func (r *Resolver) bySocket(fo loader.FlowOrigin, walked *bool) (record.Owner, bool) {
-	var o record.Owner
+// recorded, else the socket's own cgroup. kernel says the socket is none
+// the programs saw and is in the root cgroup: the kernel's own (ICMP
+// errors, resets, neighbour discovery send from per-namespace control
+// sockets), or a process in the root cgroup, which names nothing.
+func (r *Resolver) bySocket(fo loader.FlowOrigin, walked *bool) (o record.Owner, ok, kernel bool) {
 	cgroup := fo.Cgroup
+	seen := false
 	if r.Tracker != nil {
 		if s, ok := r.Tracker.Socket(fo.Cookie); ok {
 			o.PID, o.Comm = s.PID, s.Comm
-			cgroup = s.CgroupID
+			cgroup, seen = s.CgroupID, true
 		}
 	}
-	if path, ok := r.cgroupPath(cgroup, walked); ok && path != "/" {
+	path, known := r.cgroupPath(cgroup, walked)
+	if known && path != "/" {
 		pid, comm := o.PID, o.Comm
 		o = r.describe(path)
 		o.PID, o.Comm = pid, comm
 	}
 	if o == (record.Owner{}) {
-		return o, false
+		return o, false, !seen && known && path == "/"
 	}
 	o.How = HowSocket
-	return o, true
+	return o, true, false
 }
 
 func (r *Resolver) cgroupPath(id uint64, walked *bool) (string, bool) {
