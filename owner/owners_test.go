@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,6 +178,8 @@ type child struct {
 	role, cgroup string // cgroup: path from the v2 root
 	pid          int
 	out          *bufio.Reader
+	in           io.WriteCloser // a container's: closing it ends the process
+	cmd          *exec.Cmd
 }
 
 func byRole(cs []*child, role string) *child {
@@ -234,9 +237,11 @@ func start(ctx context.Context, mount, cgroup, netns, role string) (*exec.Cmd, *
 	cmd.Env = append(os.Environ(), childRole+"="+role)
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
 	cmd.Stderr = os.Stderr
+	var in io.WriteCloser
 	if _, ok := containers[role]; ok {
 		// It runs until its stdin closes.
-		if _, err := cmd.StdinPipe(); err != nil {
+		var err error
+		if in, err = cmd.StdinPipe(); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -257,7 +262,7 @@ func start(ctx context.Context, mount, cgroup, netns, role string) (*exec.Cmd, *
 	if err != nil {
 		return nil, nil, err
 	}
-	return cmd, &child{role: role, cgroup: cgroup, pid: pid, out: r}, nil
+	return cmd, &child{role: role, cgroup: cgroup, pid: pid, out: r, in: in, cmd: cmd}, nil
 }
 
 // container makes a network namespace behind the lab's instance, as a
@@ -367,6 +372,15 @@ func TestOwnersNameCulprits(t *testing.T) {
 			if len(errs) > 0 {
 				return catalog.Truth{}, fmt.Errorf("children: %s", strings.Join(errs, "; "))
 			}
+			// The routed container exits before the trace ends (the
+			// bridged one lives on): the trace noted who was in its
+			// namespace while it ran.
+			fwd := byRole(children, "fwd")
+			fwd.in.Close()
+			living = slices.DeleteFunc(living, func(c *exec.Cmd) bool { return c == fwd.cmd })
+			if err := fwd.cmd.Wait(); err != nil {
+				return catalog.Truth{}, fmt.Errorf("fwd: %w", err)
+			}
 			return catalog.Truth{}, nil
 		},
 	}
@@ -427,9 +441,9 @@ func TestOwnersNameCulprits(t *testing.T) {
 
 	// The forwarded flows: masqueraded to the instance's address, owned by
 	// the container's process, found by the veth the routed one came in
-	// on, and by the address before NAT of the one that came in on a
-	// bridge (its ingress interface is the bridge, which names no
-	// namespace).
+	// on (its process gone by the end of the trace), and by the address
+	// before NAT of the one that came in on a bridge (its ingress
+	// interface is the bridge, which names no namespace).
 	for role, how := range map[string]string{"fwd": owner.HowVeth, "brd": owner.HowAddress} {
 		c := byRole(children, role)
 		found := false
