@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,13 +145,16 @@ func runChild(role string) error {
 		_ = c.(*net.TCPConn).CloseWrite()
 		_, _ = c.Read(make([]byte, 64))
 	case "fwd", "brd":
-		c, err := net.Dial("udp", netip.AddrPortFrom(lab.PeerAddr, containers[role].port).String())
+		// Unconnected: the port-unreachable errors of a port with no
+		// sink do not fail the sends.
+		c, err := net.ListenUDP("udp", nil)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
+		dst := netip.AddrPortFrom(lab.PeerAddr, containers[role].port)
 		for range fwdPackets {
-			if _, err := c.Write(make([]byte, 100)); err != nil {
+			if _, err := c.WriteToUDPAddrPort(make([]byte, 100), dst); err != nil {
 				return err
 			}
 			time.Sleep(2 * time.Millisecond) // pacing
@@ -323,11 +325,14 @@ func TestOwnersNameCulprits(t *testing.T) {
 
 	var children []*child
 	ctrNetns := make(map[string]string)
-	var living []*exec.Cmd // the containers' processes
+	// Before the cgroups are removed (cleanups run last first): every
+	// child still running, after a failure, is ended.
 	t.Cleanup(func() {
-		for _, cmd := range living {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
+		for _, c := range children {
+			if c.cmd.ProcessState == nil {
+				_ = c.cmd.Process.Kill()
+				_ = c.cmd.Wait()
+			}
 		}
 	})
 	s := catalog.Scenario{
@@ -351,9 +356,7 @@ func TestOwnersNameCulprits(t *testing.T) {
 				children = append(children, c)
 				if ok {
 					// A container lives on after its traffic, as
-					// containers do: its owner is resolved when the
-					// trace ends, from the processes in its namespace.
-					living = append(living, cmd)
+					// containers do, until its stdin is closed.
 					continue
 				}
 				cmds = append(cmds, cmd)
@@ -377,7 +380,6 @@ func TestOwnersNameCulprits(t *testing.T) {
 			// namespace while it ran.
 			fwd := byRole(children, "fwd")
 			fwd.in.Close()
-			living = slices.DeleteFunc(living, func(c *exec.Cmd) bool { return c == fwd.cmd })
 			if err := fwd.cmd.Wait(); err != nil {
 				return catalog.Truth{}, fmt.Errorf("fwd: %w", err)
 			}
