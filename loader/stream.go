@@ -65,4 +65,3 @@ func (c *Collector) Health(nowNs int64) Health {
 	}
 	return h
 }
-
