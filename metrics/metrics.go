@@ -36,13 +36,10 @@ const (
 	LossBucketOverwritten = "bucket_overwritten"
 	LossSliceOverwritten  = "slice_overwritten"
 	LossFlowsEvicted      = "flows_evicted"
-	// LossRecorderDropped counts recorder entries dropped to keep its
-	// memory bound (more than its ring holds within --history).
-	LossRecorderDropped = "recorder_dropped"
 )
 
 // LossReasons lists the reason label values.
-var LossReasons = []string{LossFlowMapFull, LossRingbufFull, LossBucketOverwritten, LossSliceOverwritten, LossFlowsEvicted, LossRecorderDropped}
+var LossReasons = []string{LossFlowMapFull, LossRingbufFull, LossBucketOverwritten, LossSliceOverwritten, LossFlowsEvicted}
 
 // FindingKinds lists the finding kinds of the kind label.
 var FindingKinds = []string{
@@ -50,6 +47,9 @@ var FindingKinds = []string{
 	analyzer.KindConntrackExceeded, analyzer.KindConntrackNearLimit, analyzer.KindLinkLocalExceeded,
 	analyzer.KindLinkLocalHot, analyzer.KindFlowAtCap, analyzer.KindBaselineExhausted, analyzer.KindJumboLeavingVPC,
 }
+
+// SkippedMinGap is the reason label of an incident within --min-gap.
+const SkippedMinGap = "min_gap"
 
 // PeakWindow is the window label of the peak rate.
 const PeakWindow = "1ms"
@@ -68,7 +68,8 @@ type Metrics struct {
 	BundlesWritten              prometheus.Counter
 	BundleErrors                prometheus.Counter
 	BundlesSkipped              *prometheus.CounterVec // reason
-	PeakBitsPerSecond           *prometheus.GaugeVec   // interface, direction, window
+	BundlesRemoved              prometheus.Counter
+	PeakBitsPerSecond           *prometheus.GaugeVec // interface, direction, window
 
 	Lost                 *prometheus.CounterVec   // interface, reason
 	FlowTableFill        *prometheus.GaugeVec     // interface: used/capacity
@@ -79,7 +80,8 @@ type Metrics struct {
 	RecorderRingBytes    prometheus.Gauge         // bytes held
 	RecorderRingCapacity prometheus.Gauge         // bytes at most
 	RecorderHistory      prometheus.Gauge         // seconds kept
-	Attached             *prometheus.GaugeVec     // interface
+	RecorderDropped      prometheus.Counter
+	Attached             *prometheus.GaugeVec // interface
 }
 
 // Names lists the family names New registers (besides the Go and process
@@ -106,6 +108,8 @@ var descs = map[string]desc{
 	"bundles":   {"bundles_written_total", "Bundles the flight recorder wrote."},
 	"bundleerr": {"bundle_errors_total", "Bundles the flight recorder failed to write."},
 	"skipped":   {"bundles_skipped_total", "Bundles not written, by reason (min_gap: within --min-gap of the last one)."},
+	"removed":   {"bundles_removed_total", "Old bundles removed to stay within --max-bundles and --max-bytes."},
+	"dropped":   {"recorder_dropped_total", "Recorder chunks dropped before they left --history, to stay within the recorder's memory bound."},
 	"peak":      {"peak_bits_per_second", "Highest 1 ms rate since the previous scrape: what a 1-minute average hides."},
 	"lost":      {"lost_total", "What the probe could not record, by reason (never silent)."},
 	"flowfill":  {"flow_table_fill_ratio", "Share of the flow table's slots in use at the last read."},
@@ -151,6 +155,7 @@ func New(interfaces []string) *Metrics {
 		BundlesWritten:              prometheus.NewCounter(prometheus.CounterOpts{Name: name("bundles"), Help: help("bundles")}),
 		BundleErrors:                prometheus.NewCounter(prometheus.CounterOpts{Name: name("bundleerr"), Help: help("bundleerr")}),
 		BundlesSkipped:              cv("skipped", "reason"),
+		BundlesRemoved:              prometheus.NewCounter(prometheus.CounterOpts{Name: name("removed"), Help: help("removed")}),
 		PeakBitsPerSecond:           gv("peak", "interface", "direction", "window"),
 		Lost:                        cv("lost", "interface", "reason"),
 		FlowTableFill:               gv("flowfill", "interface"),
@@ -162,18 +167,18 @@ func New(interfaces []string) *Metrics {
 		RecorderRingBytes:    g("ringbytes"),
 		RecorderRingCapacity: g("ringcap"),
 		RecorderHistory:      g("history"),
+		RecorderDropped:      prometheus.NewCounter(prometheus.CounterOpts{Name: name("dropped"), Help: help("dropped")}),
 		Attached:             gv("attached", "interface"),
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.AllowanceExceeded, m.ConntrackAllowanceAvailable, m.Packets, m.Bytes, m.SYNs,
-		m.LinklocalPackets, m.Findings, m.BundlesWritten, m.BundleErrors, m.BundlesSkipped, m.PeakBitsPerSecond,
+		m.LinklocalPackets, m.Findings, m.BundlesWritten, m.BundleErrors, m.BundlesSkipped, m.BundlesRemoved, m.PeakBitsPerSecond,
 		m.Lost, m.FlowTableFill, m.RingUse, m.CounterReadSeconds, m.CounterReadErrors,
-		m.CounterReadInterval, m.RecorderRingBytes, m.RecorderRingCapacity, m.RecorderHistory, m.Attached,
+		m.CounterReadInterval, m.RecorderRingBytes, m.RecorderRingCapacity, m.RecorderHistory, m.RecorderDropped, m.Attached,
 	)
-	m.BundlesSkipped.WithLabelValues("min_gap")
-	m.BundlesSkipped.WithLabelValues("budget")
+	m.BundlesSkipped.WithLabelValues(SkippedMinGap)
 	for _, iface := range interfaces {
 		m.addInterface(iface)
 	}
