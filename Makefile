@@ -8,7 +8,7 @@ BENCH_PKGS ?= ./loader ./analyzer ./ena ./lab/... ./e2e
 
 export BPF2GO_CFLAGS := -O2 -g -Wall -Werror
 
-.PHONY: help deps generate build test test-short kernels bench fuzz lint clean
+.PHONY: help deps generate build test test-short kernels bench soak fuzz lint clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
