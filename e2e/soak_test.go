@@ -215,4 +215,3 @@ func lossLine(m map[string]float64) string {
 	}
 	return strings.Join(parts, " ")
 }
-
