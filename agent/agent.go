@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -509,6 +510,10 @@ func (a *Agent) write(ifaces []string, fromNs, toNs int64, what []string) (strin
 	a.written++
 	a.mu.Unlock()
 	a.log.Info().Str("bundle", path).Strs("findings", kinds).Dur("span", time.Duration(toNs-fromNs)).Msg("bundle written")
+	// Analyzing and rendering a bundle takes tens of MiB for a moment;
+	// hand them back, so an agent's RSS stays what its ring needs.
+	rec, res, in = nil, nil, report.Input{}
+	debug.FreeOSMemory()
 	removed, _, err := flightrec.Prune(a.cfg.BundleDir, a.cfg.MaxBundles, a.cfg.MaxBytes)
 	for _, p := range removed {
 		a.log.Info().Str("bundle", p).Msg("removed the oldest bundle: over --max-bundles or --max-bytes")
