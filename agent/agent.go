@@ -512,7 +512,6 @@ func (a *Agent) write(ifaces []string, fromNs, toNs int64, what []string) (strin
 	a.log.Info().Str("bundle", path).Strs("findings", kinds).Dur("span", time.Duration(toNs-fromNs)).Msg("bundle written")
 	// Analyzing and rendering a bundle takes tens of MiB for a moment;
 	// hand them back, so an agent's RSS stays what its ring needs.
-	rec, res, in = nil, nil, report.Input{}
 	debug.FreeOSMemory()
 	removed, _, err := flightrec.Prune(a.cfg.BundleDir, a.cfg.MaxBundles, a.cfg.MaxBytes)
 	for _, p := range removed {
