@@ -108,11 +108,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	a := &Agent{
-		cfg:       cfg,
-		m:         metrics.New(cfg.Capture.Interfaces),
-		ring:      flightrec.NewRing(cfg.History, cfg.RecorderBytes),
+		cfg: cfg,
+		m:   metrics.New(cfg.Capture.Interfaces),
+		// The ring holds an incident's history before its first jump and
+		// its longest recording after it.
+		ring:      flightrec.NewRing(cfg.History+maxSpan(cfg), cfg.RecorderBytes),
 		log:       cfg.Log,
-		trigger:   flightrec.Trigger{After: cfg.After, MinGap: cfg.MinGap},
+		trigger:   flightrec.Trigger{After: cfg.After, MinGap: cfg.MinGap, MaxSpan: maxSpan(cfg)},
 		ifaces:    map[string]*ifaceState{},
 		snapshots: make(chan chan snapshotReply),
 	}
@@ -138,7 +140,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Data:             a.onData,
 		Sample:           a.onSample,
 		Health:           a.onHealth,
-		ForgetFlowsAfter: cfg.History + cfg.After,
+		ForgetFlowsAfter: cfg.History + maxSpan(cfg),
 	}
 	attached := ccfg.Attached
 	ccfg.Attached = func() {
@@ -180,6 +182,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	return errors.Join(errs...)
 }
+
+// maxSpan is how long an incident is recorded past its first jump at
+// most: --history, or --after when longer.
+func maxSpan(cfg Config) time.Duration { return max(cfg.History, cfg.After) }
 
 func (a *Agent) metaKnown() bool {
 	a.mu.Lock()

@@ -42,6 +42,10 @@ func TestServeSoak(t *testing.T) {
 		"--max-bundles", strconv.Itoa(maxBundles), "--max-bytes", strconv.Itoa(maxBytes),
 		"--recorder-bytes", strconv.Itoa(16<<20))
 	pid := s.cmd.Process.Pid
+	labBefore, err := s.l.Counters().Read()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
 	defer cancel()
 	end := time.Now().Add(d)
@@ -65,7 +69,7 @@ func TestServeSoak(t *testing.T) {
 		defer func() { burstsSent <- n; errs <- err }()
 		for time.Now().Before(end) && err == nil {
 			var b lab.BurstResult
-			b, err = s.l.Burst(ctx, lab.BurstSpec{Packets: 250, PacketSize: 1200})
+			b, err = s.l.Burst(ctx, lab.BurstSpec{Packets: 500, PacketSize: 1200})
 			n += b.Sent
 			wait := time.NewTimer(3 * time.Second)
 			select {
@@ -142,10 +146,23 @@ func TestServeSoak(t *testing.T) {
 		m["enaprobe_recorder_ring_bytes"]/(1<<20), m["enaprobe_recorder_ring_capacity_bytes"]/(1<<20),
 		m["enaprobe_bundles_written_total"], m["enaprobe_bundles_removed_total"],
 		m[`enaprobe_bundles_skipped_total{reason="min_gap"}`], m["enaprobe_ena_read_interval_seconds"])
+	labAfter, err := s.l.Counters().Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the lab's bw_out_allowance_exceeded moved by %d, exported %.0f", labAfter["bw_out_allowance_exceeded"]-labBefore["bw_out_allowance_exceeded"],
+		m[fmt.Sprintf(`enaprobe_allowance_exceeded_total{allowance="bw_out",interface=%q}`, iface)])
 	if m["enaprobe_bundles_written_total"] < 2 {
 		t.Errorf("%.0f bundles written in %v of repeated bursts", m["enaprobe_bundles_written_total"], d)
 	}
 	s.stop(t)
+	if testing.Verbose() {
+		for _, line := range strings.Split(s.stderr.String(), "\n") {
+			if strings.Contains(line, "bundle") || strings.Contains(line, "jumped") {
+				t.Log(line)
+			}
+		}
+	}
 	bs := bundles(t, s.dir)
 	var total int64
 	for _, b := range bs {
