@@ -38,9 +38,11 @@ func soakDuration(t *testing.T) time.Duration {
 func TestServeSoak(t *testing.T) {
 	d := soakDuration(t)
 	const maxBundles, maxBytes = 3, 4 << 20
-	s := startServedLab(t, "--history", "10s", "--after", "1s", "--min-gap", "5s",
-		"--max-bundles", strconv.Itoa(maxBundles), "--max-bytes", strconv.Itoa(maxBytes),
-		"--recorder-bytes", strconv.Itoa(16<<20))
+	// The history fills within the warm-up (the first third): serve's
+	// default 60 s in the long form, less in the short one.
+	history := min(d/6, time.Minute).Round(time.Second)
+	s := startServedLab(t, "--history", history.String(), "--after", "1s", "--min-gap", "5s",
+		"--max-bundles", strconv.Itoa(maxBundles), "--max-bytes", strconv.Itoa(maxBytes))
 	pid := s.cmd.Process.Pid
 	labBefore, err := s.l.Counters().Read()
 	if err != nil {
@@ -124,8 +126,8 @@ func TestServeSoak(t *testing.T) {
 	}
 	warm, last := maxRSS(points[third:2*third]), maxRSS(points[2*third:])
 	cpu := (points[len(points)-1].cpu - points[third].cpu) / (points[len(points)-1].at - points[third].at).Seconds()
-	t.Logf("soak %v: RSS after warm-up %.1f MiB, at the end %.1f MiB (first read %.1f MiB); CPU %.1f%% of one core after warm-up",
-		d, float64(warm)/(1<<20), float64(last)/(1<<20), float64(points[0].rss)/(1<<20), 100*cpu)
+	t.Logf("soak %v, --history %v: RSS after warm-up %.1f MiB, at the end %.1f MiB (first read %.1f MiB); CPU %.1f%% of one core after warm-up",
+		d, history, float64(warm)/(1<<20), float64(last)/(1<<20), float64(points[0].rss)/(1<<20), 100*cpu)
 	if float64(last) > 1.15*float64(warm)+(2<<20) {
 		t.Errorf("RSS grew after warm-up: %d -> %d bytes", warm, last)
 	}
