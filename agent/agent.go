@@ -460,19 +460,20 @@ func (a *Agent) writeSnapshot() (string, error) {
 		return "", errors.New("not attached yet")
 	}
 	now := monoclock.Now()
-	return a.write(nil, now-int64(a.cfg.History), now, []string{"snapshot"})
+	return a.write(nil, now-int64(a.cfg.History), now, now, []string{"snapshot"})
 }
 
 func (a *Agent) writeIncident(in flightrec.Incident, nowNs int64) (string, error) {
 	from := in.FirstNs - int64(a.cfg.History)
 	to := max(in.UntilNs, nowNs)
-	return a.write([]string{in.Interface}, from, to, in.Counters)
+	return a.write([]string{in.Interface}, from, to, in.FirstNs, in.Counters)
 }
 
 // write analyzes the span of the recorder and writes its bundle, named
-// with the finding kinds (what else when none), then keeps the bundle
-// directory within budget.
-func (a *Agent) write(ifaces []string, fromNs, toNs int64, what []string) (string, error) {
+// with the time of atNs (the first jump, or the request) and the finding
+// kinds (what else when none), then keeps the bundle directory within
+// budget.
+func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, what []string) (string, error) {
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
 	a.mu.Lock()
@@ -503,7 +504,8 @@ func (a *Agent) write(ifaces []string, fromNs, toNs int64, what []string) (strin
 	if a.cfg.Redact {
 		in = report.Redact(in)
 	}
-	path := filepath.Join(a.cfg.BundleDir, bundleName(rec.Meta.Start.Wall, iface, kinds))
+	at := end.Wall.Add(-time.Duration(end.MonoNs - atNs))
+	path := filepath.Join(a.cfg.BundleDir, bundleName(at, iface, kinds))
 	if err := report.WriteBundle(path, in); err != nil {
 		a.m.BundleErrors.Inc()
 		return "", err
