@@ -505,7 +505,11 @@ func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, what []string) 
 		in = report.Redact(in)
 	}
 	at := end.Wall.Add(-time.Duration(end.MonoNs - atNs))
-	path := filepath.Join(a.cfg.BundleDir, bundleName(at, iface, kinds))
+	name := bundleName(at, iface, kinds)
+	path := filepath.Join(a.cfg.BundleDir, name)
+	for n := 2; fileExists(path); n++ { // two in one millisecond
+		path = filepath.Join(a.cfg.BundleDir, strings.TrimSuffix(name, flightrec.BundleSuffix)+fmt.Sprintf("-%d", n)+flightrec.BundleSuffix)
+	}
 	if err := report.WriteBundle(path, in); err != nil {
 		a.m.BundleErrors.Inc()
 		return "", err
@@ -530,4 +534,9 @@ func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, what []string) 
 		return path, fmt.Errorf("keep %s within budget: %w", a.cfg.BundleDir, err)
 	}
 	return path, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -3,6 +3,9 @@
 package agent
 
 import (
+	"net/netip"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,8 +13,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/enaprobe/enaprobe/flightrec"
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/metrics"
 	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/report"
 )
 
 func newTestAgent() *Agent {
@@ -82,5 +87,54 @@ func TestHealthz(t *testing.T) {
 	}
 	if ok, _ := a.healthy(30 * s); ok {
 		t.Error("healthy 20 s after the last read at a 0 s interval")
+	}
+}
+
+// TestSnapshotRedactedWithinBudget: a snapshot is a bundle that reads back,
+// with --redact its addresses pseudonymised, and the directory keeps at
+// most --max-bundles.
+func TestSnapshotRedactedWithinBudget(t *testing.T) {
+	a := newTestAgent()
+	a.cfg.BundleDir = t.TempDir()
+	a.cfg.Redact = true
+	a.cfg.MaxBundles = 2
+	now := monoclock.Now()
+	a.onMeta(record.Meta{Start: record.ClockPair{MonoNs: now - int64(time.Second), Wall: time.Now().Add(-time.Second)},
+		BucketNs: 100_000, WindowNs: 1_000_000, SliceNs: 10_000_000,
+		Interfaces: []record.InterfaceInfo{{Name: "eth0"}}})
+	secret := netip.MustParseAddrPort("10.1.2.3:4444")
+	key := record.FlowKey{Proto: 17, Src: secret, Dst: netip.MustParseAddrPort("10.9.9.9:53")}
+	a.ring.Add(now, flightrec.Chunk{Interface: "eth0",
+		Series: []record.Series{{Interface: "eth0", Direction: record.Egress, WidthNs: 100_000,
+			Buckets: []record.Bucket{{StartNs: now - int64(time.Millisecond), Packets: 1, Bytes: 100}}}},
+		Flows: []record.FlowSnapshot{{TimeNs: now - int64(time.Millisecond), Interface: "eth0", Key: key,
+			FlowStats: record.FlowStats{Packets: 1, Bytes: 100, FirstSeenNs: now - int64(time.Millisecond), LastSeenNs: now - int64(time.Millisecond)}}}})
+	var paths []string
+	for range 3 {
+		p, err := a.writeSnapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	left, _ := filepath.Glob(filepath.Join(a.cfg.BundleDir, "*.tar.gz"))
+	if len(left) != 2 || !slices.Contains(left, paths[2]) {
+		t.Errorf("bundles left %v, want the 2 newest of %v", left, paths)
+	}
+	rec, _, err := report.ReadBundle(paths[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Flows) != 1 {
+		t.Fatalf("%d flows in the bundle, want 1", len(rec.Flows))
+	}
+	if rec.Flows[0].Key.Src.Addr() == secret.Addr() {
+		t.Errorf("--redact left %v in the bundle", secret)
+	}
+	if v := testutil.ToFloat64(a.m.BundlesWritten); v != 3 {
+		t.Errorf("bundles_written_total %v, want 3", v)
+	}
+	if v := testutil.ToFloat64(a.m.BundlesRemoved); v != 1 {
+		t.Errorf("bundles_removed_total %v, want 1", v)
 	}
 }
