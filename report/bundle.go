@@ -167,8 +167,10 @@ func writeArchive(p string, files []bundleFile) (err error) {
 	return os.Rename(tmp.Name(), p)
 }
 
-// ReadBundle reads the recording and the environment of a bundle written
-// by WriteBundle (a directory or a .tar.gz), for analyzing it again.
+// ReadBundle is the one reader of saved traces: a bundle written by
+// WriteBundle (a directory or a .tar.gz) or a bare recording file (what
+// record.Write makes). A bare recording has no environment file; its
+// environment is what the recording's metadata holds (EnvironmentOf).
 func ReadBundle(p string) (*record.Recording, Environment, error) {
 	st, err := os.Stat(p)
 	if err != nil {
@@ -182,7 +184,11 @@ func ReadBundle(p string) (*record.Recording, Environment, error) {
 	case isArchive(p):
 		rec, env, err = readArchive(p)
 	default:
-		err = errors.New("neither a directory nor a .tar.gz file")
+		if rec, err = record.ReadFile(p); err == nil {
+			env = EnvironmentOf(rec)
+		} else {
+			err = fmt.Errorf("neither a bundle (a directory or a .tar.gz) nor a recording: %w", err)
+		}
 	}
 	if err != nil {
 		return nil, Environment{}, fmt.Errorf("read bundle %s: %w", p, err)
