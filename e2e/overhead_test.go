@@ -85,14 +85,14 @@ func BenchmarkTraceOverhead(b *testing.B) {
 		b.ReportMetric(slices.Max(cpuShare), "tracer_cpu_share")
 		b.ReportMetric(slices.Max(rss), "tracer_max_rss_MiB")
 		// The floor any counting tc probe starts from, by the same method:
-		// the object's empty program (the hook's own cost), one that only
+		// the benchmark object's empty program (the hook's own cost), one that only
 		// reads the clock, and one that reads the clock, parses the frame
 		// and adds it to its CPU's totals, each attached alone to each pair
 		// in turn.
 		for _, floor := range []struct{ prog, metric string }{
-			{"enaprobe_empty", "hook_with/without"},
-			{"enaprobe_clock", "hook_clock_with/without"},
-			{"enaprobe_minimal", "minimal_probe_with/without"},
+			{loader.BenchEmpty, "hook_with/without"},
+			{loader.BenchClock, "hook_clock_with/without"},
+			{loader.BenchMinimal, "minimal_probe_with/without"},
 		} {
 			b.ReportMetric(floorRatio(b, pairs, floor.prog, runFor), floor.metric)
 		}
@@ -207,13 +207,13 @@ func progCostNs(b *testing.B, pair *vethpair.Pair, d time.Duration) float64 {
 	return runtimeNs / runs
 }
 
-// emptyProgNs is progCostNs for the object's empty tc program, attached
+// emptyProgNs is progCostNs for the benchmark object's empty tc program, attached
 // with tcx in A: what the statistics cost by themselves.
 func emptyProgNs(b *testing.B, pair *vethpair.Pair, d time.Duration) float64 {
 	b.Helper()
-	coll := loadObject(b)
+	coll := loadFloors(b)
 	defer coll.Close()
-	prog := coll.Programs["enaprobe_empty"]
+	prog := coll.Programs[loader.BenchEmpty]
 	defer attachEgress(b, pair, prog).Close()
 	defer enableBPFStats(b)()
 	sendAlternating(b, []*vethpair.Pair{pair}, d)
@@ -224,11 +224,11 @@ func emptyProgNs(b *testing.B, pair *vethpair.Pair, d time.Duration) float64 {
 	return float64(st.Runtime.Nanoseconds()) / float64(st.RunCount)
 }
 
-// floorRatio is the with / without throughput of the object's program
+// floorRatio is the with / without throughput of the benchmark object's program
 // prog alone on A's egress, each pair traced in turn for d.
 func floorRatio(b *testing.B, pairs []*vethpair.Pair, prog string, d time.Duration) float64 {
 	b.Helper()
-	coll := loadObject(b)
+	coll := loadFloors(b)
 	defer coll.Close()
 	p, ok := coll.Programs[prog]
 	if !ok {
@@ -244,11 +244,11 @@ func floorRatio(b *testing.B, pairs []*vethpair.Pair, prog string, d time.Durati
 	return geoMean(ratios)
 }
 
-// loadObject loads the datapath's object as the tracer would, for its
-// benchmark-only programs.
-func loadObject(b *testing.B) *ebpf.Collection {
+// loadFloors loads the benchmark object (loader.BenchSpec), for its floor
+// programs, which the product object does not carry.
+func loadFloors(b *testing.B) *ebpf.Collection {
 	b.Helper()
-	spec, err := loader.Spec(loader.DefaultOptions())
+	spec, err := loader.BenchSpec(loader.DefaultOptions(), true)
 	if err != nil {
 		b.Fatal(err)
 	}

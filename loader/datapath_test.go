@@ -12,6 +12,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/enaprobe/enaprobe/countrules"
+	"github.com/enaprobe/enaprobe/internal/privtest"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -275,12 +276,30 @@ func TestDatapathGSO(t *testing.T) {
 
 // TestMinimalProgram checks the benchmarks' floor program counts what it
 // says it does (a floor that counted nothing would flatter the probe): each
-// frame once in its class, with its length, and nothing else.
+// frame once in its class, with its length, and nothing else. The product
+// object carries no floor program.
 func TestMinimalProgram(t *testing.T) {
-	tp := newTestProbe(t, testOptions())
+	privtest.RequireRoot(t)
+	product, err := Spec(testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{BenchEmpty, BenchClock, BenchMinimal} {
+		if _, ok := product.Programs[name]; ok {
+			t.Errorf("the product object carries the benchmark program %s", name)
+		}
+	}
+	if _, ok := product.Variables["atomic_adds"]; ok {
+		t.Error("the product object carries the benchmarks' atomic_adds knob")
+	}
+	spec, err := BenchSpec(testOptions(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := newTestProbeOf(t, spec, testOptions())
 	udp4 := udpFrame(t, v4A, v4B, 1000, 2000, 18)
 	tcp6 := tcpFrame(t, v6A, v6B, 40000, 443, false, true, 1000)
-	prog := tp.coll.Programs["enaprobe_minimal"]
+	prog := tp.coll.Programs[BenchMinimal]
 	for _, f := range [][]byte{udp4, udp4, tcp6} {
 		ret, err := prog.Run(&ebpf.RunOptions{Data: f})
 		if err != nil || int32(ret) != -1 {
