@@ -29,9 +29,9 @@ const (
 // maxEnvironmentSize bounds environment.json when reading a bundle.
 const maxEnvironmentSize = 1 << 20
 
-// isArchive tells whether a bundle path names a .tar.gz file rather than a
+// IsArchive tells whether a bundle path names a .tar.gz file rather than a
 // directory.
-func isArchive(p string) bool {
+func IsArchive(p string) bool {
 	return strings.HasSuffix(p, ".tar.gz") || strings.HasSuffix(p, ".tgz")
 }
 
@@ -53,7 +53,7 @@ func WriteBundle(p string, in Input) error {
 	if err != nil {
 		return fmt.Errorf("write bundle %s: %w", p, err)
 	}
-	if isArchive(p) {
+	if IsArchive(p) {
 		err = writeArchive(p, files)
 	} else {
 		err = writeDir(p, files)
@@ -181,7 +181,7 @@ func ReadBundle(p string) (*record.Recording, Environment, error) {
 	switch {
 	case st.IsDir():
 		rec, env, err = readDir(p)
-	case isArchive(p):
+	case IsArchive(p):
 		rec, env, err = readArchive(p)
 	default:
 		if rec, err = record.ReadFile(p); err == nil {

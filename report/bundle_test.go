@@ -21,7 +21,7 @@ import (
 func bundleContents(t *testing.T, p string) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	if !isArchive(p) {
+	if !IsArchive(p) {
 		entries, err := os.ReadDir(p)
 		if err != nil {
 			t.Fatal(err)
