@@ -30,7 +30,7 @@ kernels: ## the kernel matrix: datapath tests and a trace on 5.10, 6.1, 6.12, ar
 	./scripts/kernels $(ARGS)
 
 test-short: ## unit tests only: no root, no kernel
-	$(GO) test -short ./record ./wire ./counters ./analyzer ./limits ./report ./schema ./capture
+	$(GO) test -short ./record ./countrules ./counters ./analyzer ./limits ./report/... ./capture
 
 bench: ## benchmarks with ratios measured in one run (see BENCHMARKS.md)
 	$(GO) test -p 1 -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
