@@ -17,7 +17,7 @@ import (
 // windowTestWidth is the fine window of TestWindowEvents: wide enough that
 // the frames of one phase, sent by BPF_PROG_TEST_RUN in microseconds, land
 // in one window even on a loaded machine.
-const windowTestWidth = 100 * time.Millisecond
+const windowTestWidth = 200 * time.Millisecond
 
 // TestWindowEvents drives the heavy-flow path end to end: emit_window in
 // the datapath, the collector's reading of closed windows from the flow
