@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/enaprobe/enaprobe/internal/namedns"
 )
@@ -98,10 +99,12 @@ func (l *Lab) setupNamespaces() error {
 			return err
 		}
 	}
-	if l.instNl, err = l.inst.Netlink(); err != nil {
+	// Links, addresses, routes and qdiscs; conntrack (the emulated
+	// conntrack_allowance_available) through netfilter.
+	if l.instNl, err = l.inst.Netlink(unix.NETLINK_ROUTE, unix.NETLINK_NETFILTER); err != nil {
 		return err
 	}
-	l.vpcNl, err = l.vpc.Netlink()
+	l.vpcNl, err = l.vpc.Netlink(unix.NETLINK_ROUTE, unix.NETLINK_NETFILTER)
 	return err
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // Dir is where named namespaces are mounted.
@@ -79,9 +80,15 @@ func (n *NS) Close() error {
 	return errors.Join(errs...)
 }
 
-// Netlink is a netlink handle that works in the namespace from any thread.
-func (n *NS) Netlink() (*netlink.Handle, error) {
-	h, err := netlink.NewHandleAt(n.Handle)
+// Netlink is a netlink handle that works in the namespace from any thread,
+// for the netlink families named (NETLINK_ROUTE when none is): asking for
+// every family fails on kernels built without one (5.10's cloud kernel has
+// no NETLINK_XFRM until a module loads).
+func (n *NS) Netlink(families ...int) (*netlink.Handle, error) {
+	if len(families) == 0 {
+		families = []int{unix.NETLINK_ROUTE}
+	}
+	h, err := netlink.NewHandleAt(n.Handle, families...)
 	if err != nil {
 		return nil, fmt.Errorf("netlink in %s: %w", n.Name, err)
 	}
