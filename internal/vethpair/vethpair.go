@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/vishvananda/netlink"
 
@@ -108,7 +109,32 @@ func New(opts Options) (p *Pair, err error) {
 			return p, err
 		}
 	}
-	return p, nil
+	if err := waitUp(p.nsA, p.IfA); err != nil {
+		return p, err
+	}
+	return p, waitUp(p.nsB, p.IfB)
+}
+
+// waitUp polls until the link is operationally up. The kernel installs a
+// link's real qdisc in the same deferred work that sets that state (link
+// watch, up to a second after the link came up); until then the link drops
+// what it sends, and with static neighbours a test's first packet would
+// be lost.
+func waitUp(ns *namedns.NS, ifname string) error {
+	return withLink(ns, ifname, func(h *netlink.Handle, l netlink.Link) error {
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			l, err := h.LinkByIndex(l.Attrs().Index)
+			if err != nil {
+				return fmt.Errorf("find %s: %w", ifname, err)
+			}
+			if l.Attrs().OperState == netlink.OperUp {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s in %s not up within 5 s (operational state %s)", ifname, ns.Name, l.Attrs().OperState)
+			}
+		}
+	})
 }
 
 var noIPv6 = map[string]string{"net/ipv6/conf/all/disable_ipv6": "1", "net/ipv6/conf/default/disable_ipv6": "1"}
@@ -272,7 +298,7 @@ func (p *Pair) AddBranch(mac string, addr netip.Addr, neigh map[netip.Addr]strin
 	if err := setUp(h, b.IfA); err != nil {
 		return b, err
 	}
-	return b, withLink(b.ns, b.IfC, func(h *netlink.Handle, l netlink.Link) error {
+	if err := withLink(b.ns, b.IfC, func(h *netlink.Handle, l netlink.Link) error {
 		if err := setUp(h, "lo"); err != nil {
 			return err
 		}
@@ -288,7 +314,13 @@ func (p *Pair) AddBranch(mac string, addr netip.Addr, neigh map[netip.Addr]strin
 			}
 		}
 		return nil
-	})
+	}); err != nil {
+		return b, err
+	}
+	if err := waitUp(p.nsA, b.IfA); err != nil {
+		return b, err
+	}
+	return b, waitUp(b.ns, b.IfC)
 }
 
 // Close removes C; the second pair goes with it.
