@@ -11,13 +11,13 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/enaprobe/enaprobe/countrules"
 	"github.com/enaprobe/enaprobe/record"
-	"github.com/enaprobe/enaprobe/wire"
 )
 
 // checkFrame runs one frame through the program and checks every counter it
 // moved against the Go reference of the counting rules.
-func checkFrame(t testing.TB, tp *testProbe, dir record.Direction, frame []byte, gsoSegs, gsoSize uint32, vpc netip.Addr) wire.Packet {
+func checkFrame(t testing.TB, tp *testProbe, dir record.Direction, frame []byte, gsoSegs, gsoSize uint32, vpc netip.Addr) countrules.Packet {
 	t.Helper()
 	tp.deleteFlows(t)
 	tp.clearBuckets(t)
@@ -28,7 +28,7 @@ func checkFrame(t testing.TB, tp *testProbe, dir record.Direction, frame []byte,
 		t.Fatal(err)
 	}
 	after := tp.read(t)
-	ref := wire.Count(frame, gsoSegs, gsoSize, vpc)
+	ref := countrules.Count(frame, gsoSegs, gsoSize, vpc)
 	w := ref.Wire
 
 	for d := range after.totals {

@@ -356,12 +356,12 @@ type FlowOwner struct {
 
 // Recording is everything one trace saw.
 type Recording struct {
-	Meta     Meta
-	Series   []Series
-	Flows    []FlowSnapshot
+	Meta   Meta
+	Series []Series
+	Flows  []FlowSnapshot
 	// Owners are the flows whose owner was found (at most one entry per
 	// interface and key).
-	Owners []FlowOwner `json:",omitempty"`
+	Owners   []FlowOwner `json:",omitempty"`
 	Windows  []WindowEvent
 	Sizes    []SizeSlice
 	Totals   []Totals
