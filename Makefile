@@ -11,7 +11,7 @@ BENCH_PKGS ?= ./loader ./analyzer ./ena ./lab/... ./e2e
 
 export BPF2GO_CFLAGS := -O2 -g -Wall -Werror
 
-.PHONY: help deps generate build release test test-short kernels bench fuzz lint clean
+.PHONY: help deps generate build release test test-short kernels bench soak fuzz lint clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -45,6 +45,9 @@ test-short: ## unit tests only: no root, no kernel
 
 bench: ## benchmarks with ratios measured in one run (see BENCHMARKS.md)
 	$(GO) test -p 1 -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
+
+soak: ## serve's soak test, long form: 10 minutes of mixed traffic in the lab (CI runs 90 s); SOAK=30m to change
+	ENAPROBE_SOAK=$${SOAK:-10m} $(GO) test -p 1 -count=1 -timeout 2h -run TestServeSoak -v ./e2e
 
 fuzz: ## fuzz the datapath against the Go reference, then the recording reader, 2 minutes each
 	$(GO) test -run '^$$' -fuzz FuzzDatapath -fuzztime 2m ./loader
