@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	dto "github.com/prometheus/client_model/go"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/enaprobe/enaprobe/analyzer"
@@ -262,7 +262,7 @@ func TestCheckFindsUnknownNames(t *testing.T) {
 	e := serveMetrics(t)
 	for expr, want := range map[string]string{
 		`rate(enaprobe_allowance_exceeded_totals[5m])`:                                 "not exported",
-		`enaprobe_allowance_exceeded_total{iface="ens5"}`:                             "no label iface",
+		`enaprobe_allowance_exceeded_total{iface="ens5"}`:                              "no label iface",
 		`sum by (iface) (enaprobe_packets_total)`:                                      "label iface",
 		`rate(enaprobe_packets_total[5m]`:                                              "unclosed",
 		`histogram_quantile(0.9, rate(enaprobe_ena_read_duration_seconds_bucket[5m]))`: "",
