@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -107,11 +108,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	a := &Agent{
-		cfg:       cfg,
-		m:         metrics.New(cfg.Capture.Interfaces),
-		ring:      flightrec.NewRing(cfg.History, cfg.RecorderBytes),
+		cfg: cfg,
+		m:   metrics.New(cfg.Capture.Interfaces),
+		// The ring holds an incident's history before its first jump and
+		// its longest recording after it.
+		ring:      flightrec.NewRing(cfg.History+maxSpan(cfg), cfg.RecorderBytes),
 		log:       cfg.Log,
-		trigger:   flightrec.Trigger{After: cfg.After, MinGap: cfg.MinGap},
+		trigger:   flightrec.Trigger{After: cfg.After, MinGap: cfg.MinGap, MaxSpan: maxSpan(cfg)},
 		ifaces:    map[string]*ifaceState{},
 		snapshots: make(chan chan snapshotReply),
 	}
@@ -137,7 +140,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Data:             a.onData,
 		Sample:           a.onSample,
 		Health:           a.onHealth,
-		ForgetFlowsAfter: cfg.History + cfg.After,
+		ForgetFlowsAfter: cfg.History + maxSpan(cfg),
 	}
 	attached := ccfg.Attached
 	ccfg.Attached = func() {
@@ -179,6 +182,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	return errors.Join(errs...)
 }
+
+// maxSpan is how long an incident is recorded past its first jump at
+// most: --history, or --after when longer.
+func maxSpan(cfg Config) time.Duration { return max(cfg.History, cfg.After) }
 
 func (a *Agent) metaKnown() bool {
 	a.mu.Lock()
@@ -453,19 +460,20 @@ func (a *Agent) writeSnapshot() (string, error) {
 		return "", errors.New("not attached yet")
 	}
 	now := monoclock.Now()
-	return a.write(nil, now-int64(a.cfg.History), now, []string{"snapshot"})
+	return a.write(nil, now-int64(a.cfg.History), now, now, []string{"snapshot"})
 }
 
 func (a *Agent) writeIncident(in flightrec.Incident, nowNs int64) (string, error) {
 	from := in.FirstNs - int64(a.cfg.History)
 	to := max(in.UntilNs, nowNs)
-	return a.write([]string{in.Interface}, from, to, in.Counters)
+	return a.write([]string{in.Interface}, from, to, in.FirstNs, in.Counters)
 }
 
 // write analyzes the span of the recorder and writes its bundle, named
-// with the finding kinds (what else when none), then keeps the bundle
-// directory within budget.
-func (a *Agent) write(ifaces []string, fromNs, toNs int64, what []string) (string, error) {
+// with the time of atNs (the first jump, or the request) and the finding
+// kinds (what else when none), then keeps the bundle directory within
+// budget.
+func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, what []string) (string, error) {
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
 	a.mu.Lock()
@@ -496,7 +504,12 @@ func (a *Agent) write(ifaces []string, fromNs, toNs int64, what []string) (strin
 	if a.cfg.Redact {
 		in = report.Redact(in)
 	}
-	path := filepath.Join(a.cfg.BundleDir, bundleName(rec.Meta.Start.Wall, iface, kinds))
+	at := end.Wall.Add(-time.Duration(end.MonoNs - atNs))
+	name := bundleName(at, iface, kinds)
+	path := filepath.Join(a.cfg.BundleDir, name)
+	for n := 2; fileExists(path); n++ { // two in one millisecond
+		path = filepath.Join(a.cfg.BundleDir, strings.TrimSuffix(name, flightrec.BundleSuffix)+fmt.Sprintf("-%d", n)+flightrec.BundleSuffix)
+	}
 	if err := report.WriteBundle(path, in); err != nil {
 		a.m.BundleErrors.Inc()
 		return "", err
@@ -509,6 +522,9 @@ func (a *Agent) write(ifaces []string, fromNs, toNs int64, what []string) (strin
 	a.written++
 	a.mu.Unlock()
 	a.log.Info().Str("bundle", path).Strs("findings", kinds).Dur("span", time.Duration(toNs-fromNs)).Msg("bundle written")
+	// Analyzing and rendering a bundle takes tens of MiB for a moment;
+	// hand them back, so an agent's RSS stays what its ring needs.
+	debug.FreeOSMemory()
 	removed, _, err := flightrec.Prune(a.cfg.BundleDir, a.cfg.MaxBundles, a.cfg.MaxBytes)
 	for _, p := range removed {
 		a.log.Info().Str("bundle", p).Msg("removed the oldest bundle: over --max-bundles or --max-bytes")
@@ -518,4 +534,9 @@ func (a *Agent) write(ifaces []string, fromNs, toNs int64, what []string) (strin
 		return path, fmt.Errorf("keep %s within budget: %w", a.cfg.BundleDir, err)
 	}
 	return path, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

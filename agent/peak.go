@@ -39,12 +39,14 @@ func (p *peakTracker) add(d record.Direction, buckets []record.Bucket) {
 }
 
 // take returns the peak in bits per second since the last take, open
-// windows included, and starts over.
+// windows included, and starts over (a straggler of a window taken then
+// starts a window of its own: a peak is never counted twice).
 func (p *peakTracker) take(d record.Direction) float64 {
 	m := p.max[d]
 	for _, n := range p.open[d] {
 		m = max(m, n)
 	}
 	p.max[d] = 0
+	clear(p.open[d])
 	return float64(m) * 8 / (float64(peakWindowNs) / 1e9)
 }

@@ -38,10 +38,16 @@ func soakDuration(t *testing.T) time.Duration {
 func TestServeSoak(t *testing.T) {
 	d := soakDuration(t)
 	const maxBundles, maxBytes = 3, 4 << 20
-	s := startServedLab(t, "--history", "10s", "--after", "1s", "--min-gap", "5s",
-		"--max-bundles", strconv.Itoa(maxBundles), "--max-bytes", strconv.Itoa(maxBytes),
-		"--recorder-bytes", strconv.Itoa(16<<20))
+	// The history fills within the warm-up (the first third): serve's
+	// default 60 s in the long form, less in the short one.
+	history := min(d/6, time.Minute).Round(time.Second)
+	s := startServedLab(t, "--history", history.String(), "--after", "1s", "--min-gap", "5s",
+		"--max-bundles", strconv.Itoa(maxBundles), "--max-bytes", strconv.Itoa(maxBytes))
 	pid := s.cmd.Process.Pid
+	labBefore, err := s.l.Counters().Read()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
 	defer cancel()
 	end := time.Now().Add(d)
@@ -65,7 +71,7 @@ func TestServeSoak(t *testing.T) {
 		defer func() { burstsSent <- n; errs <- err }()
 		for time.Now().Before(end) && err == nil {
 			var b lab.BurstResult
-			b, err = s.l.Burst(ctx, lab.BurstSpec{Packets: 250, PacketSize: 1200})
+			b, err = s.l.Burst(ctx, lab.BurstSpec{Packets: 500, PacketSize: 1200})
 			n += b.Sent
 			wait := time.NewTimer(3 * time.Second)
 			select {
@@ -120,8 +126,8 @@ func TestServeSoak(t *testing.T) {
 	}
 	warm, last := maxRSS(points[third:2*third]), maxRSS(points[2*third:])
 	cpu := (points[len(points)-1].cpu - points[third].cpu) / (points[len(points)-1].at - points[third].at).Seconds()
-	t.Logf("soak %v: RSS after warm-up %.1f MiB, at the end %.1f MiB (first read %.1f MiB); CPU %.1f%% of one core after warm-up",
-		d, float64(warm)/(1<<20), float64(last)/(1<<20), float64(points[0].rss)/(1<<20), 100*cpu)
+	t.Logf("soak %v, --history %v: RSS after warm-up %.1f MiB, at the end %.1f MiB (first read %.1f MiB); CPU %.1f%% of one core after warm-up",
+		d, history, float64(warm)/(1<<20), float64(last)/(1<<20), float64(points[0].rss)/(1<<20), 100*cpu)
 	if float64(last) > 1.15*float64(warm)+(2<<20) {
 		t.Errorf("RSS grew after warm-up: %d -> %d bytes", warm, last)
 	}
@@ -142,10 +148,23 @@ func TestServeSoak(t *testing.T) {
 		m["enaprobe_recorder_ring_bytes"]/(1<<20), m["enaprobe_recorder_ring_capacity_bytes"]/(1<<20),
 		m["enaprobe_bundles_written_total"], m["enaprobe_bundles_removed_total"],
 		m[`enaprobe_bundles_skipped_total{reason="min_gap"}`], m["enaprobe_ena_read_interval_seconds"])
+	labAfter, err := s.l.Counters().Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the lab's bw_out_allowance_exceeded moved by %d, exported %.0f", labAfter["bw_out_allowance_exceeded"]-labBefore["bw_out_allowance_exceeded"],
+		m[fmt.Sprintf(`enaprobe_allowance_exceeded_total{allowance="bw_out",interface=%q}`, iface)])
 	if m["enaprobe_bundles_written_total"] < 2 {
 		t.Errorf("%.0f bundles written in %v of repeated bursts", m["enaprobe_bundles_written_total"], d)
 	}
 	s.stop(t)
+	if testing.Verbose() {
+		for _, line := range strings.Split(s.stderr.String(), "\n") {
+			if strings.Contains(line, "bundle") || strings.Contains(line, "jumped") {
+				t.Log(line)
+			}
+		}
+	}
 	bs := bundles(t, s.dir)
 	var total int64
 	for _, b := range bs {
@@ -215,4 +234,3 @@ func lossLine(m map[string]float64) string {
 	}
 	return strings.Join(parts, " ")
 }
-

@@ -127,6 +127,15 @@ func TestTrigger(t *testing.T) {
 	if d := tr.Due(0, true); len(d) != 2 {
 		t.Errorf("flush: %d incidents, want 2", len(d))
 	}
+
+	// Jumps that never stop: the incident ends MaxSpan after the first.
+	capped := Trigger{After: 2 * time.Second, MaxSpan: 10 * time.Second}
+	for i := range int64(30) {
+		capped.Jump("eth0", "conntrack_allowance_exceeded", 100*s+i*s)
+	}
+	if d := capped.Due(110*s, false); len(d) != 1 || d[0].UntilNs != 110*s {
+		t.Errorf("capped incident %+v, want one ending at 110 s", d)
+	}
 }
 
 // TestPrune: the oldest bundles go first, down to the count and the

@@ -20,6 +20,11 @@ type Incident struct {
 type Trigger struct {
 	After  time.Duration
 	MinGap time.Duration
+	// MaxSpan caps an incident: its recording ends at most MaxSpan after
+	// its first jump however long the jumps go on (a counter that keeps
+	// moving would hold the bundle back for ever, and the ring keeps only
+	// so much). 0 is no cap.
+	MaxSpan time.Duration
 
 	open      map[string]*Incident
 	lastFirst map[string]int64 // first jump of the last incident opened, per interface
@@ -36,6 +41,9 @@ func (t *Trigger) Jump(iface, name string, atNs int64) bool {
 	}
 	if in := t.open[iface]; in != nil {
 		in.UntilNs = max(in.UntilNs, atNs+int64(t.After))
+		if t.MaxSpan > 0 {
+			in.UntilNs = min(in.UntilNs, in.FirstNs+int64(max(t.MaxSpan, t.After)))
+		}
 		if !slices.Contains(in.Counters, name) {
 			in.Counters = append(in.Counters, name)
 			sort.Strings(in.Counters)

@@ -69,7 +69,7 @@ It needs root (or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON).`,
 	fs.StringVar(&f.bundleDir, "bundle-dir", "", "directory the bundles go to, created if needed (required), e.g. /var/lib/enaprobe")
 	fs.DurationVar(&f.history, "history", time.Minute, "how much the flight recorder keeps, and a bundle holds before the first jump, a duration from 1s to 10m, e.g. 60s")
 	fs.DurationVar(&f.after, "after", 10*time.Second, "how long to keep recording after the last jump before writing the bundle, a duration from 0 to 5m, e.g. 10s")
-	fs.DurationVar(&f.minGap, "min-gap", 5*time.Minute, "at most one incident bundle per interface within this duration, e.g. 5m (0: no limit)")
+	fs.DurationVar(&f.minGap, "min-gap", 5*time.Minute, "at most one incident bundle per interface within this long, a duration, e.g. 5m (0: no limit)")
 	fs.IntVar(&f.maxBundles, "max-bundles", 20, "keep at most this many bundles in --bundle-dir, the oldest removed first (0: no limit)")
 	fs.Int64Var(&f.maxBytes, "max-bytes", 500<<20, "keep the bundles in --bundle-dir within this many bytes, the oldest removed first (0: no limit)")
 	fs.Int64Var(&f.recorderBytes, "recorder-bytes", 64<<20, "memory bound of the flight recorder in bytes; beyond it the oldest of the history goes first (counted)")
