@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -110,9 +111,10 @@ func TestSystemdUnit(t *testing.T) {
 // TestServeWithUnitPrivileges runs `enaprobe serve` as the unit does: a user
 // that is not root, no new privileges, and only the unit's ambient
 // capabilities (setpriv, since systemd does not run this machine). It must
-// attach, answer /healthz and detach on SIGTERM with exit 0.
+// attach, answer /healthz and detach on SIGTERM with exit 0; and every
+// system call it made (strace) must pass the unit's SystemCallFilter.
 func TestServeWithUnitPrivileges(t *testing.T) {
-	privtest.RequireRoot(t, "setpriv", "go")
+	privtest.RequireRoot(t, "setpriv", "go", "strace", "systemd-analyze")
 	d := unitDirectives(t, unitPath)
 	var caps []string
 	for _, c := range strings.Fields(d["AmbientCapabilities"][0]) {
@@ -143,9 +145,10 @@ func TestServeWithUnitPrivileges(t *testing.T) {
 		t.Fatal(err)
 	}
 	ready := filepath.Join(state, "ready")
+	syscalls := filepath.Join(state, "syscalls")
 	cmd := exec.Command("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "--no-new-privs",
 		"--inh-caps", set, "--ambient-caps", set, "--bounding-set", set, "--",
-		bin, "serve", "-i", "lo", "--counters-file", "lo="+counters, "--no-imds",
+		"strace", "-f", "-qq", "-c", "-o", syscalls, "--", bin, "serve", "-i", "lo", "--counters-file", "lo="+counters, "--no-imds",
 		"--bundle-dir", filepath.Join(state, "bundles"), "--listen", "127.0.0.1:0", "--ready-file", ready)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -154,10 +157,19 @@ func TestServeWithUnitPrivileges(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	// setpriv execs strace, which runs serve as its child: signals go to
+	// serve (strace detaches from its tracees when signalled itself).
+	servePID := 0
 	defer func() {
 		if cmd.ProcessState == nil {
+			if servePID > 0 {
+				_ = syscall.Kill(servePID, syscall.SIGKILL)
+			}
 			_ = cmd.Process.Kill()
-			<-exited
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Second):
+			}
 		}
 	}()
 	addr := ""
@@ -175,6 +187,12 @@ func TestServeWithUnitPrivileges(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	children := fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid)
+	if b, err := os.ReadFile(children); err != nil || len(strings.Fields(string(b))) != 1 {
+		t.Fatalf("serve's pid from %s: %q %v", children, b, err)
+	} else if servePID, err = strconv.Atoi(strings.Fields(string(b))[0]); err != nil {
+		t.Fatal(err)
+	}
 	healthy := false
 	for deadline := time.Now().Add(20 * time.Second); !healthy && time.Now().Before(deadline); {
 		if code, err := get("http://" + addr + "/healthz"); err == nil && code == http.StatusOK {
@@ -186,7 +204,7 @@ func TestServeWithUnitPrivileges(t *testing.T) {
 	if !healthy {
 		t.Errorf("/healthz never answered 200 under the unit's privileges\n%s", stderr.String())
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = syscall.Kill(servePID, syscall.SIGTERM)
 	select {
 	case err := <-exited:
 		if err != nil {
@@ -195,6 +213,83 @@ func TestServeWithUnitPrivileges(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("serve still running 30 s after SIGTERM\n%s", stderr.String())
 	}
+
+	allowed := syscallFilter(t, d["SystemCallFilter"])
+	used := straceSummary(t, syscalls)
+	if len(used) < 20 {
+		t.Fatalf("strace counted %d system calls: %v", len(used), used)
+	}
+	t.Logf("serve's system calls: %v", used)
+	for _, name := range used {
+		if !allowed[name] {
+			t.Errorf("serve calls %s, which SystemCallFilter=%v refuses (EPERM)", name, d["SystemCallFilter"])
+		}
+	}
+}
+
+// syscallFilter expands the unit's SystemCallFilter lines (names and
+// @groups, as systemd-analyze syscall-filter lists them) into the set of
+// allowed system calls.
+func syscallFilter(t *testing.T, lines []string) map[string]bool {
+	t.Helper()
+	out, err := exec.Command("systemd-analyze", "syscall-filter").Output()
+	if err != nil {
+		t.Fatalf("systemd-analyze syscall-filter: %v", err)
+	}
+	groups := map[string][]string{}
+	group := ""
+	for _, l := range strings.Split(string(out), "\n") {
+		switch f := strings.TrimSpace(l); {
+		case f == "" || strings.HasPrefix(f, "#"):
+		case !strings.HasPrefix(l, " "):
+			group = f
+		default:
+			groups[group] = append(groups[group], f)
+		}
+	}
+	allowed := map[string]bool{}
+	var add func(string)
+	add = func(name string) {
+		if !strings.HasPrefix(name, "@") {
+			allowed[name] = true
+			return
+		}
+		members, ok := groups[name]
+		if !ok {
+			t.Fatalf("systemd knows no syscall group %s", name)
+		}
+		for _, m := range members {
+			add(m)
+		}
+	}
+	add("@default") // always allowed
+	for _, l := range lines {
+		for _, name := range strings.Fields(l) {
+			if strings.HasPrefix(name, "~") {
+				t.Fatalf("a deny list (%s) is not expected here", l)
+			}
+			add(name)
+		}
+	}
+	return allowed
+}
+
+// straceSummary reads the system call names of an `strace -c` table.
+func straceSummary(t *testing.T, path string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 5 || strings.HasPrefix(f[0], "-") || f[0] == "%" || f[len(f)-1] == "total" {
+			continue
+		}
+		names = append(names, f[len(f)-1])
+	}
+	return names
 }
 
 func get(url string) (int, error) {
