@@ -58,6 +58,13 @@ type Config struct {
 	Ready func(addr string)
 }
 
+// FlowInterval is how often serve snapshots the flow tables: the per-flow
+// throughput resolution of its bundles. A trace's 100 ms made the flow
+// snapshots most of the recorder's memory and of a bundle's (many short
+// flows, each snapshot kept for the whole history); window events still
+// place a heavy flow to the fine window.
+const FlowInterval = time.Second
+
 // Agent is a running serve.
 type Agent struct {
 	cfg  Config
@@ -135,6 +142,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	ccfg := cfg.Capture
 	ccfg.Duration = 0
+	ccfg.FlowInterval = FlowInterval
 	ccfg.Stream = &capture.Stream{
 		Meta:             a.onMeta,
 		Data:             a.onData,
