@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+
 	"github.com/enaprobe/enaprobe/capture"
 	"github.com/enaprobe/enaprobe/internal/privtest"
 )
@@ -128,10 +130,7 @@ func TestServeWithUnitPrivileges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	bin := filepath.Join(dir, "enaprobe")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/enaprobe").CombinedOutput(); err != nil {
-		t.Fatalf("build enaprobe: %v\n%s", err, out)
-	}
+	bin := buildEnaprobe(t, dir)
 	// lo has no ENA counters: a file in ethtool -S format stands in.
 	counters := filepath.Join(dir, "counters")
 	if err := os.WriteFile(counters, []byte("NIC statistics:\n     bw_in_allowance_exceeded: 0\n     bw_out_allowance_exceeded: 0\n     pps_allowance_exceeded: 0\n     conntrack_allowance_exceeded: 0\n     linklocal_allowance_exceeded: 0\n     conntrack_allowance_available: 1000\n"), 0o644); err != nil {
@@ -303,4 +302,39 @@ func get(url string) (int, error) {
 		return resp.StatusCode, fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return resp.StatusCode, nil
+}
+
+// buildEnaprobe builds the enaprobe command into dir.
+func buildEnaprobe(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "enaprobe")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/enaprobe").CombinedOutput(); err != nil {
+		t.Fatalf("build enaprobe: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestDeployedArgs: serve accepts the arguments the unit and the DaemonSet
+// give it (`serve ARGS --help` exits 0 only when every flag parses).
+func TestDeployedArgs(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		privtest.Unavailable(t, "go")
+	}
+	bin := buildEnaprobe(t, t.TempDir())
+	execStart := unitDirectives(t, unitPath)["ExecStart"]
+	if len(execStart) != 1 {
+		t.Fatalf("ExecStart %v", execStart)
+	}
+	var ds appsv1.DaemonSet
+	decodeStrict(t, "kubernetes/daemonset.yaml", &ds)
+	c := ds.Spec.Template.Spec.Containers[0]
+	for where, args := range map[string][]string{
+		"the unit":      strings.Fields(execStart[0])[1:],
+		"the DaemonSet": append(slices.Clone(c.Command), c.Args...),
+	} {
+		cmd := exec.Command(bin, append(args, "--help")...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: enaprobe %s: %v\n%s", where, strings.Join(args, " "), err, out)
+		}
+	}
 }
