@@ -37,14 +37,17 @@ type Sampler struct {
 	current  atomic.Int64 // the interval in use, ns
 }
 
-// Backoff makes a sampler gentle on a slow device: when one read takes more
-// than Share of the interval (the device spends that share of its time
-// answering us), the interval doubles, up to Max; after Recover reads in a
-// row that took under a quarter of that, it halves back toward the interval
-// it was made with. The zero Backoff keeps the interval fixed (a trace).
+// Backoff makes a sampler gentle on a slow device: when Slow reads in a
+// row each take more than Share of the interval (the device spends that
+// share of its time answering us), the interval doubles, up to Max; after
+// Recover reads in a row that took under a quarter of that, it halves back
+// toward the interval it was made with. One slow read is not enough: a
+// read's stamps include the time the sampler's thread waited for a CPU.
+// The zero Backoff keeps the interval fixed (a trace).
 type Backoff struct {
 	Max     time.Duration
 	Share   float64
+	Slow    int
 	Recover int
 }
 
@@ -76,20 +79,26 @@ func (s *Sampler) Interval() time.Duration { return s.interval }
 func (s *Sampler) Current() time.Duration { return time.Duration(s.current.Load()) }
 
 // next is the interval after a read that took took, given the interval in
-// use and the count of fast reads in a row before it.
-func (b Backoff) next(base, cur, took time.Duration, fast int) (time.Duration, int) {
+// use and the run of reads before it: n > 0 fast reads in a row, n < 0
+// slow ones.
+func (b Backoff) next(base, cur, took time.Duration, n int) (time.Duration, int) {
 	if b.Max <= base || b.Share <= 0 {
 		return cur, 0
 	}
 	limit := time.Duration(float64(cur) * b.Share)
 	switch {
 	case took > limit:
-		return min(2*cur, b.Max), 0
+		slow := -min(n, 0) + 1
+		if slow >= max(b.Slow, 1) {
+			return min(2*cur, b.Max), 0
+		}
+		return cur, -slow
 	case took <= limit/4 && cur > base:
-		if fast+1 >= max(b.Recover, 1) {
+		fast := max(n, 0) + 1
+		if fast >= max(b.Recover, 1) {
 			return max(cur/2, base), 0
 		}
-		return cur, fast + 1
+		return cur, fast
 	}
 	return cur, 0
 }

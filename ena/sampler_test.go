@@ -202,13 +202,17 @@ func TestSamplerCancel(t *testing.T) {
 // TestBackoff: slow reads double the interval up to Max, fast reads in a
 // row bring it back down to the base, never below.
 func TestBackoff(t *testing.T) {
-	b := Backoff{Max: 8 * time.Second, Share: 0.01, Recover: 3}
+	b := Backoff{Max: 8 * time.Second, Share: 0.01, Slow: 2, Recover: 3}
 	base := time.Second
 	cur, fast := b.next(base, base, 20*time.Millisecond, 0) // 2% of 1 s
-	if cur != 2*time.Second {
-		t.Fatalf("after a slow read: %v, want 2s", cur)
+	if cur != base {
+		t.Fatalf("after one slow read: %v, want still %v", cur, base)
 	}
-	for range 5 {
+	cur, fast = b.next(base, cur, 20*time.Millisecond, fast)
+	if cur != 2*time.Second {
+		t.Fatalf("after two slow reads: %v, want 2s", cur)
+	}
+	for range 10 {
 		cur, fast = b.next(base, cur, time.Second, fast)
 	}
 	if cur != b.Max {
@@ -242,7 +246,7 @@ func TestSamplerBacksOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetBackoff(Backoff{Max: 160 * time.Millisecond, Share: 0.1, Recover: 5})
+	s.SetBackoff(Backoff{Max: 160 * time.Millisecond, Share: 0.1, Slow: 2, Recover: 5})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
