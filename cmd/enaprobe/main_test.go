@@ -218,7 +218,7 @@ func TestBundleBelongsToSudoUser(t *testing.T) {
 			t.Fatal(err)
 		}
 		check := []string{p}
-		if !isArchivePath(p) {
+		if !report.IsArchive(p) {
 			check = append(check, filepath.Join(p, report.BundleRecording))
 		} else {
 			check = append(check, filepath.Dir(p))

@@ -380,7 +380,7 @@ func counterReplays(sources map[string]ena.Source, vals, ifaces []string) error 
 		if err != nil {
 			return err
 		}
-		rec, err := readRecording(path)
+		rec, _, err := report.ReadBundle(path)
 		if err != nil {
 			return usagef("--counters-replay %s: %v", v, err)
 		}
@@ -399,15 +399,6 @@ func counterReplays(sources map[string]ena.Source, vals, ifaces []string) error 
 		sources[iface] = src
 	}
 	return nil
-}
-
-// readRecording reads a bundle (directory or .tar.gz) or a bare recording.
-func readRecording(path string) (*record.Recording, error) {
-	if st, err := os.Stat(path); err == nil && !st.IsDir() && !strings.HasSuffix(path, ".tar.gz") {
-		return record.ReadFile(path)
-	}
-	rec, _, err := report.ReadBundle(path)
-	return rec, err
 }
 
 // discoverHost learns what the instance is (limits.Discover) and logs it.
