@@ -130,7 +130,7 @@ var ReadLatencyBuckets = []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2
 // New registers every metric in a new registry, with the Go and process
 // collectors, and creates the series of each interface so that every family
 // is listed from the first scrape (a counter that has not moved yet is 0,
-// not absent).
+// not absent); the conntrack gauge only appears once the device reports it.
 func New(interfaces []string) *Metrics {
 	name := func(k string) string { return Namespace + "_" + descs[k].name }
 	help := func(k string) string { return descs[k].help }
@@ -190,7 +190,9 @@ func (m *Metrics) addInterface(iface string) {
 	for _, a := range Allowances {
 		m.AllowanceExceeded.WithLabelValues(iface, a)
 	}
-	m.ConntrackAllowanceAvailable.WithLabelValues(iface)
+	// No conntrack_allowance_available series until the device reports the
+	// gauge (driver 2.8.1+, in-tree 6.12+, device permitting): absent is not zero,
+	// and a 0 would read as "no connection left".
 	for d := range record.NumDirections {
 		dir := record.Direction(d).String()
 		m.Packets.WithLabelValues(iface, dir)

@@ -11,6 +11,10 @@ import (
 // with the labels the issue gives, before anything moved.
 func TestEveryFamilyGathered(t *testing.T) {
 	m := New([]string{"eth0"})
+	if n := testutil.CollectAndCount(m.ConntrackAllowanceAvailable); n != 0 {
+		t.Errorf("%d conntrack gauge series before the device reported one, want 0 (absent is not zero)", n)
+	}
+	m.ConntrackAllowanceAvailable.WithLabelValues("eth0").Set(1000) // as a device with the gauge
 	fams, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
