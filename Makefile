@@ -3,12 +3,15 @@ GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 BIN       := bin/enaprobe
+# Release: static binaries per architecture and their checksums.
+DIST      ?= dist
+ARCHES    ?= amd64 arm64
 # Benchmarks: packages with BPF_PROG_TEST_RUN and overhead benchmarks.
 BENCH_PKGS ?= ./loader ./analyzer ./ena ./lab/... ./e2e
 
 export BPF2GO_CFLAGS := -O2 -g -Wall -Werror
 
-.PHONY: help deps generate build test test-short kernels bench fuzz lint clean
+.PHONY: help deps generate build release test test-short kernels bench soak fuzz lint clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -23,6 +26,14 @@ generate: ## rebuild the eBPF objects and their Go bindings with clang (installs
 build: ## build bin/enaprobe
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/enaprobe
 
+release: ## static binaries for linux amd64 and arm64, version-stamped, with SHA256SUMS, into dist/
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	for arch in $(ARCHES); do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" \
+	    -o $(DIST)/enaprobe-linux-$$arch ./cmd/enaprobe || exit 1; \
+	done
+	cd $(DIST) && sha256sum enaprobe-linux-* > SHA256SUMS
+
 test: ## run every test and every benchmark once, as root (through sudo when not root): scripts/test
 	./scripts/test
 
@@ -30,10 +41,13 @@ kernels: ## the kernel matrix: datapath tests and a trace on 5.10, 6.1, 6.12, ar
 	./scripts/kernels $(ARGS)
 
 test-short: ## unit tests only: no root, no kernel
-	$(GO) test -short ./record ./wire ./counters ./analyzer ./limits ./report ./schema ./capture
+	$(GO) test -short ./record ./countrules ./counters ./analyzer ./limits ./report/... ./capture
 
 bench: ## benchmarks with ratios measured in one run (see BENCHMARKS.md)
 	$(GO) test -p 1 -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
+
+soak: ## serve's soak test, long form: 10 minutes of mixed traffic in the lab (CI runs 90 s); SOAK=30m to change
+	ENAPROBE_SOAK=$${SOAK:-10m} $(GO) test -p 1 -count=1 -timeout 2h -run TestServeSoak -v ./e2e
 
 fuzz: ## fuzz the datapath against the Go reference, then the recording reader, 2 minutes each
 	$(GO) test -run '^$$' -fuzz FuzzDatapath -fuzztime 2m ./loader
@@ -45,4 +59,4 @@ lint: ## gofmt, go vet, staticcheck
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 clean: ## remove build output
-	rm -rf bin
+	rm -rf bin $(DIST)

@@ -1,5 +1,11 @@
 package analyzer
 
+import (
+	"fmt"
+
+	"github.com/enaprobe/enaprobe/limits"
+)
+
 // Recommendations, each drawn from /work/shared/AWS-LIMITS.md.
 const (
 	recommendMicroburst = "bw_*_allowance_exceeded counts packets queued or dropped because the instance's aggregate bandwidth went over its allowance, " +
@@ -21,20 +27,29 @@ const (
 	recommendConntrackNear = "conntrack_allowance_available is running out: when it reaches 0, new connections are dropped (conntrack_allowance_exceeded). " +
 		"Reuse connections, shorten idle timeouts with ConnectionTrackingConfiguration (TCP established 432000 s by default, down to 60 s), " +
 		"and make flows untracked where security group rules allow (0.0.0.0/0 and ::/0, all ports, both directions)."
-	recommendLinkLocal = "Link-local services (DNS resolver, IMDS, NTP) share one limit of 1024 packets/s per network interface, which cannot be increased; " +
-		"linklocal_allowance_exceeded counts packets dropped over it. Cache DNS answers locally (a local caching resolver), " +
-		"read IMDS once and cache credentials and metadata (one HTTP request to IMDS is several packets), and do not poll NTP more than needed."
-	recommendLinkLocalHot = "Link-local traffic (DNS, IMDS, NTP together) is close to the per-interface limit of 1024 packets/s, which cannot be increased; " +
-		"over it packets are dropped (linklocal_allowance_exceeded). Cache DNS answers locally (a local caching resolver) and cache IMDS credentials and metadata."
-	recommendFlowCap = "A single flow (5-tuple) is limited to 5 Gbps outside a cluster placement group, up to 10 Gbps inside one and up to 25 Gbps with ENA Express, " +
-		"silently: no counter moves. Split the transfer over several flows (parallel connections), or place both instances in a cluster placement group, or use ENA Express."
-	recommendFlowPlateau = "This flow ran flat at its maximum for a long time with no allowance counter moving: something caps it (a per-flow limit, the sender, " +
-		"the receiver window). If it is the EC2 per-flow limit (5 Gbps, 10 Gbps in a cluster placement group, 25 Gbps with ENA Express), " +
-		"split the transfer over several flows; set FlowLimitBps to compare with the right cap."
 	recommendJumbo = "Inside a VPC the MTU is 9001, but traffic that leaves it (internet gateway, VPN, another Region) has an MTU of 1500: " +
 		"larger packets are fragmented or dropped, and TCP stalls if the ICMP \"fragmentation needed\" answers are filtered. " +
 		"Allow that ICMP in security groups and network ACLs, or cap the MTU toward destinations outside the VPC (ip route ... mtu 1500)."
 	recommendBaseline = "Instance sizes sold as \"Up to X Gbps\" burst to X only while burst credits last (typically 5 to 60 minutes), then fall to the baseline, " +
 		"and bw_*_allowance_exceeded counts what is queued or dropped over it. Use a size sold as \"N Gigabit\" (no burst) or a larger one, " +
 		"or spread the transfer over time so that credits refill. CloudWatch NetworkIn/NetworkOut are bytes per period: bps = Sum / period seconds x 8."
+)
+
+// Recommendations that name a limit take its number from limits, its one
+// home.
+var (
+	linkLocalPPS  = fmt.Sprintf("%d packets/s", limits.LinkLocalPPSPerInterface)
+	flowCaps      = fmt.Sprintf("%g Gbps outside a cluster placement group, up to %g Gbps inside one and up to %g Gbps with ENA Express", limits.FlowDefaultBps/1e9, limits.FlowPlacementGroupBps/1e9, limits.FlowENAExpressBps/1e9)
+	flowCapsShort = fmt.Sprintf("%g Gbps, %g Gbps in a cluster placement group, %g Gbps with ENA Express", limits.FlowDefaultBps/1e9, limits.FlowPlacementGroupBps/1e9, limits.FlowENAExpressBps/1e9)
+
+	recommendLinkLocal = "Link-local services (DNS resolver, IMDS, NTP) share one limit of " + linkLocalPPS + " per network interface, which cannot be increased; " +
+		"linklocal_allowance_exceeded counts packets dropped over it. Cache DNS answers locally (a local caching resolver), " +
+		"read IMDS once and cache credentials and metadata (one HTTP request to IMDS is several packets), and do not poll NTP more than needed."
+	recommendLinkLocalHot = "Link-local traffic (DNS, IMDS, NTP together) is close to the per-interface limit of " + linkLocalPPS + ", which cannot be increased; " +
+		"over it packets are dropped (linklocal_allowance_exceeded). Cache DNS answers locally (a local caching resolver) and cache IMDS credentials and metadata."
+	recommendFlowCap = "A single flow (5-tuple) is limited to " + flowCaps + ", " +
+		"silently: no counter moves. Split the transfer over several flows (parallel connections), or place both instances in a cluster placement group, or use ENA Express."
+	recommendFlowPlateau = "This flow ran flat at its maximum for a long time with no allowance counter moving: something caps it (a per-flow limit, the sender, " +
+		"the receiver window). If it is the EC2 per-flow limit (" + flowCapsShort + "), " +
+		"split the transfer over several flows; set FlowLimitBps to compare with the right cap."
 )

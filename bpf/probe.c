@@ -6,10 +6,13 @@
  * It never alters, redirects or drops a packet: every path returns
  * TC_ACT_UNSPEC, which is also TCX_NEXT, so other programs keep running.
  *
- * Built twice (gen.go): without ENAPROBE_PERCPU_BUCKETS every packet is
- * added to the shared bucket ring, and the object needs nothing newer than
- * Linux 5.10; with it, each CPU keeps open buckets that a pinned BPF timer
- * hands over (6.7+). The loader picks one by a feature probe.
+ * Built twice for the product (gen.go): without ENAPROBE_PERCPU_BUCKETS
+ * every packet is added to the shared bucket ring, and the object needs
+ * nothing newer than Linux 5.10; with it, each CPU keeps open buckets that
+ * a pinned BPF timer hands over (6.7+). The loader picks one by a feature
+ * probe. A third build, with ENAPROBE_BENCH, is the benchmarks' object:
+ * the shared-ring datapath plus the floor programs they measure it against
+ * and the atomic_adds knob (loader.BenchSpec).
  *
  * Shaped for the verifiers of 5.10 and 6.1, which give up at 1,000,000
  * processed instructions and prune less than newer ones: the parse is a
@@ -858,6 +861,9 @@ int enaprobe_probe_timer_pin(struct __sk_buff *skb)
 
 #endif
 
+#ifdef ENAPROBE_BENCH
+/* The benchmark object's floors, never in the product object. */
+
 /* The baseline of the benchmarks: an empty program measured in the same run. */
 SEC("tc")
 int enaprobe_empty(struct __sk_buff *skb)
@@ -888,3 +894,4 @@ int enaprobe_minimal(struct __sk_buff *skb)
 	t->syns += now & 1;
 	return VERDICT_NEXT;
 }
+#endif /* ENAPROBE_BENCH */

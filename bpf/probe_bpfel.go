@@ -217,12 +217,8 @@ const (
 	ProbeMapFlows6             = "flows6"
 	ProbeMapSizeSlices         = "size_slices"
 	ProbeMapWindowEvents       = "window_events"
-	ProbeProgEnaprobeClock     = "enaprobe_clock"
 	ProbeProgEnaprobeEgress    = "enaprobe_egress"
-	ProbeProgEnaprobeEmpty     = "enaprobe_empty"
 	ProbeProgEnaprobeIngress   = "enaprobe_ingress"
-	ProbeProgEnaprobeMinimal   = "enaprobe_minimal"
-	ProbeVarAtomicAdds         = "atomic_adds"
 	ProbeVarBucketDrained      = "bucket_drained"
 	ProbeVarBucketMask         = "bucket_mask"
 	ProbeVarBucketNs           = "bucket_ns"
@@ -291,11 +287,8 @@ type ProbeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProbeProgramSpecs struct {
-	EnaprobeClock   *ebpf.ProgramSpec `ebpf:"enaprobe_clock"`
 	EnaprobeEgress  *ebpf.ProgramSpec `ebpf:"enaprobe_egress"`
-	EnaprobeEmpty   *ebpf.ProgramSpec `ebpf:"enaprobe_empty"`
 	EnaprobeIngress *ebpf.ProgramSpec `ebpf:"enaprobe_ingress"`
-	EnaprobeMinimal *ebpf.ProgramSpec `ebpf:"enaprobe_minimal"`
 }
 
 // ProbeMapSpecs contains maps before they are loaded into the kernel.
@@ -319,7 +312,6 @@ type ProbeMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProbeVariableSpecs struct {
-	AtomicAdds         *ebpf.VariableSpec `ebpf:"atomic_adds"`
 	BucketDrained      *ebpf.VariableSpec `ebpf:"bucket_drained"`
 	BucketMask         *ebpf.VariableSpec `ebpf:"bucket_mask"`
 	BucketNs           *ebpf.VariableSpec `ebpf:"bucket_ns"`
@@ -399,7 +391,6 @@ func (m *ProbeMaps) Close() error {
 //
 // It can be passed to LoadProbeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProbeVariables struct {
-	AtomicAdds         *ebpf.Variable `ebpf:"atomic_adds"`
 	BucketDrained      *ebpf.Variable `ebpf:"bucket_drained"`
 	BucketMask         *ebpf.Variable `ebpf:"bucket_mask"`
 	BucketNs           *ebpf.Variable `ebpf:"bucket_ns"`
@@ -430,20 +421,14 @@ type ProbeVariables struct {
 //
 // It can be passed to LoadProbeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProbePrograms struct {
-	EnaprobeClock   *ebpf.Program `ebpf:"enaprobe_clock"`
 	EnaprobeEgress  *ebpf.Program `ebpf:"enaprobe_egress"`
-	EnaprobeEmpty   *ebpf.Program `ebpf:"enaprobe_empty"`
 	EnaprobeIngress *ebpf.Program `ebpf:"enaprobe_ingress"`
-	EnaprobeMinimal *ebpf.Program `ebpf:"enaprobe_minimal"`
 }
 
 func (p *ProbePrograms) Close() error {
 	return _ProbeClose(
-		p.EnaprobeClock,
 		p.EnaprobeEgress,
-		p.EnaprobeEmpty,
 		p.EnaprobeIngress,
-		p.EnaprobeMinimal,
 	)
 }
 

@@ -28,13 +28,9 @@ const (
 	ProbePerCPUMapFlows6                 = "flows6"
 	ProbePerCPUMapSizeSlices             = "size_slices"
 	ProbePerCPUMapWindowEvents           = "window_events"
-	ProbePerCPUProgEnaprobeClock         = "enaprobe_clock"
 	ProbePerCPUProgEnaprobeEgress        = "enaprobe_egress"
-	ProbePerCPUProgEnaprobeEmpty         = "enaprobe_empty"
 	ProbePerCPUProgEnaprobeIngress       = "enaprobe_ingress"
-	ProbePerCPUProgEnaprobeMinimal       = "enaprobe_minimal"
 	ProbePerCPUProgEnaprobeProbeTimerPin = "enaprobe_probe_timer_pin"
-	ProbePerCPUVarAtomicAdds             = "atomic_adds"
 	ProbePerCPUVarBucketDrained          = "bucket_drained"
 	ProbePerCPUVarBucketMask             = "bucket_mask"
 	ProbePerCPUVarBucketNs               = "bucket_ns"
@@ -104,11 +100,8 @@ type ProbePerCPUSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProbePerCPUProgramSpecs struct {
-	EnaprobeClock         *ebpf.ProgramSpec `ebpf:"enaprobe_clock"`
 	EnaprobeEgress        *ebpf.ProgramSpec `ebpf:"enaprobe_egress"`
-	EnaprobeEmpty         *ebpf.ProgramSpec `ebpf:"enaprobe_empty"`
 	EnaprobeIngress       *ebpf.ProgramSpec `ebpf:"enaprobe_ingress"`
-	EnaprobeMinimal       *ebpf.ProgramSpec `ebpf:"enaprobe_minimal"`
 	EnaprobeProbeTimerPin *ebpf.ProgramSpec `ebpf:"enaprobe_probe_timer_pin"`
 }
 
@@ -134,7 +127,6 @@ type ProbePerCPUMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProbePerCPUVariableSpecs struct {
-	AtomicAdds         *ebpf.VariableSpec `ebpf:"atomic_adds"`
 	BucketDrained      *ebpf.VariableSpec `ebpf:"bucket_drained"`
 	BucketMask         *ebpf.VariableSpec `ebpf:"bucket_mask"`
 	BucketNs           *ebpf.VariableSpec `ebpf:"bucket_ns"`
@@ -217,7 +209,6 @@ func (m *ProbePerCPUMaps) Close() error {
 //
 // It can be passed to LoadProbePerCPUObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProbePerCPUVariables struct {
-	AtomicAdds         *ebpf.Variable `ebpf:"atomic_adds"`
 	BucketDrained      *ebpf.Variable `ebpf:"bucket_drained"`
 	BucketMask         *ebpf.Variable `ebpf:"bucket_mask"`
 	BucketNs           *ebpf.Variable `ebpf:"bucket_ns"`
@@ -249,21 +240,15 @@ type ProbePerCPUVariables struct {
 //
 // It can be passed to LoadProbePerCPUObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProbePerCPUPrograms struct {
-	EnaprobeClock         *ebpf.Program `ebpf:"enaprobe_clock"`
 	EnaprobeEgress        *ebpf.Program `ebpf:"enaprobe_egress"`
-	EnaprobeEmpty         *ebpf.Program `ebpf:"enaprobe_empty"`
 	EnaprobeIngress       *ebpf.Program `ebpf:"enaprobe_ingress"`
-	EnaprobeMinimal       *ebpf.Program `ebpf:"enaprobe_minimal"`
 	EnaprobeProbeTimerPin *ebpf.Program `ebpf:"enaprobe_probe_timer_pin"`
 }
 
 func (p *ProbePerCPUPrograms) Close() error {
 	return _ProbePerCPUClose(
-		p.EnaprobeClock,
 		p.EnaprobeEgress,
-		p.EnaprobeEmpty,
 		p.EnaprobeIngress,
-		p.EnaprobeMinimal,
 		p.EnaprobeProbeTimerPin,
 	)
 }

@@ -9,6 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// RequiredCapabilities are the capabilities a trace or serve needs, in the
+// effective set: what the systemd unit and the DaemonSet in deploy/ grant.
+var RequiredCapabilities = []string{"CAP_BPF", "CAP_NET_ADMIN", "CAP_PERFMON"}
+
 // MissingCapabilitiesError names the capabilities a trace needs that the
 // process's effective set lacks.
 type MissingCapabilitiesError struct{ Missing []string }

@@ -40,3 +40,10 @@ func TestMissingCapabilities(t *testing.T) {
 		}
 	}
 }
+
+// TestRequiredCapabilities: what deploy/ grants is what an empty set lacks.
+func TestRequiredCapabilities(t *testing.T) {
+	if got := missingCapabilities(0); !slices.Equal(got, RequiredCapabilities) {
+		t.Errorf("an empty set lacks %v, RequiredCapabilities says %v", got, RequiredCapabilities)
+	}
+}

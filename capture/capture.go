@@ -60,6 +60,41 @@ type Config struct {
 	// map (0: owner.DefaultSockets).
 	NoOwners     bool
 	OwnerSockets uint32
+	// Stream, when set, hands what is gathered to a long-running reader as
+	// it comes, and the trace keeps none of it: its recording then holds
+	// only the metadata, totals and loss.
+	Stream *Stream
+	// SampleBackoff lengthens the counter sample interval while reads are
+	// slow (ena.Backoff); the zero value keeps it fixed.
+	SampleBackoff ena.Backoff
+}
+
+// Stream receives a trace's data as it is gathered. Its functions run on
+// the trace's goroutines (Sample on each interface's sampler) and should
+// return quickly.
+type Stream struct {
+	// Meta is called once the programs are attached, with the metadata of
+	// the recording (Start set, End not).
+	Meta func(record.Meta)
+	// Data is called after every drain with what one interface's collector
+	// gathered since the last call.
+	Data func(iface string, r loader.Result)
+	// Sample is called with every counter read.
+	Sample func(record.CounterSample)
+	// Health is called about every HealthInterval per interface.
+	Health func(iface string, h Health)
+	// HealthInterval defaults to 1 s.
+	HealthInterval time.Duration
+	// ForgetFlowsAfter is how long the collectors remember a flow that
+	// left the flow table (loader.Collector.PruneFlows); 0 keeps them all.
+	ForgetFlowsAfter time.Duration
+}
+
+// Health is the state of one interface's probe.
+type Health struct {
+	loader.Health
+	// SampleInterval is the counter read interval in use (0: no counters).
+	SampleInterval time.Duration
 }
 
 // Progress is what a live status line shows.
@@ -105,8 +140,11 @@ type tracedInterface struct {
 	seen        int      // of the attachment's notes, passed on
 	checkFailed bool
 
+	stream *Stream // when set, samples go there instead of samples
+
 	mu      sync.Mutex
 	samples []record.CounterSample
+	last    *record.CounterSample // the last read, when streaming
 	jumps   int
 }
 
@@ -171,6 +209,9 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 		}
 		ti.notify(cfg)
 	}
+	if cfg.Stream != nil && cfg.Stream.Meta != nil {
+		cfg.Stream.Meta(assemble(cfg, traced, start, record.ClockPair{}).Meta)
+	}
 	if cfg.Attached != nil {
 		cfg.Attached()
 	}
@@ -214,6 +255,7 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 		if err := ti.col.Finish(end.MonoNs); err != nil {
 			errs = append(errs, err)
 		}
+		ti.stream.take(ti)
 	}
 	rec = assemble(cfg, traced, start, end)
 	if cfg.NoOwners {
@@ -255,7 +297,7 @@ func setUp(cfg Config, name string) (*tracedInterface, error) {
 	if ifc, err := net.InterfaceByName(name); err == nil && ifc.Flags&net.FlagUp == 0 {
 		info.Down = true
 	}
-	ti := &tracedInterface{info: info}
+	ti := &tracedInterface{info: info, stream: cfg.Stream}
 	ti.probe, err = loader.Load(cfg.Datapath)
 	if err != nil {
 		return nil, fmt.Errorf("interface %s: %w", name, err)
@@ -279,6 +321,7 @@ func setUp(cfg Config, name string) (*tracedInterface, error) {
 		if err != nil {
 			return ti, err
 		}
+		ti.sampler.SetBackoff(cfg.SampleBackoff)
 	}
 	return ti, nil
 }
@@ -301,21 +344,43 @@ func (cfg Config) notice(msg string) {
 
 func (ti *tracedInterface) addSample(s record.CounterSample) {
 	ti.mu.Lock()
-	defer ti.mu.Unlock()
-	if n := len(ti.samples); n > 0 && s.Err == "" {
-		prev := ti.samples[n-1]
+	prev := ti.last
+	if n := len(ti.samples); n > 0 {
+		prev = &ti.samples[n-1]
+	}
+	if prev != nil && s.Err == "" {
 		for _, name := range allowanceCounters {
 			if v, ok := s.Values[name]; ok && v > prev.Values[name] && prev.Err == "" {
 				ti.jumps++
 			}
 		}
 	}
+	if ti.stream != nil {
+		ti.last = &s
+		ti.mu.Unlock()
+		if ti.stream.Sample != nil {
+			ti.stream.Sample(s)
+		}
+		return
+	}
 	ti.samples = append(ti.samples, s)
+	ti.mu.Unlock()
 }
 
 var allowanceCounters = []string{
 	"bw_in_allowance_exceeded", "bw_out_allowance_exceeded", "pps_allowance_exceeded",
 	"conntrack_allowance_exceeded", "linklocal_allowance_exceeded",
+}
+
+// take hands what ti's collector gathered to the stream, when there is one.
+func (st *Stream) take(ti *tracedInterface) {
+	if st == nil {
+		return
+	}
+	r := ti.col.Take()
+	if st.Data != nil {
+		st.Data(ti.info.Name, r)
+	}
 }
 
 func (ti *tracedInterface) close() error {
@@ -357,6 +422,12 @@ func loop(ctx context.Context, cfg Config, traced []*tracedInterface, owners *ow
 	// container that exits before the end is still named.
 	ownerTick := time.NewTicker(time.Second)
 	defer ownerTick.Stop()
+	var healthC <-chan time.Time
+	if cfg.Stream != nil && cfg.Stream.Health != nil {
+		health := time.NewTicker(cmp.Or(cfg.Stream.HealthInterval, time.Second))
+		defer health.Stop()
+		healthC = health.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -369,6 +440,19 @@ func loop(ctx context.Context, cfg Config, traced []*tracedInterface, owners *ow
 				if err := ti.col.Drain(now, false); err != nil {
 					return err
 				}
+				cfg.Stream.take(ti)
+			}
+		case <-healthC:
+			now := monoclock.Now()
+			for _, ti := range traced {
+				h := Health{Health: ti.col.Health(now)}
+				if ti.sampler != nil {
+					h.SampleInterval = ti.sampler.Current()
+				}
+				if d := cfg.Stream.ForgetFlowsAfter; d > 0 {
+					ti.col.PruneFlows(now - int64(d))
+				}
+				cfg.Stream.Health(ti.info.Name, h)
 			}
 		case <-flows.C:
 			now := monoclock.Now()

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/internal/privtest"
 	"github.com/enaprobe/enaprobe/internal/vethpair"
@@ -85,8 +87,15 @@ func TestTraceMissingCapability(t *testing.T) {
 // interface is traced with a note.
 func TestTraceBundleParentsAndWideBucket(t *testing.T) {
 	pair := vethpair.ForTest(t, vethpair.Options{Octet: 86})
-	if out, err := exec.Command("ip", "-n", pair.NSA, "link", "set", "lo", "down").CombinedOutput(); err != nil {
-		t.Fatalf("set lo down: %v %s", err, out)
+	err := vethpair.Do(pair.NSA, func() error {
+		lo, err := netlink.LinkByName("lo")
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetDown(lo)
+	})
+	if err != nil {
+		t.Fatalf("set lo down: %v", err)
 	}
 	bundle := filepath.Join(t.TempDir(), "no", "such", "dir", "b.tar.gz")
 	cmd := exec.Command("ip", "netns", "exec", pair.NSA, binary, "trace", "-i", pair.IfA, "-i", "lo", "-i", pair.IfA,

@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/netip"
@@ -85,14 +87,14 @@ func BenchmarkTraceOverhead(b *testing.B) {
 		b.ReportMetric(slices.Max(cpuShare), "tracer_cpu_share")
 		b.ReportMetric(slices.Max(rss), "tracer_max_rss_MiB")
 		// The floor any counting tc probe starts from, by the same method:
-		// the object's empty program (the hook's own cost), one that only
+		// the benchmark object's empty program (the hook's own cost), one that only
 		// reads the clock, and one that reads the clock, parses the frame
 		// and adds it to its CPU's totals, each attached alone to each pair
 		// in turn.
 		for _, floor := range []struct{ prog, metric string }{
-			{"enaprobe_empty", "hook_with/without"},
-			{"enaprobe_clock", "hook_clock_with/without"},
-			{"enaprobe_minimal", "minimal_probe_with/without"},
+			{loader.BenchEmpty, "hook_with/without"},
+			{loader.BenchClock, "hook_clock_with/without"},
+			{loader.BenchMinimal, "minimal_probe_with/without"},
 		} {
 			b.ReportMetric(floorRatio(b, pairs, floor.prog, runFor), floor.metric)
 		}
@@ -106,7 +108,199 @@ func BenchmarkTraceOverhead(b *testing.B) {
 		b.ReportMetric(costNs, "egress_prog_ns")
 		b.ReportMetric(emptyNs, "empty_prog_ns")
 		b.ReportMetric(perPacketNs/(perPacketNs+costNs-emptyNs), "predicted_with/without")
+		besideOtherTools(b, pairs, runFor)
 	}
+}
+
+// besideOtherTools measures, by the same method in the same run, what users
+// run today (`tcpdump -w` on the same interface) and `enaprobe serve` (the
+// flight recorder, its metrics scraped every second) on the 64-byte UDP
+// stream, then all three on a TCP stream of 1500-byte frames. Each tool runs
+// on each pair in turn (the geometric mean of the two ratios cancels any
+// difference between the pairs).
+func besideOtherTools(b *testing.B, pairs []*vethpair.Pair, d time.Duration) {
+	b.Helper()
+	tools := []struct {
+		name string
+		run  tool
+	}{{"trace", traceWhile}, {"tcpdump", tcpdumpWhile}, {"serve", serveWhile}}
+	streams := []struct {
+		name string
+		send sender
+	}{{"udp64", sendAlternating}, {"tcp1500", sendAlternatingTCP}}
+	for _, st := range streams {
+		if st.name == "tcp1500" {
+			// Frames of the MTU at tc, as on a wire without offloads: with
+			// TSO and GSO (ENA's default) tc sees fewer, larger packets.
+			for _, pair := range pairs {
+				if out, err := exec.Command("ip", "netns", "exec", pair.NSA, "ethtool", "-K", pair.IfA, "tso", "off", "gso", "off").CombinedOutput(); err != nil {
+					b.Fatalf("ethtool -K %s: %v %s", pair.IfA, err, out)
+				}
+			}
+			control := alternateWith(b, pairs, -1, d, nil, st.send)
+			b.ReportMetric(control.paths[0].pps()/control.paths[1].pps(), "control_tcp1500_pair0/pair1")
+			b.ReportMetric(8*1500*(control.paths[0].pps()+control.paths[1].pps())/2/1e9, "tcp1500_Gbit/s_without")
+		}
+		for _, tl := range tools {
+			if tl.name == "trace" && st.name == "udp64" {
+				continue // measured above
+			}
+			var thr, senderCPU []float64
+			var cpu, rss float64
+			for k := range pairs {
+				res := alternateWith(b, pairs, k, d, tl.run, st.send)
+				thr = append(thr, res.paths[k].pps()/res.paths[1-k].pps())
+				senderCPU = append(senderCPU, res.paths[1-k].nsPerPacket()/res.paths[k].nsPerPacket())
+				cpu = max(cpu, res.tracer.cpuShare)
+				rss = max(rss, res.tracer.maxRSSMiB)
+			}
+			b.ReportMetric(geoMean(thr), tl.name+"_"+st.name+"_with/without")
+			b.ReportMetric(geoMean(senderCPU), tl.name+"_"+st.name+"_sender_cpu_without/with")
+			b.ReportMetric(cpu, tl.name+"_"+st.name+"_cpu_share")
+			b.ReportMetric(rss, tl.name+"_"+st.name+"_max_rss_MiB")
+		}
+	}
+}
+
+// tcpdumpWhile runs `tcpdump -w` on pair's A end while fn runs, writing a
+// ring of two 100 MB files as a long capture would, and returns what
+// traceWhile returns.
+func tcpdumpWhile(tb testing.TB, pair *vethpair.Pair, fn func()) tracerUsage {
+	tb.Helper()
+	file := filepath.Join(tb.TempDir(), "capture.pcap")
+	// -Z root: Debian's tcpdump otherwise drops to its own user, which
+	// cannot write to the test's directory.
+	cmd := exec.Command("ip", "netns", "exec", pair.NSA, "tcpdump", "-i", pair.IfA, "-n", "-w", file,
+		"-C", "100", "-W", "2", "-Z", "root")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	// tcpdump says "listening on IFACE" once its socket is bound.
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		buf := make([]byte, 4096)
+		var acc string
+		for {
+			n, err := stderr.Read(buf)
+			acc += string(buf[:n])
+			for {
+				i := strings.IndexByte(acc, '\n')
+				if i < 0 {
+					break
+				}
+				lines <- acc[:i]
+				acc = acc[i+1:]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	deadline := time.After(20 * time.Second)
+	for listening := false; !listening; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				tb.Fatal("tcpdump exited before listening")
+			}
+			listening = strings.Contains(l, "listening on")
+		case <-deadline:
+			tb.Fatal("tcpdump not listening within 20 s")
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // as for the tracer
+	cpu0, t0 := processCPU(tb, cmd.Process.Pid), time.Now()
+	fn()
+	cpu, elapsed := processCPU(tb, cmd.Process.Pid)-cpu0, time.Since(t0)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	for range lines { // its closing statistics
+	}
+	if err := cmd.Wait(); err != nil {
+		tb.Fatalf("tcpdump: %v", err)
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return tracerUsage{cpuShare: cpu / elapsed.Seconds(), maxRSSMiB: float64(ru.Maxrss) / 1024}
+}
+
+// serveWhile runs `enaprobe serve` on pair's A end while fn runs, scraping
+// its metrics every second, and returns what traceWhile returns.
+func serveWhile(tb testing.TB, pair *vethpair.Pair, fn func()) tracerUsage {
+	tb.Helper()
+	dir := tb.TempDir()
+	ready := filepath.Join(dir, "ready")
+	cmd := exec.Command("ip", "netns", "exec", pair.NSA, binary, "serve", "-i", pair.IfA, "--no-imds",
+		"--bundle-dir", filepath.Join(dir, "bundles"), "--listen", "127.0.0.1:0", "--ready-file", ready, "--log-level", "warn")
+	cmd.Stdout, cmd.Stderr = nil, os.Stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	waitFile(tb, ready, 20*time.Second)
+	raw, err := os.ReadFile(ready)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := strings.TrimSpace(string(raw))
+	time.Sleep(200 * time.Millisecond)
+	stop := make(chan struct{})
+	scraped := make(chan int)
+	go func() {
+		n := 0
+		defer func() { scraped <- n }()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if scrapeIn(pair.NSA, addr) == nil {
+					n++
+				}
+			}
+		}
+	}()
+	cpu0, t0 := processCPU(tb, cmd.Process.Pid), time.Now()
+	fn()
+	cpu, elapsed := processCPU(tb, cmd.Process.Pid)-cpu0, time.Since(t0)
+	close(stop)
+	if n := <-scraped; n == 0 {
+		tb.Error("no scrape of serve's /metrics succeeded")
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		tb.Fatalf("enaprobe serve: %v", err)
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return tracerUsage{cpuShare: cpu / elapsed.Seconds(), maxRSSMiB: float64(ru.Maxrss) / 1024}
+}
+
+// scrapeIn reads http://addr/metrics from inside the namespace ns.
+func scrapeIn(ns, addr string) error {
+	var conn net.Conn
+	if err := vethpair.Do(ns, func() (err error) {
+		conn, err = net.DialTimeout("tcp", addr, time.Second)
+		return err
+	}); err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Write([]byte("GET /metrics HTTP/1.0\r\nHost: " + addr + "\r\n\r\n")); err != nil {
+		return err
+	}
+	body, err := io.ReadAll(conn)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(string(body), "HTTP/1.0 200") && !strings.HasPrefix(string(body), "HTTP/1.1 200") {
+		return fmt.Errorf("scrape: %.40s", body)
+	}
+	return nil
 }
 
 func geoMean(v []float64) float64 {
@@ -130,14 +324,27 @@ type alternated struct {
 }
 
 // alternate runs `enaprobe trace` on pairs[traced] (none when traced < 0)
-// and sends through the pairs in turn for d.
+// and sends 64-byte UDP through the pairs in turn for d.
 func alternate(b *testing.B, pairs []*vethpair.Pair, traced int, d time.Duration) alternated {
+	return alternateWith(b, pairs, traced, d, traceWhile, sendAlternating)
+}
+
+// tool runs a packet tool on pair's A end while fn runs, and returns its
+// CPU share during fn and its peak memory.
+type tool func(tb testing.TB, pair *vethpair.Pair, fn func()) tracerUsage
+
+// sender sends through pairs in turn, a phase at a time, for d.
+type sender func(tb testing.TB, pairs []*vethpair.Pair, d time.Duration) []pathStats
+
+// alternateWith runs run on pairs[traced] (nothing when traced < 0) while
+// send sends through the pairs in turn for d.
+func alternateWith(b *testing.B, pairs []*vethpair.Pair, traced int, d time.Duration, run tool, send sender) alternated {
 	b.Helper()
 	if traced < 0 {
-		return alternated{paths: sendAlternating(b, pairs, d)}
+		return alternated{paths: send(b, pairs, d)}
 	}
 	var res alternated
-	res.tracer = traceWhile(b, pairs[traced], func() { res.paths = sendAlternating(b, pairs, d) })
+	res.tracer = run(b, pairs[traced], func() { res.paths = send(b, pairs, d) })
 	return res
 }
 
@@ -207,13 +414,13 @@ func progCostNs(b *testing.B, pair *vethpair.Pair, d time.Duration) float64 {
 	return runtimeNs / runs
 }
 
-// emptyProgNs is progCostNs for the object's empty tc program, attached
+// emptyProgNs is progCostNs for the benchmark object's empty tc program, attached
 // with tcx in A: what the statistics cost by themselves.
 func emptyProgNs(b *testing.B, pair *vethpair.Pair, d time.Duration) float64 {
 	b.Helper()
-	coll := loadObject(b)
+	coll := loadFloors(b)
 	defer coll.Close()
-	prog := coll.Programs["enaprobe_empty"]
+	prog := coll.Programs[loader.BenchEmpty]
 	defer attachEgress(b, pair, prog).Close()
 	defer enableBPFStats(b)()
 	sendAlternating(b, []*vethpair.Pair{pair}, d)
@@ -224,11 +431,11 @@ func emptyProgNs(b *testing.B, pair *vethpair.Pair, d time.Duration) float64 {
 	return float64(st.Runtime.Nanoseconds()) / float64(st.RunCount)
 }
 
-// floorRatio is the with / without throughput of the object's program
+// floorRatio is the with / without throughput of the benchmark object's program
 // prog alone on A's egress, each pair traced in turn for d.
 func floorRatio(b *testing.B, pairs []*vethpair.Pair, prog string, d time.Duration) float64 {
 	b.Helper()
-	coll := loadObject(b)
+	coll := loadFloors(b)
 	defer coll.Close()
 	p, ok := coll.Programs[prog]
 	if !ok {
@@ -244,11 +451,11 @@ func floorRatio(b *testing.B, pairs []*vethpair.Pair, prog string, d time.Durati
 	return geoMean(ratios)
 }
 
-// loadObject loads the datapath's object as the tracer would, for its
-// benchmark-only programs.
-func loadObject(b *testing.B) *ebpf.Collection {
+// loadFloors loads the benchmark object (loader.BenchSpec), for its floor
+// programs, which the product object does not carry.
+func loadFloors(b *testing.B) *ebpf.Collection {
 	b.Helper()
-	spec, err := loader.Spec(loader.DefaultOptions())
+	spec, err := loader.BenchSpec(loader.DefaultOptions(), true)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -446,4 +653,108 @@ func waitFile(tb testing.TB, path string, timeout time.Duration) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	tb.Fatalf("%s did not appear within %v", path, timeout)
+}
+
+// tcpPayload is the TCP payload of a 1500-byte frame with timestamps: the
+// MSS at an MTU of 1500.
+const tcpPayload = 1448
+
+// sendAlternatingTCP is sendAlternating for one TCP connection per pair,
+// written 16 KiB at a time: with TSO and GSO off on A, the stack hands tc
+// frames of the MTU. Throughput is in frames (bytes written / MSS), what
+// each path sustained as sendAlternating counts it; each write crosses the
+// pair in the sender's system call until the receiver's window closes.
+func sendAlternatingTCP(tb testing.TB, pairs []*vethpair.Pair, d time.Duration) []pathStats {
+	tb.Helper()
+	stats := make([]pathStats, len(pairs))
+	var counting atomic.Bool
+	var receivers sync.WaitGroup
+	var txs []net.Conn
+	var lns []net.Listener
+	received := make([]atomic.Int64, len(pairs))
+	defer func() {
+		for _, c := range txs {
+			c.Close()
+		}
+		for _, l := range lns {
+			l.Close()
+		}
+		receivers.Wait()
+	}()
+	for i, pair := range pairs {
+		addr := netip.AddrPortFrom(pair.AddrB, 9301).String()
+		var ln net.Listener
+		if err := vethpair.Do(pair.NSB, func() (err error) {
+			ln, err = net.Listen("tcp", addr)
+			return err
+		}); err != nil {
+			tb.Fatal(err)
+		}
+		lns = append(lns, ln)
+		receivers.Add(1)
+		go func() {
+			defer receivers.Done()
+			runtime.LockOSThread()
+			pinThread(1)
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			buf := make([]byte, 256<<10)
+			for {
+				n, err := c.Read(buf)
+				if counting.Load() {
+					received[i].Add(int64(n))
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		var tx net.Conn
+		if err := vethpair.Do(pair.NSA, func() (err error) {
+			tx, err = net.DialTimeout("tcp", addr, 5*time.Second)
+			return err
+		}); err != nil {
+			tb.Fatal(err)
+		}
+		txs = append(txs, tx)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		pinThread(0)
+		payload := make([]byte, 16<<10)
+		for _, tx := range txs {
+			for start := time.Now(); time.Since(start) < warmUp/time.Duration(len(txs)); {
+				_, _ = tx.Write(payload)
+			}
+		}
+		counting.Store(true)
+		start := time.Now()
+		cur, from, cpu0, n := 0, start, threadCPU(), 0
+		for {
+			w, _ := txs[cur].Write(payload)
+			n += w
+			if now := time.Now(); now.Sub(from) >= phase {
+				cpu := threadCPU()
+				s := &stats[cur]
+				s.packets += n / tcpPayload
+				s.elapsed += now.Sub(from)
+				s.cpu += cpu - cpu0
+				if now.Sub(start) >= d {
+					break
+				}
+				cur, from, cpu0, n = (cur+1)%len(txs), now, cpu, 0
+			}
+		}
+		counting.Store(false)
+	}()
+	<-done
+	for i := range stats {
+		stats[i].received = int(received[i].Load() / tcpPayload)
+	}
+	return stats
 }

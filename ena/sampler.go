@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/enaprobe/enaprobe/internal/monoclock"
@@ -32,6 +33,22 @@ type Sampler struct {
 	iface    string
 	source   Source
 	interval time.Duration
+	backoff  Backoff
+	current  atomic.Int64 // the interval in use, ns
+}
+
+// Backoff makes a sampler gentle on a slow device: when Slow reads in a
+// row each take more than Share of the interval (the device spends that
+// share of its time answering us), the interval doubles, up to Max; after
+// Recover reads in a row that took under a quarter of that, it halves back
+// toward the interval it was made with. One slow read is not enough: a
+// read's stamps include the time the sampler's thread waited for a CPU.
+// The zero Backoff keeps the interval fixed (a trace).
+type Backoff struct {
+	Max     time.Duration
+	Share   float64
+	Slow    int
+	Recover int
 }
 
 // NewSampler samples source, the counters of interface iface, every
@@ -46,11 +63,45 @@ func NewSampler(iface string, source Source, interval time.Duration) (*Sampler, 
 	if interval < MinInterval {
 		return nil, fmt.Errorf("new sampler for %s: interval %v below the minimum %v", iface, interval, MinInterval)
 	}
-	return &Sampler{iface: iface, source: source, interval: interval}, nil
+	sa := &Sampler{iface: iface, source: source, interval: interval}
+	sa.current.Store(int64(interval))
+	return sa, nil
 }
 
-// Interval is the time between two reads.
+// SetBackoff turns backing off on, before Run.
+func (s *Sampler) SetBackoff(b Backoff) { s.backoff = b }
+
+// Interval is the time between two reads the sampler was made with.
 func (s *Sampler) Interval() time.Duration { return s.interval }
+
+// Current is the interval in use: Interval, or longer while backing off.
+// Safe to call while Run runs.
+func (s *Sampler) Current() time.Duration { return time.Duration(s.current.Load()) }
+
+// next is the interval after a read that took took, given the interval in
+// use and the run of reads before it: n > 0 fast reads in a row, n < 0
+// slow ones.
+func (b Backoff) next(base, cur, took time.Duration, n int) (time.Duration, int) {
+	if b.Max <= base || b.Share <= 0 {
+		return cur, 0
+	}
+	limit := time.Duration(float64(cur) * b.Share)
+	switch {
+	case took > limit:
+		slow := -min(n, 0) + 1
+		if slow >= max(b.Slow, 1) {
+			return min(2*cur, b.Max), 0
+		}
+		return cur, -slow
+	case took <= limit/4 && cur > base:
+		fast := max(n, 0) + 1
+		if fast >= max(b.Recover, 1) {
+			return max(cur/2, base), 0
+		}
+		return cur, fast
+	}
+	return cur, 0
+}
 
 // Sample reads the source once. A failed read carries Err and no values.
 func (s *Sampler) Sample() record.CounterSample {
@@ -75,8 +126,19 @@ func (s *Sampler) Run(ctx context.Context, emit func(record.CounterSample)) {
 	if ctx.Err() != nil {
 		return
 	}
-	emit(s.Sample())
-	ticker := time.NewTicker(s.interval)
+	cur, fast := s.interval, 0
+	sample := func() {
+		cs := s.Sample()
+		emit(cs)
+		next, f := s.backoff.next(s.interval, cur, time.Duration(cs.AfterNs-cs.BeforeNs), fast)
+		fast = f
+		if next != cur {
+			cur = next
+			s.current.Store(int64(cur))
+		}
+	}
+	sample()
+	ticker := time.NewTicker(cur)
 	defer ticker.Stop()
 	for {
 		select {
@@ -88,7 +150,11 @@ func (s *Sampler) Run(ctx context.Context, emit func(record.CounterSample)) {
 			if ctx.Err() != nil {
 				return
 			}
-			emit(s.Sample())
+			was := cur
+			sample()
+			if cur != was {
+				ticker.Reset(cur)
+			}
 		}
 	}
 }

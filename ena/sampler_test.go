@@ -198,3 +198,74 @@ func TestSamplerCancel(t *testing.T) {
 		t.Errorf("%d reads with a done context", src2.count())
 	}
 }
+
+// TestBackoff: slow reads double the interval up to Max, fast reads in a
+// row bring it back down to the base, never below.
+func TestBackoff(t *testing.T) {
+	b := Backoff{Max: 8 * time.Second, Share: 0.01, Slow: 2, Recover: 3}
+	base := time.Second
+	cur, fast := b.next(base, base, 20*time.Millisecond, 0) // 2% of 1 s
+	if cur != base {
+		t.Fatalf("after one slow read: %v, want still %v", cur, base)
+	}
+	cur, fast = b.next(base, cur, 20*time.Millisecond, fast)
+	if cur != 2*time.Second {
+		t.Fatalf("after two slow reads: %v, want 2s", cur)
+	}
+	for range 10 {
+		cur, fast = b.next(base, cur, time.Second, fast)
+	}
+	if cur != b.Max {
+		t.Fatalf("after slow reads: %v, want the max %v", cur, b.Max)
+	}
+	for i := range 3 {
+		cur, fast = b.next(base, cur, time.Millisecond, fast)
+		if i < 2 && cur != b.Max {
+			t.Fatalf("after %d fast reads: %v, want still %v", i+1, cur, b.Max)
+		}
+	}
+	if cur != 4*time.Second {
+		t.Fatalf("after 3 fast reads: %v, want 4s", cur)
+	}
+	for range 20 {
+		cur, fast = b.next(base, cur, time.Millisecond, fast)
+	}
+	if cur != base {
+		t.Fatalf("after many fast reads: %v, want the base %v", cur, base)
+	}
+	if c, _ := (Backoff{}).next(base, base, time.Hour, 0); c != base {
+		t.Fatalf("the zero Backoff moved the interval to %v", c)
+	}
+}
+
+// TestSamplerBacksOff: a source slower than Share of the interval makes
+// Run lengthen the interval, and Current reports it.
+func TestSamplerBacksOff(t *testing.T) {
+	src := &slowSource{delay: 3 * time.Millisecond}
+	s, err := NewSampler("x", src, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetBackoff(Backoff{Max: 160 * time.Millisecond, Share: 0.1, Slow: 2, Recover: 5})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx, func(record.CounterSample) {}) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Current() < 40*time.Millisecond && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if s.Current() < 40*time.Millisecond {
+		t.Fatalf("interval %v after slow reads, want at least 40ms", s.Current())
+	}
+}
+
+type slowSource struct{ delay time.Duration }
+
+func (s *slowSource) Read() (map[string]uint64, error) {
+	time.Sleep(s.delay)
+	return map[string]uint64{"pps_allowance_exceeded": 0}, nil
+}
+func (s *slowSource) Kind() string { return "slow" }

@@ -20,7 +20,7 @@ var (
 	// GatewayAddr is the VPC router, the instance's default gateway.
 	GatewayAddr = netip.MustParseAddr("198.18.0.1")
 	// ResolverAddr is the VPC DNS resolver at the VPC CIDR base + 2.
-	ResolverAddr = netip.MustParseAddr("198.18.0.2")
+	ResolverAddr = limits.VPCResolver(VPCCIDR)
 	// PeerAddr is another host in the VPC: the traffic sinks live there.
 	PeerAddr = netip.MustParseAddr("198.18.1.10")
 

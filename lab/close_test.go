@@ -11,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
+	"github.com/enaprobe/enaprobe/internal/namedns"
 	"github.com/enaprobe/enaprobe/internal/privtest"
 )
 
@@ -55,8 +56,8 @@ func assertEmptyNetns(t *testing.T, name string, h netns.NsHandle) {
 			t.Errorf("%s: %s qdisc left behind", name, q.Type())
 		}
 	}
-	held := &namedNetns{name: name, handle: h}
-	out, err := held.run(nil, "nft", "list", "ruleset")
+	held := &namedns.NS{Name: name, Handle: h}
+	out, err := held.Run(nil, "nft", "list", "ruleset")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,9 +127,9 @@ func TestPartialUpLeavesNothingBehind(t *testing.T) {
 		if made == nil || made.inst == nil {
 			t.Fatalf("failure after %s: hook never saw the lab", step)
 		}
-		for _, ns := range []*namedNetns{made.inst, made.vpc} {
-			if _, err := os.Stat(ns.path()); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("failure after %s: %s left behind (%v)", step, ns.path(), err)
+		for _, ns := range []*namedns.NS{made.inst, made.vpc} {
+			if _, err := os.Stat(ns.Path()); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("failure after %s: %s left behind (%v)", step, ns.Path(), err)
 			}
 		}
 	}

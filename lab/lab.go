@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/enaprobe/enaprobe/internal/namedns"
 )
 
 // Lab is a running emulated EC2 instance: an "instance" network namespace
@@ -21,7 +24,7 @@ type Lab struct {
 	cfg Config
 	id  string
 
-	inst, vpc         *namedNetns
+	inst, vpc         *namedns.NS
 	instNl, vpcNl     *netlink.Handle
 	instLink, vpcLink netlink.Link
 	services          *serviceGroup
@@ -83,26 +86,26 @@ var upStepHook func(l *Lab, step string) error
 
 func (l *Lab) setupNamespaces() error {
 	var err error
-	if l.inst, err = newNamedNetns("enalab-" + l.id + "-inst"); err != nil {
+	if l.inst, err = namedns.New("enalab-" + l.id + "-inst"); err != nil {
 		return err
 	}
-	if l.vpc, err = newNamedNetns("enalab-" + l.id + "-vpc"); err != nil {
+	if l.vpc, err = namedns.New("enalab-" + l.id + "-vpc"); err != nil {
 		return err
 	}
 	// Without DAD, IPv6 (link-local addresses included, which neighbour
 	// discovery needs) works the moment a link is up, not a second later.
-	for _, ns := range []*namedNetns{l.inst, l.vpc} {
-		if err := ns.setSysctls(map[string]string{"net/ipv6/conf/all/accept_dad": "0", "net/ipv6/conf/default/accept_dad": "0"}); err != nil {
+	for _, ns := range []*namedns.NS{l.inst, l.vpc} {
+		if err := ns.SetSysctls(map[string]string{"net/ipv6/conf/all/accept_dad": "0", "net/ipv6/conf/default/accept_dad": "0"}); err != nil {
 			return err
 		}
 	}
-	if l.instNl, err = netlink.NewHandleAt(l.inst.handle); err != nil {
-		return fmt.Errorf("netlink in %s: %w", l.inst.name, err)
+	// Links, addresses, routes and qdiscs; conntrack (the emulated
+	// conntrack_allowance_available) through netfilter.
+	if l.instNl, err = l.inst.Netlink(unix.NETLINK_ROUTE, unix.NETLINK_NETFILTER); err != nil {
+		return err
 	}
-	if l.vpcNl, err = netlink.NewHandleAt(l.vpc.handle); err != nil {
-		return fmt.Errorf("netlink in %s: %w", l.vpc.name, err)
-	}
-	return nil
+	l.vpcNl, err = l.vpc.Netlink(unix.NETLINK_ROUTE, unix.NETLINK_NETFILTER)
+	return err
 }
 
 // Close stops the services and removes the veth pair (with its qdiscs and
@@ -139,14 +142,14 @@ func (l *Lab) Close() error {
 	}
 	// A netdev table outlives its device: flush both rulesets before the
 	// namespaces go, so one held open elsewhere is left empty.
-	for _, ns := range []*namedNetns{l.vpc, l.inst} {
+	for _, ns := range []*namedns.NS{l.vpc, l.inst} {
 		if ns == nil {
 			continue
 		}
-		if _, err := ns.run(nil, "nft", "flush", "ruleset"); err != nil {
+		if _, err := ns.Run(nil, "nft", "flush", "ruleset"); err != nil {
 			errs = append(errs, err)
 		}
-		errs = append(errs, ns.close())
+		errs = append(errs, ns.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("lab close: %w", err)
@@ -161,16 +164,16 @@ func (l *Lab) Config() Config { return l.cfg }
 func (l *Lab) ID() string { return l.id }
 
 // InstanceNetns is the instance namespace's name, for `ip netns exec`.
-func (l *Lab) InstanceNetns() string { return l.inst.name }
+func (l *Lab) InstanceNetns() string { return l.inst.Name }
 
 // InstanceNetnsPath is the instance namespace's bind mount, for setns.
-func (l *Lab) InstanceNetnsPath() string { return l.inst.path() }
+func (l *Lab) InstanceNetnsPath() string { return l.inst.Path() }
 
 // VPCNetns is the VPC namespace's name.
-func (l *Lab) VPCNetns() string { return l.vpc.name }
+func (l *Lab) VPCNetns() string { return l.vpc.Name }
 
 // VPCNetnsPath is the VPC namespace's bind mount.
-func (l *Lab) VPCNetnsPath() string { return l.vpc.path() }
+func (l *Lab) VPCNetnsPath() string { return l.vpc.Path() }
 
 // InstanceInterface is the instance's interface name (in its namespace):
 // the one to trace, standing for the ENA device.
@@ -189,10 +192,10 @@ func (l *Lab) VPCInterface() string { return vpcIfc }
 // the instance namespace (setns), then moves the thread back. Sockets and
 // eBPF links fn creates stay in the instance namespace; goroutines fn
 // starts do not run there.
-func (l *Lab) InInstance(fn func() error) error { return l.inst.do(fn) }
+func (l *Lab) InInstance(fn func() error) error { return l.inst.Do(fn) }
 
 // InVPC is InInstance for the VPC namespace.
-func (l *Lab) InVPC(fn func() error) error { return l.vpc.do(fn) }
+func (l *Lab) InVPC(fn func() error) error { return l.vpc.Do(fn) }
 
 // DialInstance dials from inside the instance namespace. The address must
 // be an IP literal: name resolution would run on other threads, outside

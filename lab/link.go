@@ -30,7 +30,7 @@ func (l *Lab) setupLinks() error {
 	attrs.MTU = linkMTU
 	// The queue of every htb leaf class is the device's txqueuelen.
 	attrs.TxQLen = l.cfg.QueuePackets
-	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: vpcIfc, PeerTxQLen: l.cfg.QueuePackets, PeerNamespace: netlink.NsFd(l.vpc.handle)}
+	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: vpcIfc, PeerTxQLen: l.cfg.QueuePackets, PeerNamespace: netlink.NsFd(l.vpc.Handle)}
 	if err := l.instNl.LinkAdd(veth); err != nil {
 		return fmt.Errorf("add veth %s/%s: %w", instanceIfc, vpcIfc, err)
 	}

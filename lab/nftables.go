@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"text/template"
 
-	"github.com/enaprobe/enaprobe/limits"
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
+
+	"github.com/enaprobe/enaprobe/internal/namedns"
+	"github.com/enaprobe/enaprobe/limits"
 )
 
 // The VPC namespace's nftables ruleset. It stands where EC2 enforces these
@@ -152,7 +154,7 @@ func (l *Lab) nftRuleset(t *template.Template, ifc string) ([]byte, error) {
 
 func (l *Lab) setupNftables() error {
 	for _, r := range []struct {
-		ns  *namedNetns
+		ns  *namedns.NS
 		t   *template.Template
 		ifc string
 	}{{l.vpc, nftTemplate, vpcIfc}, {l.inst, nftInstanceTemplate, instanceIfc}} {
@@ -160,7 +162,7 @@ func (l *Lab) setupNftables() error {
 		if err != nil {
 			return err
 		}
-		if _, err := r.ns.run(rules, "nft", "-f", "-"); err != nil {
+		if _, err := r.ns.Run(rules, "nft", "-f", "-"); err != nil {
 			return fmt.Errorf("load nftables ruleset %s: %w", r.t.Name(), err)
 		}
 	}
@@ -173,10 +175,10 @@ func (l *Lab) setupNftables() error {
 // kept the lab from being read every 10 ms.
 func (l *Lab) nftCounters() (map[string]uint64, error) {
 	all := map[string]uint64{}
-	for _, ns := range []*namedNetns{l.vpc, l.inst} {
-		conn, err := nftables.New(nftables.WithNetNSFd(int(ns.handle)))
+	for _, ns := range []*namedns.NS{l.vpc, l.inst} {
+		conn, err := nftables.New(nftables.WithNetNSFd(int(ns.Handle)))
 		if err != nil {
-			return nil, fmt.Errorf("nftables in %s: %w", ns.name, err)
+			return nil, fmt.Errorf("nftables in %s: %w", ns.Name, err)
 		}
 		for _, family := range []nftables.TableFamily{nftables.TableFamilyNetdev, nftables.TableFamilyINet} {
 			objs, err := conn.GetNamedObjects(&nftables.Table{Name: nftTableName, Family: family})
@@ -184,7 +186,7 @@ func (l *Lab) nftCounters() (map[string]uint64, error) {
 				continue // the instance has no inet table
 			}
 			if err != nil {
-				return nil, fmt.Errorf("list nftables counters in %s: %w", ns.name, err)
+				return nil, fmt.Errorf("list nftables counters in %s: %w", ns.Name, err)
 			}
 			for _, o := range objs {
 				if no, ok := o.(*nftables.NamedObj); ok {

@@ -35,20 +35,16 @@ const benchRepeat = 50_000
 // median ratio is reported.
 const ratioRounds = 41
 
-func loadBenchCollection(b *testing.B, opts Options, set map[string]any) *ebpf.Collection {
+// loadCollection loads spec (the product object from Spec, or the benchmark
+// object from BenchSpec) for a benchmark.
+func loadCollection(b *testing.B, spec *ebpf.CollectionSpec, err error) *ebpf.Collection {
 	b.Helper()
 	privtest.RequireRoot(b)
-	if err := rlimit.RemoveMemlock(); err != nil { // maps count against it before 5.11
-		b.Fatal(err)
-	}
-	spec, err := Spec(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for k, v := range set {
-		if err := spec.Variables[k].Set(v); err != nil {
-			b.Fatal(err)
-		}
+	if err := rlimit.RemoveMemlock(); err != nil { // maps count against it before 5.11
+		b.Fatal(err)
 	}
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
@@ -56,6 +52,20 @@ func loadBenchCollection(b *testing.B, opts Options, set map[string]any) *ebpf.C
 	}
 	b.Cleanup(func() { coll.Close() })
 	return coll
+}
+
+// loadProduct loads the datapath a trace would load with opts.
+func loadProduct(b *testing.B, opts Options) *ebpf.Collection {
+	b.Helper()
+	spec, err := Spec(opts)
+	return loadCollection(b, spec, err)
+}
+
+// loadFloors loads the benchmark object, for its floor programs.
+func loadFloors(b *testing.B) *ebpf.Collection {
+	b.Helper()
+	spec, err := BenchSpec(DefaultOptions(), true)
+	return loadCollection(b, spec, err)
 }
 
 // medianRatio measures prog against base on frame, alternating them.
@@ -98,8 +108,9 @@ func benchFrames(b *testing.B) []struct {
 // BenchmarkDatapath is the established-flow path: the flow exists, as for
 // every packet of a connection but its first. Budget: 4.5x the empty program.
 func BenchmarkDatapath(b *testing.B) {
-	coll := loadBenchCollection(b, DefaultOptions(), nil)
-	empty, clock, egress := coll.Programs["enaprobe_empty"], coll.Programs["enaprobe_clock"], coll.Programs["enaprobe_egress"]
+	floors := loadFloors(b)
+	empty, clock := floors.Programs[BenchEmpty], floors.Programs[BenchClock]
+	egress := loadProduct(b, DefaultOptions()).Programs["enaprobe_egress"]
 	for _, f := range benchFrames(b) {
 		b.Run(f.name, func(b *testing.B) {
 			for b.Loop() {
@@ -114,7 +125,7 @@ func BenchmarkDatapath(b *testing.B) {
 	// the helper calls are paid by a flow's first egress packet only).
 	noOrigins := DefaultOptions()
 	noOrigins.NoOrigins = true
-	off := loadBenchCollection(b, noOrigins, nil)
+	off := loadProduct(b, noOrigins)
 	for _, f := range benchFrames(b)[:2] {
 		b.Run(f.name+"_no_origins", func(b *testing.B) {
 			for b.Loop() {
@@ -127,7 +138,7 @@ func BenchmarkDatapath(b *testing.B) {
 	for _, floor := range []struct {
 		name string
 		prog *ebpf.Program
-	}{{"clock_only", clock}, {"minimal", coll.Programs["enaprobe_minimal"]}} {
+	}{{"clock_only", clock}, {"minimal", floors.Programs[BenchMinimal]}} {
 		b.Run(floor.name, func(b *testing.B) {
 			for b.Loop() {
 				r, _ := medianRatio(b, floor.prog, empty, benchFrames(b)[0].frame)
@@ -157,14 +168,21 @@ func BenchmarkContention(b *testing.B) {
 		{"shared_buckets", BucketsShared, 1},
 		{"shared_buckets_plain_adds", BucketsShared, 0},
 	}
+	empty := loadFloors(b).Programs[BenchEmpty]
 	for _, v := range variants {
 		if v.buckets == BucketsPerCPU && !timerPinSupported() {
 			continue
 		}
 		opts := DefaultOptions()
 		opts.Buckets = v.buckets
-		coll := loadBenchCollection(b, opts, map[string]any{"atomic_adds": v.atomic})
-		empty, egress := coll.Programs["enaprobe_empty"], coll.Programs["enaprobe_egress"]
+		var coll *ebpf.Collection
+		if v.atomic == 1 {
+			coll = loadProduct(b, opts)
+		} else {
+			spec, err := BenchSpec(opts, false)
+			coll = loadCollection(b, spec, err)
+		}
+		egress := coll.Programs["enaprobe_egress"]
 		b.Run(v.name+"/one_cpu", func(b *testing.B) {
 			for b.Loop() {
 				r, _ := medianRatio(b, egress, empty, frames[0])
@@ -222,8 +240,8 @@ func BenchmarkNewFlow(b *testing.B) {
 	const flows = 20_000
 	opts := DefaultOptions()
 	opts.FlowEntries = 2 * flows
-	coll := loadBenchCollection(b, opts, nil)
-	empty, egress := coll.Programs["enaprobe_empty"], coll.Programs["enaprobe_egress"]
+	coll := loadProduct(b, opts)
+	empty, egress := loadFloors(b).Programs[BenchEmpty], coll.Programs["enaprobe_egress"]
 	frames := make([][]byte, flows)
 	for i := range frames {
 		frames[i] = udpFrame(b, v4A, v4B, uint16(1024+i), 53, 22)
@@ -258,8 +276,8 @@ func BenchmarkFullMap(b *testing.B) {
 	opts := DefaultOptions()
 	opts.FlowEntries = 131072
 	opts.FlowEntries6 = 1024
-	coll := loadBenchCollection(b, opts, nil)
-	empty, egress := coll.Programs["enaprobe_empty"], coll.Programs["enaprobe_egress"]
+	coll := loadProduct(b, opts)
+	empty, egress := loadFloors(b).Programs[BenchEmpty], coll.Programs["enaprobe_egress"]
 	frame := benchFrames(b)[0].frame
 	small, _ := medianRatio(b, egress, empty, frame)
 

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/enaprobe/enaprobe/bpf"
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/internal/privtest"
 	"github.com/enaprobe/enaprobe/record"
 )
@@ -50,17 +51,24 @@ func TestFlushTimer(t *testing.T) {
 	tp := newTestProbe(t, opts)
 	tp.clearBuckets(t)
 	frame := udpFrame(t, v4A, v4B, 1000, 2000, 18)
+	sent := monoclock.Now()
 	if err := tp.tryRun(record.Egress, frame, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	ring, open, armed := tp.bucketPlaces(t)
+	// A read that came FlushDelay or later after the packet (a loaded
+	// machine) may find the timer fired already: then only the end state
+	// below is checked.
+	late := time.Duration(monoclock.Now()-sent) >= opts.FlushDelay
 	if !perCPU {
 		if ring != 1 || open != 0 || armed {
 			t.Fatalf("shared buckets, right after the packet: %d in the ring, %d open, timer armed %v; want 1 in the ring", ring, open, armed)
 		}
 		return
 	}
-	if ring+open != 1 || !armed {
+	if late {
+		t.Logf("the maps were read %v after the packet, past the flush delay", opts.FlushDelay)
+	} else if ring+open != 1 || !armed {
 		t.Fatalf("right after the packet: %d in the ring, %d open, timer armed %v; want 1 in all, armed", ring, open, armed)
 	}
 	deadline := time.Now().Add(2 * time.Second)

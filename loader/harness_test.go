@@ -64,6 +64,13 @@ func newTestProbeFrom(tb testing.TB, opts Options, edit func(*ebpf.CollectionSpe
 		tb.Fatal(err)
 	}
 	edit(spec)
+	return newTestProbeOf(tb, spec, opts)
+}
+
+// newTestProbeOf is newTestProbe for a spec made with opts: the product's
+// (Spec) or the benchmark object (BenchSpec).
+func newTestProbeOf(tb testing.TB, spec *ebpf.CollectionSpec, opts Options) *testProbe {
+	tb.Helper()
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
 		tb.Fatalf("load datapath: %+v", err)

@@ -248,8 +248,8 @@ func (o *probeObjects) close() error {
 }
 
 // Spec returns the datapath's collection spec with the options applied:
-// runtime constants set and every map sized. Tests and benchmarks load it
-// themselves to reach the benchmark-only programs.
+// runtime constants set and every map sized, for tests that load it
+// themselves.
 func Spec(opts Options) (*ebpf.CollectionSpec, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -259,6 +259,43 @@ func Spec(opts Options) (*ebpf.CollectionSpec, error) {
 	if opts.Buckets == BucketsPerCPU {
 		load = bpf.LoadProbePerCPU
 	}
+	return specOf(load, opts)
+}
+
+// Programs of the benchmark object (BenchSpec) that the product lacks: the
+// floors the datapath's cost is measured against.
+const (
+	BenchEmpty   = "enaprobe_empty"   // returns at once: the hook's own cost
+	BenchClock   = "enaprobe_clock"   // reads the clock only
+	BenchMinimal = "enaprobe_minimal" // clock, parse, per-CPU totals by class
+)
+
+// BenchSpec is Spec for the benchmark object: the shared-ring datapath
+// (opts.Buckets is ignored) with the BenchEmpty, BenchClock and
+// BenchMinimal programs and the atomic_adds knob (1: atomic adds, as the
+// product; 0: plain adds that lose counts when CPUs race). A trace never
+// loads it.
+func BenchSpec(opts Options, atomicAdds bool) (*ebpf.CollectionSpec, error) {
+	opts.Buckets = BucketsShared
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	spec, err := specOf(bpf.LoadProbeBench, opts.resolved())
+	if err != nil {
+		return nil, err
+	}
+	var v uint8
+	if atomicAdds {
+		v = 1
+	}
+	if err := spec.Variables["atomic_adds"].Set(v); err != nil {
+		return nil, fmt.Errorf("set atomic_adds: %w", err)
+	}
+	return spec, nil
+}
+
+// specOf parses the object load returns and applies opts (resolved).
+func specOf(load func() (*ebpf.CollectionSpec, error), opts Options) (*ebpf.CollectionSpec, error) {
 	spec, err := load()
 	if err != nil {
 		return nil, fmt.Errorf("parse embedded bpf object: %w", err)

@@ -29,9 +29,9 @@ const (
 // maxEnvironmentSize bounds environment.json when reading a bundle.
 const maxEnvironmentSize = 1 << 20
 
-// isArchive tells whether a bundle path names a .tar.gz file rather than a
+// IsArchive tells whether a bundle path names a .tar.gz file rather than a
 // directory.
-func isArchive(p string) bool {
+func IsArchive(p string) bool {
 	return strings.HasSuffix(p, ".tar.gz") || strings.HasSuffix(p, ".tgz")
 }
 
@@ -53,7 +53,7 @@ func WriteBundle(p string, in Input) error {
 	if err != nil {
 		return fmt.Errorf("write bundle %s: %w", p, err)
 	}
-	if isArchive(p) {
+	if IsArchive(p) {
 		err = writeArchive(p, files)
 	} else {
 		err = writeDir(p, files)
@@ -167,8 +167,10 @@ func writeArchive(p string, files []bundleFile) (err error) {
 	return os.Rename(tmp.Name(), p)
 }
 
-// ReadBundle reads the recording and the environment of a bundle written
-// by WriteBundle (a directory or a .tar.gz), for analyzing it again.
+// ReadBundle is the one reader of saved traces: a bundle written by
+// WriteBundle (a directory or a .tar.gz) or a bare recording file (what
+// record.Write makes). A bare recording has no environment file; its
+// environment is what the recording's metadata holds (EnvironmentOf).
 func ReadBundle(p string) (*record.Recording, Environment, error) {
 	st, err := os.Stat(p)
 	if err != nil {
@@ -179,10 +181,14 @@ func ReadBundle(p string) (*record.Recording, Environment, error) {
 	switch {
 	case st.IsDir():
 		rec, env, err = readDir(p)
-	case isArchive(p):
+	case IsArchive(p):
 		rec, env, err = readArchive(p)
 	default:
-		err = errors.New("neither a directory nor a .tar.gz file")
+		if rec, err = record.ReadFile(p); err == nil {
+			env = EnvironmentOf(rec)
+		} else {
+			err = fmt.Errorf("neither a bundle (a directory or a .tar.gz) nor a recording: %w", err)
+		}
 	}
 	if err != nil {
 		return nil, Environment{}, fmt.Errorf("read bundle %s: %w", p, err)

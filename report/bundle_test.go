@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/enaprobe/enaprobe/analyzer"
@@ -20,7 +21,7 @@ import (
 func bundleContents(t *testing.T, p string) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	if !isArchive(p) {
+	if !IsArchive(p) {
 		entries, err := os.ReadDir(p)
 		if err != nil {
 			t.Fatal(err)
@@ -121,6 +122,22 @@ func TestBundleRoundTrip(t *testing.T) {
 	}
 }
 
+// TestReadBundleBareRecording: a bare recording file is read by the same
+// entry point, its environment taken from the recording's metadata.
+func TestReadBundleBareRecording(t *testing.T) {
+	in := loadInput(t, "steady")
+	rec, env, err := ReadBundle(filepath.Join(recordingsDir, "steady.rec.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rec, in.Recording) {
+		t.Error("recording read back differs from the one written")
+	}
+	if want := EnvironmentOf(in.Recording); !reflect.DeepEqual(env, want) {
+		t.Errorf("environment %+v, want %+v", env, want)
+	}
+}
+
 func TestBundleErrors(t *testing.T) {
 	in := loadInput(t, "steady")
 	dir := t.TempDir()
@@ -136,6 +153,8 @@ func TestBundleErrors(t *testing.T) {
 	}
 	if _, _, err := ReadBundle(plain); err == nil {
 		t.Error("plain file read as a bundle")
+	} else if !strings.Contains(err.Error(), "neither a bundle") {
+		t.Errorf("plain file: %v, want it to say what is read", err)
 	}
 	// A directory bundle without environment.json, and an archive of one.
 	partial := filepath.Join(dir, "partial")

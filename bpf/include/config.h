@@ -40,10 +40,15 @@ volatile const __u8 note_origins = 1;
 volatile const __u64 flush_delay_ns = 10000000;
 #endif
 
-/* Shared counters are added with atomic instructions. 0 makes them plain
- * read-modify-write adds, which lose counts when CPUs race: it exists only
- * so the benchmarks can measure what the atomics cost. */
+/* Shared counters are added with atomic instructions. In the benchmark
+ * object (ENAPROBE_BENCH) a knob: 0 makes them plain read-modify-write
+ * adds, which lose counts when CPUs race, so the benchmarks can measure
+ * what the atomics cost. The product object has no knob. */
+#ifdef ENAPROBE_BENCH
 volatile const __u8 atomic_adds = 1;
+#else
+#define atomic_adds 1
+#endif
 
 /* Written by userspace through the memory-mapped .bss: the newest bucket
  * and size-slice epochs up to which it has read everything. A slot reused

@@ -21,7 +21,7 @@ func newAnalyzeCommand() *cobra.Command {
 		Use:   "analyze BUNDLE",
 		Short: "Analyze a saved bundle again, with other limits or thresholds (no root needed)",
 		Long: `analyze reads the recording of a bundle written by "trace -o" (a directory or a
-.tar.gz) and reports on it again. With no flags it reproduces the bundle's own report: the
+.tar.gz, or the bare recording.json.gz out of one) and reports on it again. With no flags it reproduces the bundle's own report: the
 recording keeps every limit its analysis used and where it came from. A flag
 (another instance type, per-flow cap, baseline or fine window) overrides the
 recorded value, and the report notes it. Nothing is traced.`,

@@ -82,11 +82,14 @@ allowance counters (ethtool -S) at high rate, and lines the two up: the
 report names the micro-bursts, the flows pinned at the per-flow cap, the
 link-local offenders and the connection floods, with time, culprit,
 evidence and a fix.`,
+		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// --version prints what `enaprobe version` prints.
+	root.SetVersionTemplate("enaprobe {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newTraceCommand(), newAnalyzeCommand(), newCountersCommand(), newVersionCommand(), newLabCommand(), newCleanupCommand())
+	root.AddCommand(newTraceCommand(), newServeCommand(), newAnalyzeCommand(), newCountersCommand(), newVersionCommand(), newLabCommand(), newCleanupCommand())
 	argsAreUsage(root)
 	return root
 }

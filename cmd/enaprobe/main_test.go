@@ -218,7 +218,7 @@ func TestBundleBelongsToSudoUser(t *testing.T) {
 			t.Fatal(err)
 		}
 		check := []string{p}
-		if !isArchivePath(p) {
+		if !report.IsArchive(p) {
 			check = append(check, filepath.Join(p, report.BundleRecording))
 		} else {
 			check = append(check, filepath.Dir(p))
@@ -284,34 +284,51 @@ func TestREADMEMatchesHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	readme := string(b)
-	table := readme[strings.Index(readme, "| trace flag |"):]
-	table = table[:strings.Index(table, "\n\n")]
-	var inREADME []string
-	for _, line := range strings.Split(table, "\n")[2:] {
-		cell := strings.Split(line, "|")[1]
-		for _, f := range strings.Split(cell, ",") {
-			f = strings.Trim(strings.TrimSpace(f), "`")
-			if strings.HasPrefix(f, "--") {
-				inREADME = append(inREADME, f)
+	tableFlags := func(header string) []string {
+		table := readme[strings.Index(readme, header):]
+		table = table[:strings.Index(table, "\n\n")]
+		var flags []string
+		for _, line := range strings.Split(table, "\n")[2:] {
+			cell := strings.Split(line, "|")[1]
+			for _, f := range strings.Split(cell, ",") {
+				f = strings.Trim(strings.TrimSpace(f), "`")
+				if strings.HasPrefix(f, "--") {
+					flags = append(flags, f)
+				}
 			}
 		}
+		return flags
 	}
-	var inHelp []string
-	var trace *cobra.Command
-	for _, c := range newRootCommand().Commands() {
-		if c.Name() == "trace" {
-			trace = c
+	helpFlags := func(name string) []string {
+		var flags []string
+		for _, c := range newRootCommand().Commands() {
+			if c.Name() == name {
+				c.Flags().VisitAll(func(f *pflag.Flag) {
+					if !f.Hidden {
+						flags = append(flags, "--"+f.Name)
+					}
+				})
+			}
+		}
+		slices.Sort(flags)
+		return flags
+	}
+	traceREADME := tableFlags("| trace flag |")
+	slices.Sort(traceREADME)
+	if inHelp := helpFlags("trace"); !slices.Equal(traceREADME, inHelp) {
+		t.Errorf("README trace flags %v\n--help trace flags %v", traceREADME, inHelp)
+	}
+	// serve: its own table, and every trace flag but --duration, --format
+	// and --output, as the README says.
+	serveREADME := tableFlags("| serve flag |")
+	for _, f := range traceREADME {
+		if !slices.Contains([]string{"--duration", "--format", "--output"}, f) && !slices.Contains(serveREADME, f) {
+			serveREADME = append(serveREADME, f)
 		}
 	}
-	trace.Flags().VisitAll(func(f *pflag.Flag) {
-		if !f.Hidden {
-			inHelp = append(inHelp, "--"+f.Name)
-		}
-	})
-	slices.Sort(inREADME)
-	slices.Sort(inHelp)
-	if !slices.Equal(inREADME, inHelp) {
-		t.Errorf("README trace flags %v\n--help trace flags %v", inREADME, inHelp)
+	slices.Sort(serveREADME)
+	if inHelp := helpFlags("serve"); !slices.Equal(serveREADME, inHelp) {
+		t.Errorf("README serve flags %v\n--help serve flags %v", serveREADME, inHelp)
 	}
 	// Every flag taking a rate or a duration gives its unit and an example,
 	// in every command.

@@ -24,11 +24,6 @@ func environment(rec *record.Recording, commandLine string) report.Environment {
 	return env
 }
 
-// isArchivePath tells a .tar.gz bundle from a directory one.
-func isArchivePath(p string) bool {
-	return strings.HasSuffix(p, ".tar.gz") || strings.HasSuffix(p, ".tgz")
-}
-
 // fileExtensions are endings that name a file of another kind: a bundle is
 // a directory or a .tar.gz, and "-o x.zip" would otherwise be a directory
 // named x.zip.
@@ -43,7 +38,7 @@ func checkBundlePath(p string) error {
 		return err
 	}
 	dir := p
-	if isArchivePath(p) {
+	if report.IsArchive(p) {
 		dir = filepath.Dir(p)
 	}
 	created, err := mkdirAll(dir)
@@ -68,7 +63,7 @@ func checkBundleName(p string) error {
 		return nil
 	}
 	st, statErr := os.Stat(p)
-	if isArchivePath(p) {
+	if report.IsArchive(p) {
 		if statErr == nil && st.IsDir() {
 			return usagef("-o %s: is a directory; name a .tar.gz file, or the directory without .tar.gz", p)
 		}
@@ -137,7 +132,7 @@ func writeBundle(p string, in report.Input) error {
 		return err
 	}
 	paths := []string{p}
-	if !isArchivePath(p) {
+	if !report.IsArchive(p) {
 		entries, err := os.ReadDir(p)
 		if err != nil {
 			return err

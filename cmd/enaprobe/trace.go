@@ -15,8 +15,10 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/capture"
 	"github.com/enaprobe/enaprobe/counters"
 	"github.com/enaprobe/enaprobe/ena"
@@ -73,9 +75,17 @@ dropped or changed: the programs only count.`,
 	}
 	fs := cmd.Flags()
 	fs.DurationVarP(&f.duration, "duration", "d", 30*time.Second, "how long to trace, a duration, e.g. 30s or 2m; Ctrl-C ends early and still writes the report")
+	f.registerCapture(fs, ena.DefaultInterval, "10ms")
+	f.out.register(fs)
+	return cmd
+}
+
+// registerCapture registers the flags trace and serve share: interfaces,
+// datapath, counters, analysis, logs.
+func (f *traceFlags) registerCapture(fs *pflag.FlagSet, sampleInterval time.Duration, sampleExample string) {
 	fs.StringSliceVarP(&f.interfaces, "interface", "i", nil, "interface to trace, repeatable (default: the interface of the default route)")
 	fs.DurationVar(&f.bucket, "bucket", 100*time.Microsecond, "time bucket width, a duration from 10us to 10ms, e.g. 100us (a bucket above the window raises the window with it)")
-	fs.DurationVar(&f.sampleInterval, "sample-interval", ena.DefaultInterval, "ENA counter sample interval, a duration of 1ms or more, e.g. 10ms (each read is a device command)")
+	fs.DurationVar(&f.sampleInterval, "sample-interval", sampleInterval, "ENA counter sample interval, a duration of 1ms or more, e.g. "+sampleExample+" (each read is a device command)")
 	fs.StringVar(&f.attach, "attach", "auto", "how to hook into tc: auto, tcx (Linux 6.6+) or tc (clsact + cls_bpf)")
 	fs.StringArrayVar(&f.countersFiles, "counters-file", nil, "[IFACE=]PATH: read IFACE's counters from a file in ethtool -S format at every sample (labs, emulators, replays)")
 	fs.StringArrayVar(&f.countersReplay, "counters-replay", nil, "[IFACE=]BUNDLE: replay the counters a saved bundle or recording holds for IFACE (or for its only interface), on their recorded timeline")
@@ -92,82 +102,144 @@ dropped or changed: the programs only count.`,
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the trace to this file (to measure enaprobe's own overhead)")
 	_ = fs.MarkHidden("cpuprofile")
 	f.analysis.register(fs)
-	f.out.register(fs)
-	return cmd
 }
 
 func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	if err := f.out.validate(); err != nil {
 		return err
 	}
-	if err := durationRange("bucket", f.bucket, 10*time.Microsecond, 10*time.Millisecond); err != nil {
+	cfg, aopts, log, err := prepareCapture(ctx, cmd, f, func() error { return checkBundlePath(f.out.output) })
+	if err != nil {
 		return err
+	}
+	cfg.Duration = f.duration
+	ifaces := cfg.Interfaces
+	status := newStatusLine(cmd.ErrOrStderr(), log, f.duration)
+	cfg.Progress = status.update
+	cfg.Notice = func(msg string) { log.Warn().Msg(msg) }
+	cfg.Attached = func() {
+		log.Info().Strs("interfaces", ifaces).Dur("duration", f.duration).Msg("attached; tracing (Ctrl-C ends early)")
+		if f.readyFile != "" {
+			if err := os.WriteFile(f.readyFile, []byte(fmt.Sprintln(os.Getpid())), 0o644); err != nil {
+				log.Warn().Err(err).Msg("write ready file")
+			}
+		}
+	}
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	rec, err := capture.Run(ctx, cfg)
+	status.done()
+	if rec == nil {
+		return setUpError(cmd, f, err)
+	}
+	if err != nil {
+		log.Error().Err(err).Msg("the trace failed after it ran: reporting what was counted")
+	}
+	warnLoss(rec, log)
+	return errors.Join(err, writeReports(cmd.OutOrStdout(), rec, aopts, f.out, environment(rec, strings.Join(os.Args, " ")), log))
+}
+
+// setUpError gives an error of loading or attaching its exit code: a
+// rejected program or a missing permission is a missing privilege or kernel
+// feature.
+func setUpError(cmd *cobra.Command, f *traceFlags, err error) error {
+	var vr *loader.VerifierRejection
+	if errors.As(err, &vr) {
+		return privilegeError{verifierLog(cmd.ErrOrStderr(), err, vr, f)}
+	}
+	if errors.Is(err, os.ErrPermission) {
+		return privilegeError{err}
+	}
+	return err
+}
+
+// prepareCapture checks the flags trace and serve share and builds the
+// capture's configuration and the analysis options from them; checkOutput
+// checks where the results go, before anything is loaded.
+func prepareCapture(ctx context.Context, cmd *cobra.Command, f *traceFlags, checkOutput func() error) (capture.Config, analyzer.Options, zerolog.Logger, error) {
+	var (
+		cfg   capture.Config
+		aopts analyzer.Options
+		log   zerolog.Logger
+	)
+	fail := func(err error) (capture.Config, analyzer.Options, zerolog.Logger, error) { return cfg, aopts, log, err }
+	if err := durationRange("bucket", f.bucket, 10*time.Microsecond, 10*time.Millisecond); err != nil {
+		return fail(err)
 	}
 	if f.sampleInterval < ena.MinInterval {
-		return usagef("--sample-interval %v: at least %v", f.sampleInterval, ena.MinInterval)
+		return fail(usagef("--sample-interval %v: at least %v", f.sampleInterval, ena.MinInterval))
 	}
 	if f.duration < 0 {
-		return usagef("--duration %v: must not be negative", f.duration)
+		return fail(usagef("--duration %v: must not be negative", f.duration))
 	}
 	if !(f.heavyShare > 0 && f.heavyShare <= 1) {
-		return usagef("--heavy-share %v: want a share above 0 and at most 1, e.g. 0.1", f.heavyShare)
+		return fail(usagef("--heavy-share %v: want a share above 0 and at most 1, e.g. 0.1", f.heavyShare))
 	}
 	if f.flowEntries == 0 {
-		return usagef("--flow-entries 0: want a flow table capacity, e.g. %d", loader.DefaultOptions().FlowEntries)
+		return fail(usagef("--flow-entries 0: want a flow table capacity, e.g. %d", loader.DefaultOptions().FlowEntries))
 	}
 	if f.ownerSockets == 0 {
-		return usagef("--owner-sockets 0: want a capacity, e.g. %d (or --no-owners)", owner.DefaultSockets)
+		return fail(usagef("--owner-sockets 0: want a capacity, e.g. %d (or --no-owners)", owner.DefaultSockets))
 	}
 	if err := checkLogLevel(f.logLevel); err != nil {
-		return err
+		return fail(err)
 	}
 	mode, err := loader.ParseAttachMode(f.attach)
 	if err != nil {
-		return usageError{err}
+		return fail(usageError{err})
 	}
-	log := newLogger(cmd.ErrOrStderr(), f.logLevel, f.debug)
+	log = newLogger(cmd.ErrOrStderr(), f.logLevel, f.debug)
 	// The fine window is at least one bucket: a wider bucket raises the
 	// default window with it, an explicit window below it is an error.
 	if f.analysis.window < f.bucket {
 		if f.analysis.changed("window") {
-			return usagef("--window %v is shorter than --bucket %v", f.analysis.window, f.bucket)
+			return fail(usagef("--window %v is shorter than --bucket %v", f.analysis.window, f.bucket))
 		}
 		log.Info().Dur("window", f.bucket).Msgf("--bucket %v: the fine window is raised to %v with it", f.bucket, f.bucket)
 		f.analysis.window = f.bucket
 	}
-	aopts, err := f.analysis.options()
+	aopts, err = f.analysis.options()
 	if err != nil {
-		return err
+		return fail(err)
 	}
 
 	ifaces := dedupe(f.interfaces)
 	if len(ifaces) == 0 {
 		name, err := capture.DefaultRouteInterface()
 		if err != nil {
-			return usagef("no --interface given and %v", err)
+			return fail(usagef("no --interface given and %v", err))
 		}
 		ifaces = []string{name}
 	}
 	if err := interfacesExist(ifaces); err != nil {
-		return err
+		return fail(err)
 	}
 	sources, err := counterFiles(f.countersFiles, ifaces)
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	if err := counterReplays(sources, f.countersReplay, ifaces); err != nil {
-		return err
+		return fail(err)
 	}
 	// Every capability the load and attach need, before anything is loaded:
 	// the verifier's message for a missing one misleads.
 	if err := capture.CheckCapabilities(); err != nil {
-		return err
+		return fail(err)
 	}
-	if err := checkBundlePath(f.out.output); err != nil {
-		return err
+	if err := checkOutput(); err != nil {
+		return fail(err)
 	}
 
-	cfg := capture.DefaultConfig()
+	cfg = capture.DefaultConfig()
 	cfg.Interfaces = ifaces
 	cfg.Duration = f.duration
 	cfg.Attach = mode
@@ -209,45 +281,7 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 		}
 	}
 
-	status := newStatusLine(cmd.ErrOrStderr(), log, f.duration)
-	cfg.Progress = status.update
-	cfg.Notice = func(msg string) { log.Warn().Msg(msg) }
-	cfg.Attached = func() {
-		log.Info().Strs("interfaces", ifaces).Dur("duration", f.duration).Msg("attached; tracing (Ctrl-C ends early)")
-		if f.readyFile != "" {
-			if err := os.WriteFile(f.readyFile, []byte(fmt.Sprintln(os.Getpid())), 0o644); err != nil {
-				log.Warn().Err(err).Msg("write ready file")
-			}
-		}
-	}
-	if f.cpuProfile != "" {
-		pf, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	rec, err := capture.Run(ctx, cfg)
-	status.done()
-	if rec == nil {
-		var vr *loader.VerifierRejection
-		if errors.As(err, &vr) {
-			return privilegeError{verifierLog(cmd.ErrOrStderr(), err, vr, f)}
-		}
-		if errors.Is(err, os.ErrPermission) {
-			return privilegeError{err}
-		}
-		return err
-	}
-	if err != nil {
-		log.Error().Err(err).Msg("the trace failed after it ran: reporting what was counted")
-	}
-	warnLoss(rec, log)
-	return errors.Join(err, writeReports(cmd.OutOrStdout(), rec, aopts, f.out, environment(rec, strings.Join(os.Args, " ")), log))
+	return cfg, aopts, log, nil
 }
 
 // checkLogLevel refuses a level zerolog does not know.
@@ -356,7 +390,7 @@ func counterReplays(sources map[string]ena.Source, vals, ifaces []string) error 
 		if err != nil {
 			return err
 		}
-		rec, err := readRecording(path)
+		rec, _, err := report.ReadBundle(path)
 		if err != nil {
 			return usagef("--counters-replay %s: %v", v, err)
 		}
@@ -375,15 +409,6 @@ func counterReplays(sources map[string]ena.Source, vals, ifaces []string) error 
 		sources[iface] = src
 	}
 	return nil
-}
-
-// readRecording reads a bundle (directory or .tar.gz) or a bare recording.
-func readRecording(path string) (*record.Recording, error) {
-	if st, err := os.Stat(path); err == nil && !st.IsDir() && !strings.HasSuffix(path, ".tar.gz") {
-		return record.ReadFile(path)
-	}
-	rec, _, err := report.ReadBundle(path)
-	return rec, err
 }
 
 // discoverHost learns what the instance is (limits.Discover) and logs it.

@@ -13,12 +13,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
-	"os/exec"
-	"runtime"
-	"strings"
+	"time"
 
-	"github.com/vishvananda/netns"
+	"github.com/vishvananda/netlink"
+
+	"github.com/enaprobe/enaprobe/internal/namedns"
 )
 
 // Pair is namespace A (the traced host) and namespace B (its peer).
@@ -27,6 +28,8 @@ type Pair struct {
 	IfA, IfB     string // veth ends, IfA in NSA and IfB in NSB
 	AddrA, AddrB netip.Addr
 	MACA, MACB   string
+
+	nsA, nsB *namedns.NS
 }
 
 // Options shape the pair.
@@ -34,6 +37,10 @@ type Options struct {
 	MTU int // 0 keeps the default 1500
 	// Subnet third octet, so two pairs in one test get distinct addresses.
 	Octet byte
+	// BeforeUp, if set, runs inside B's namespace after the pair is made
+	// and before its links are up: for settings a driver reads when the
+	// link opens (veth enables NAPI at open when GRO is on).
+	BeforeUp func(p *Pair) error
 }
 
 // New creates the namespaces, the veth pair, addresses 10.201.<octet>.1/24
@@ -57,63 +64,179 @@ func New(opts Options) (p *Pair, err error) {
 	if mtu == 0 {
 		mtu = 1500
 	}
-	steps := [][]string{
-		{"netns", "add", p.NSA},
-		{"netns", "add", p.NSB},
-		{"link", "add", p.IfA, "netns", p.NSA, "address", p.MACA, "mtu", fmt.Sprint(mtu), "type", "veth",
-			"peer", "name", p.IfB, "netns", p.NSB, "address", p.MACB, "mtu", fmt.Sprint(mtu)},
+	if p.nsA, err = namedns.New(p.NSA); err != nil {
+		return p, err
 	}
-	for _, s := range steps {
-		if err := ip(s...); err != nil {
+	if p.nsB, err = namedns.New(p.NSB); err != nil {
+		return p, err
+	}
+	// IPv6 off before the links exist: no router or neighbour
+	// solicitations among the packets a test counts.
+	for _, ns := range []*namedns.NS{p.nsA, p.nsB} {
+		if err := ns.SetSysctls(noIPv6); err != nil {
 			return p, err
+		}
+	}
+	if err := addVeth(p.nsA, p.IfA, p.MACA, p.nsB, p.IfB, p.MACB, mtu); err != nil {
+		return p, err
+	}
+	if opts.BeforeUp != nil {
+		if err := p.nsB.Do(func() error { return opts.BeforeUp(p) }); err != nil {
+			return p, fmt.Errorf("before %s is up: %w", p.IfB, err)
 		}
 	}
 	for _, side := range []struct {
-		ns, ifname, peerMAC string
-		addr, peer          netip.Addr
+		ns              *namedns.NS
+		ifname, peerMAC string
+		addr, peer      netip.Addr
 	}{
-		{p.NSA, p.IfA, p.MACB, p.AddrA, p.AddrB},
-		{p.NSB, p.IfB, p.MACA, p.AddrB, p.AddrA},
+		{p.nsA, p.IfA, p.MACB, p.AddrA, p.AddrB},
+		{p.nsB, p.IfB, p.MACA, p.AddrB, p.AddrA},
 	} {
-		for _, s := range [][]string{
-			{"-n", side.ns, "link", "set", "lo", "up"},
-			{"-n", side.ns, "addr", "add", side.addr.String() + "/24", "dev", side.ifname},
-			{"-n", side.ns, "link", "set", side.ifname, "up"},
-			{"-n", side.ns, "neigh", "replace", side.peer.String(), "lladdr", side.peerMAC, "dev", side.ifname, "nud", "permanent"},
-		} {
-			if err := ip(s...); err != nil {
-				return p, err
+		err := withLink(side.ns, side.ifname, func(h *netlink.Handle, l netlink.Link) error {
+			if err := setUp(h, "lo"); err != nil {
+				return err
 			}
-		}
-		if err := sysctl(side.ns, "net.ipv6.conf.all.disable_ipv6", "1"); err != nil {
+			if err := h.AddrAdd(l, &netlink.Addr{IPNet: prefix(side.addr, 24)}); err != nil {
+				return fmt.Errorf("add %s/24 to %s: %w", side.addr, side.ifname, err)
+			}
+			if err := h.LinkSetUp(l); err != nil {
+				return fmt.Errorf("set %s up: %w", side.ifname, err)
+			}
+			return setNeigh(h, l, side.peer, side.peerMAC)
+		})
+		if err != nil {
 			return p, err
 		}
 	}
-	return p, nil
+	if err := waitUp(p.nsA, p.IfA); err != nil {
+		return p, err
+	}
+	return p, waitUp(p.nsB, p.IfB)
+}
+
+// waitUp polls until the link is operationally up. The kernel installs a
+// link's real qdisc in the same deferred work that sets that state (link
+// watch, up to a second after the link came up); until then the link drops
+// what it sends, and with static neighbours a test's first packet would
+// be lost.
+func waitUp(ns *namedns.NS, ifname string) error {
+	return withLink(ns, ifname, func(h *netlink.Handle, l netlink.Link) error {
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			l, err := h.LinkByIndex(l.Attrs().Index)
+			if err != nil {
+				return fmt.Errorf("find %s: %w", ifname, err)
+			}
+			if l.Attrs().OperState == netlink.OperUp {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s in %s not up within 5 s (operational state %s)", ifname, ns.Name, l.Attrs().OperState)
+			}
+		}
+	})
+}
+
+var noIPv6 = map[string]string{"net/ipv6/conf/all/disable_ipv6": "1", "net/ipv6/conf/default/disable_ipv6": "1"}
+
+// addVeth makes a veth pair with one end in each namespace.
+func addVeth(nsA *namedns.NS, ifA, macA string, nsB *namedns.NS, ifB, macB string, mtu int) error {
+	hwA, err := net.ParseMAC(macA)
+	if err != nil {
+		return err
+	}
+	hwB, err := net.ParseMAC(macB)
+	if err != nil {
+		return err
+	}
+	h, err := nsA.Netlink()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name, attrs.HardwareAddr, attrs.MTU = ifA, hwA, mtu
+	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: ifB, PeerHardwareAddr: hwB, PeerMTU: uint32(mtu), PeerNamespace: netlink.NsFd(nsB.Handle)}
+	if err := h.LinkAdd(veth); err != nil {
+		return fmt.Errorf("add veth %s/%s: %w", ifA, ifB, err)
+	}
+	return nil
+}
+
+// withLink runs fn with a netlink handle in ns and the link called ifname.
+func withLink(ns *namedns.NS, ifname string, fn func(h *netlink.Handle, l netlink.Link) error) error {
+	h, err := ns.Netlink()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	l, err := h.LinkByName(ifname)
+	if err != nil {
+		return fmt.Errorf("find %s in %s: %w", ifname, ns.Name, err)
+	}
+	return fn(h, l)
+}
+
+func setUp(h *netlink.Handle, ifname string) error {
+	l, err := h.LinkByName(ifname)
+	if err != nil {
+		return fmt.Errorf("find %s: %w", ifname, err)
+	}
+	if err := h.LinkSetUp(l); err != nil {
+		return fmt.Errorf("set %s up: %w", ifname, err)
+	}
+	return nil
+}
+
+// setNeigh makes a permanent neighbour entry: no ARP on the pair.
+func setNeigh(h *netlink.Handle, l netlink.Link, addr netip.Addr, mac string) error {
+	hw, err := net.ParseMAC(mac)
+	if err != nil {
+		return err
+	}
+	n := &netlink.Neigh{LinkIndex: l.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+		IP: net.IP(addr.AsSlice()), HardwareAddr: hw}
+	if addr.Is6() {
+		n.Family = netlink.FAMILY_V6
+	}
+	if err := h.NeighSet(n); err != nil {
+		return fmt.Errorf("neighbour %s on %s: %w", addr, l.Attrs().Name, err)
+	}
+	return nil
+}
+
+func prefix(a netip.Addr, bits int) *net.IPNet {
+	return &net.IPNet{IP: net.IP(a.AsSlice()), Mask: net.CIDRMask(bits, a.BitLen())}
 }
 
 // AddPeerAddress puts addr on B's veth end and makes A reach it over the
 // link with a static neighbour entry, as if B were that host.
 func (p *Pair) AddPeerAddress(addr netip.Addr) error {
-	for _, s := range [][]string{
-		{"-n", p.NSB, "addr", "add", addr.String() + "/32", "dev", p.IfB},
-		{"-n", p.NSA, "route", "replace", addr.String() + "/32", "dev", p.IfA},
-		{"-n", p.NSA, "neigh", "replace", addr.String(), "lladdr", p.MACB, "dev", p.IfA, "nud", "permanent"},
-	} {
-		if err := ip(s...); err != nil {
-			return err
+	err := withLink(p.nsB, p.IfB, func(h *netlink.Handle, l netlink.Link) error {
+		if err := h.AddrAdd(l, &netlink.Addr{IPNet: prefix(addr, addr.BitLen())}); err != nil {
+			return fmt.Errorf("add %s to %s: %w", addr, p.IfB, err)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	// B answers from addr to A over its own link.
-	return nil
+	return withLink(p.nsA, p.IfA, func(h *netlink.Handle, l netlink.Link) error {
+		r := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: prefix(addr, addr.BitLen()), Scope: netlink.SCOPE_LINK}
+		if err := h.RouteReplace(r); err != nil {
+			return fmt.Errorf("route %s via %s: %w", addr, p.IfA, err)
+		}
+		return setNeigh(h, l, addr, p.MACB)
+	})
 }
 
 // Close removes both namespaces; the veth pair goes with them.
 func (p *Pair) Close() error {
 	var errs []error
-	for _, ns := range []string{p.NSA, p.NSB} {
-		if err := ip("netns", "del", ns); err != nil && !strings.Contains(err.Error(), "No such file") {
-			errs = append(errs, err)
+	for _, ns := range []*namedns.NS{p.nsA, p.nsB} {
+		if ns != nil {
+			errs = append(errs, ns.Close())
 		}
 	}
 	return errors.Join(errs...)
@@ -121,47 +244,7 @@ func (p *Pair) Close() error {
 
 // Do runs fn on a locked OS thread inside namespace ns. Sockets fn creates
 // stay in ns after Do returns, so they can be used from any goroutine.
-func Do(ns string, fn func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		return fmt.Errorf("get current netns: %w", err)
-	}
-	defer orig.Close()
-	target, err := netns.GetFromName(ns)
-	if err != nil {
-		return fmt.Errorf("open netns %s: %w", ns, err)
-	}
-	defer target.Close()
-	if err := netns.Set(target); err != nil {
-		return fmt.Errorf("enter netns %s: %w", ns, err)
-	}
-	fnErr := fn()
-	if err := netns.Set(orig); err != nil {
-		// The thread is in the wrong namespace: never unlock it, so the
-		// runtime throws it away instead of reusing it.
-		runtime.LockOSThread()
-		return errors.Join(fnErr, fmt.Errorf("return from netns %s: %w", ns, err))
-	}
-	return fnErr
-}
-
-func ip(args ...string) error {
-	out, err := exec.Command("ip", args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
-func sysctl(ns, key, value string) error {
-	out, err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-qw", key+"="+value).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("sysctl %s=%s in %s: %w: %s", key, value, ns, err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
+func Do(ns string, fn func() error) error { return namedns.Do(ns, fn) }
 
 func randomID() string {
 	b := make([]byte, 4)
@@ -174,6 +257,8 @@ func randomID() string {
 type Branch struct {
 	NS       string // C
 	IfA, IfC string // the second pair's ends, IfA in A's namespace
+
+	ns *namedns.NS
 }
 
 // AddBranch makes C and its link to A; C's end gets mac and addr/24 and
@@ -187,40 +272,61 @@ func (p *Pair) AddBranch(mac string, addr netip.Addr, neigh map[netip.Addr]strin
 			b = nil
 		}
 	}()
-	if err := ip("netns", "add", b.NS); err != nil {
+	if b.ns, err = namedns.New(b.NS); err != nil {
 		return b, err
 	}
-	// No IPv6 on the new links from their first moment: no router or
-	// neighbour solicitations among the packets a test counts.
-	for _, ns := range []string{b.NS, p.NSA} {
-		for _, key := range []string{"net.ipv6.conf.default.disable_ipv6", "net.ipv6.conf.all.disable_ipv6"} {
-			if err := sysctl(ns, key, "1"); err != nil {
-				return b, err
-			}
-		}
-	}
-	steps := [][]string{
-		{"link", "add", b.IfA, "netns", p.NSA, "type", "veth", "peer", "name", b.IfC, "netns", b.NS, "address", mac},
-		{"-n", p.NSA, "link", "set", b.IfA, "up"},
-		{"-n", b.NS, "link", "set", "lo", "up"},
-		{"-n", b.NS, "addr", "add", addr.String() + "/24", "dev", b.IfC},
-		{"-n", b.NS, "link", "set", b.IfC, "up"},
-	}
-	for a, m := range neigh {
-		steps = append(steps, []string{"-n", b.NS, "neigh", "replace", a.String(), "lladdr", m, "dev", b.IfC, "nud", "permanent"})
-	}
-	for _, s := range steps {
-		if err := ip(s...); err != nil {
+	for _, ns := range []*namedns.NS{b.ns, p.nsA} {
+		if err := ns.SetSysctls(noIPv6); err != nil {
 			return b, err
 		}
 	}
-	return b, nil
+	hwC, err := net.ParseMAC(mac)
+	if err != nil {
+		return b, err
+	}
+	h, err := p.nsA.Netlink()
+	if err != nil {
+		return b, err
+	}
+	defer h.Close()
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = b.IfA
+	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: b.IfC, PeerHardwareAddr: hwC, PeerNamespace: netlink.NsFd(b.ns.Handle)}
+	if err := h.LinkAdd(veth); err != nil {
+		return b, fmt.Errorf("add veth %s/%s: %w", b.IfA, b.IfC, err)
+	}
+	if err := setUp(h, b.IfA); err != nil {
+		return b, err
+	}
+	if err := withLink(b.ns, b.IfC, func(h *netlink.Handle, l netlink.Link) error {
+		if err := setUp(h, "lo"); err != nil {
+			return err
+		}
+		if err := h.AddrAdd(l, &netlink.Addr{IPNet: prefix(addr, 24)}); err != nil {
+			return fmt.Errorf("add %s/24 to %s: %w", addr, b.IfC, err)
+		}
+		if err := h.LinkSetUp(l); err != nil {
+			return fmt.Errorf("set %s up: %w", b.IfC, err)
+		}
+		for a, m := range neigh {
+			if err := setNeigh(h, l, a, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return b, err
+	}
+	if err := waitUp(p.nsA, b.IfA); err != nil {
+		return b, err
+	}
+	return b, waitUp(b.ns, b.IfC)
 }
 
 // Close removes C; the second pair goes with it.
 func (b *Branch) Close() error {
-	if err := ip("netns", "del", b.NS); err != nil && !strings.Contains(err.Error(), "No such file") {
-		return err
+	if b.ns == nil {
+		return nil
 	}
-	return nil
+	return b.ns.Close()
 }

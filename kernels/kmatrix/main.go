@@ -28,7 +28,7 @@ var Matrix = []string{"5.10", "6.1", "6.12", "6.1-arm64", "host"}
 // Left out: tests that time traffic (TestVethBurstTiming) or fill tables
 // for statistics (TestFlowTableLoad, TestFlowTableConcurrentInserts), which
 // TCG makes slow without telling anything about the kernel.
-const DefaultTests = `^(TestVerifierStats|TestDatapath.*|FuzzDatapath|TestMinimalProgram|TestBucketModeResolves|TestFlushTimer|TestNoTimerFlushesAtOnce|TestFlowTable(Full|Eviction|LateEviction)|TestVeth(UDPExact|SYNsExact|LinkLocalExact|SizeClasses)|TestStaleFilterRemoved|TestBesideCNIVerdicts|TestTwoEnaprobe|TestForeignFilterAtOurPlace|TestReanchorUnderTraffic)$`
+const DefaultTests = `^(TestVerifierStats|TestDatapath.*|FuzzDatapath|TestMinimalProgram|TestBucketModeResolves|TestFlushTimer|TestNoTimerFlushesAtOnce|TestFlowTable(Full|Eviction|LateEviction)|TestWindowEvents|TestVeth(UDPExact|SYNsExact|LinkLocalExact|SizeClasses)|TestStaleFilterRemoved|TestBesideCNIVerdicts|TestTwoEnaprobe|TestForeignFilterAtOurPlace|TestReanchorUnderTraffic)$`
 
 // ShortTests are CI's form of the matrix: the verifier's counts, the parser
 // against the reference, the bucket modes, and exact counts through tc and

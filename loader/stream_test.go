@@ -1,0 +1,63 @@
+//go:build linux
+
+package loader
+
+import (
+	"testing"
+
+	"github.com/enaprobe/enaprobe/internal/monoclock"
+)
+
+// TestTakeForgets: Take hands over what was gathered since the last Take
+// and keeps totals cumulative; Health reports the flow table's fill; flows
+// still in the table are never pruned.
+func TestTakeForgets(t *testing.T) {
+	opts := testOptions()
+	opts.FlowEntries = 1024
+	f := newFlowTableProbe(t, opts)
+	frames, _ := flowFrames(t, 10)
+	for _, fr := range frames {
+		f.send(t, fr, 2)
+	}
+	now := monoclock.Now()
+	if err := f.col.Drain(now, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.col.SnapshotFlows(now); err != nil {
+		t.Fatal(err)
+	}
+	first := f.col.Take()
+	if len(first.Flows) != 10 {
+		t.Errorf("first Take: %d flow snapshots, want 10", len(first.Flows))
+	}
+	if h := f.col.Health(now); h.FlowTableFill <= 0 || h.FlowTableFill > 1 {
+		t.Errorf("flow table fill %v with 10 flows", h.FlowTableFill)
+	}
+	if n := f.col.PruneFlows(now + 1); n != 0 {
+		t.Errorf("pruned %d flows still in the table", n)
+	}
+	if len(f.col.flows) != 10 {
+		t.Errorf("%d flows remembered, want 10", len(f.col.flows))
+	}
+	for _, fr := range frames[:3] {
+		f.send(t, fr, 1)
+	}
+	r := f.finish(t)
+	second := f.col.Take()
+	if len(second.Flows) != 3 {
+		t.Errorf("second Take: %d flow snapshots, want the 3 that moved", len(second.Flows))
+	}
+	if len(r.Flows) != 3 {
+		t.Errorf("Result after a Take: %d flow snapshots, want 3", len(r.Flows))
+	}
+	var packets uint64
+	for _, tot := range second.Totals {
+		packets += tot.SumPackets()
+	}
+	if packets != 23 {
+		t.Errorf("totals %d packets, want 23 (cumulative)", packets)
+	}
+	if third := f.col.Take(); len(third.Flows) != 0 {
+		t.Errorf("a Take after a Take: %d flow snapshots", len(third.Flows))
+	}
+}
