@@ -165,6 +165,12 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 			err = errors.Join(err, ti.close())
 		}
 	}()
+	// Owners are resolved once, when a trace ends; a streaming trace
+	// (serve) hands its flows on as they come and keeps none to resolve,
+	// so it looks for none.
+	if cfg.Stream != nil {
+		cfg.NoOwners = true
+	}
 	cfg.Datapath.NoOrigins = cfg.NoOwners
 	for _, name := range cfg.Interfaces {
 		ti, err := setUp(cfg, name)
@@ -259,7 +265,7 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	}
 	rec = assemble(cfg, traced, start, end)
 	if cfg.NoOwners {
-		rec.Meta.OwnerNotes = []string{"owners: not looked for (turned off)"}
+		rec.Meta.OwnerNotes = []string{"owners: not looked for (turned off, or a streaming trace)"}
 	} else {
 		if owners != nil {
 			// Stopped first: the programs see every process of the host,

@@ -142,11 +142,9 @@ func (t *Tracker) Mount() string { return t.mount }
 func (t *Tracker) Read() error {
 	var cookie uint64
 	var o bpf.OwnerSockOwner
-	now := make(map[uint64]bool)
 	it := t.objs.SockOwners.Iterate()
 	for it.Next(&cookie, &o) {
 		t.socks[cookie] = Socket{PID: o.Pid, Comm: commString(o.Comm), CgroupID: o.CgroupId}
-		now[cookie] = true
 	}
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("read socket owners: %w", err)
@@ -154,8 +152,9 @@ func (t *Tracker) Read() error {
 	// Over the bound, forget the sockets the map no longer holds: the
 	// oldest, as the map evicts the least recently used.
 	if len(t.socks) > cacheFactor*int(t.maxEnt) {
+		var v bpf.OwnerSockOwner
 		for c := range t.socks {
-			if !now[c] {
+			if t.objs.SockOwners.Lookup(c, &v) != nil {
 				delete(t.socks, c)
 				t.dropped++
 			}
