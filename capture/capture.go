@@ -280,7 +280,7 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 		}
 		var origins []loader.FlowOrigin
 		for _, ti := range traced {
-			origins = append(origins, ti.col.Result().Origins...)
+			origins = append(origins, ti.col.Origins()...)
 		}
 		rec.Owners, rec.Meta.OwnerNotes = resolver.Resolve(origins)
 	}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"sort"
-	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -575,8 +574,6 @@ type Result struct {
 	Windows []record.WindowEvent
 	Totals  []record.Totals
 	Loss    record.Loss
-	// Origins are the flows whose first egress packet was seen.
-	Origins []FlowOrigin
 }
 
 // Finish is the last read of a trace, once the programs are detached: a
@@ -591,16 +588,23 @@ func (c *Collector) Finish(nowNs int64) error {
 // Totals are the exact totals as of the last drain.
 func (c *Collector) Totals() []record.Totals { return c.totals[:] }
 
+// Origins are the flows whose first egress packet was seen, for owner
+// attribution at the end of a trace (not part of Result, which a
+// streaming trace takes at every drain).
+func (c *Collector) Origins() []FlowOrigin {
+	var out []FlowOrigin
+	for _, fs := range c.flows {
+		if fs.origin.Kind != bpf.ProbeOriginORIGIN_UNKNOWN {
+			out = append(out, fs.origin)
+		}
+	}
+	return out
+}
+
 // Result returns the data gathered so far.
 func (c *Collector) Result() Result {
 	r := Result{Sizes: c.sizes, Flows: c.snapshots, Windows: c.windows, Loss: c.loss}
 	r.Loss.FlowsEvicted = c.evicted
-	for _, fs := range c.flows {
-		if fs.origin.Kind != bpf.ProbeOriginORIGIN_UNKNOWN {
-			r.Origins = append(r.Origins, fs.origin)
-		}
-	}
-	slices.SortFunc(r.Origins, func(a, b FlowOrigin) int { return strings.Compare(a.Key.String(), b.Key.String()) })
 	for d := range c.series {
 		r.Series = append(r.Series, record.Series{Interface: c.iface, Direction: record.Direction(d), WidthNs: c.bucketNs, Buckets: c.series[d].all()})
 		r.Totals = append(r.Totals, c.totals[d])

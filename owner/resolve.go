@@ -3,7 +3,10 @@
 package owner
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/enaprobe/enaprobe/bpf"
 	"github.com/enaprobe/enaprobe/loader"
@@ -79,6 +82,11 @@ func (r *Resolver) Resolve(origins []loader.FlowOrigin) ([]record.FlowOwner, []s
 			out = append(out, record.FlowOwner{Interface: fo.Interface, Key: fo.Key, Owner: o})
 		}
 	}
+	// In a stable order: the flows came from maps.
+	slices.SortFunc(out, func(a, b record.FlowOwner) int {
+		return cmp.Or(strings.Compare(a.Interface, b.Interface), cmp.Compare(a.Key.Proto, b.Key.Proto),
+			a.Key.Src.Compare(b.Key.Src), a.Key.Dst.Compare(b.Key.Dst))
+	})
 	var notes []string
 	if r.Tracker == nil && r.TrackerErr != nil {
 		notes = append(notes, fmt.Sprintf("owners: the cgroup programs did not run (%v): flows are named by their socket's cgroup, veth or address only, without process", r.TrackerErr))
