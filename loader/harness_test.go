@@ -143,7 +143,7 @@ func (tp *testProbe) tryRun(dir record.Direction, frame []byte, gsoSegs, gsoSize
 // counts is everything the datapath counted, summed over CPUs and slots.
 type counts struct {
 	totals [record.NumDirections]bpf.ProbeDirTotals
-	loss   [4]uint64
+	loss   [bpf.ProbeLossKindNUM_LOSS]uint64
 	bucket [record.NumDirections]record.Bucket
 	sizes  [record.NumDirections][record.NumSizeClasses]uint64
 	supers [record.NumDirections]uint64
