@@ -8,6 +8,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/enaprobe/enaprobe/internal/frames"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -27,6 +28,9 @@ func FuzzDatapath(f *testing.F) {
 	} {
 		f.Add(frame, false, uint16(0), uint16(0))
 		f.Add(frame, true, uint16(3), uint16(100))
+	}
+	for _, c := range frames.IMDS(f) {
+		f.Add(c.Frame, c.Dir == record.Ingress, uint16(0), uint16(0))
 	}
 	vpc := netip.MustParseAddr("10.1.0.2")
 	opts := testOptions()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/enaprobe/enaprobe/bpf"
@@ -24,6 +25,7 @@ import (
 type testProbe struct {
 	coll     *ebpf.Collection
 	tables   *flowTables
+	imds     *ringbuf.Reader
 	progs    map[record.Direction]*ebpf.Program
 	ctxSize  int
 	gsoSegs  int // offsets in __sk_buff, from the object's BTF
@@ -74,6 +76,11 @@ func newTestProbeFrom(tb testing.TB, opts Options, edit func(*ebpf.CollectionSpe
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { tables.close() })
+	imds, err := ringbuf.NewReader(coll.Maps["imds_events"])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { imds.Close() })
 	var skb *btf.Struct
 	if err := spec.Types.TypeByName("__sk_buff", &skb); err != nil {
 		tb.Fatalf("find __sk_buff in the object's BTF: %v", err)
@@ -81,6 +88,7 @@ func newTestProbeFrom(tb testing.TB, opts Options, edit func(*ebpf.CollectionSpe
 	tp := &testProbe{
 		coll:     coll,
 		tables:   tables,
+		imds:     imds,
 		progs:    map[record.Direction]*ebpf.Program{record.Ingress: coll.Programs["enaprobe_ingress"], record.Egress: coll.Programs["enaprobe_egress"]},
 		ctxSize:  int(skb.Size),
 		bucketNs: int64(opts.Bucket),
@@ -211,6 +219,16 @@ func (tp *testProbe) read(tb testing.TB) counts {
 		}
 	}
 	return c
+}
+
+// imdsEvents takes the IMDS events waiting in the ring.
+func (tp *testProbe) imdsEvents(tb testing.TB) []bpf.ProbeImdsEvent {
+	tb.Helper()
+	var evs []bpf.ProbeImdsEvent
+	if err := drainRing(tp.imds, func(ev bpf.ProbeImdsEvent) { evs = append(evs, ev) }); err != nil {
+		tb.Fatal(err)
+	}
+	return evs
 }
 
 // clearBuckets zeroes the bucket ring and the CPUs' open buckets, so a test
