@@ -3,7 +3,7 @@ package analyzer
 import (
 	"testing"
 
-	"github.com/enaprobe/enaprobe/analyzer/internal/scenario"
+	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
 )
 
 // BenchmarkAnalyze analyses a 30 s recording at 100 µs buckets (300,000
@@ -16,9 +16,9 @@ func BenchmarkAnalyze(b *testing.B) {
 		sampleNs int64
 	}{{"reads-1s", 0}, {"reads-10ms", 10_000_000}} {
 		b.Run(c.name, func(b *testing.B) {
-			s := scenario.Bench()
+			s := synth.Bench()
 			s.SampleNs = c.sampleNs
-			rec, _ := scenario.Generate(s)
+			rec, _ := synth.Generate(s)
 			rec = roundTrip(b, rec)
 			var buckets int
 			for _, s := range rec.Series {

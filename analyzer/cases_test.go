@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/enaprobe/enaprobe/analyzer/internal/scenario"
+	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -19,7 +19,7 @@ var counterKinds = []string{KindMicroburstIn, KindMicroburstOut, KindPPSExceeded
 // TestCases analyses every recording of testdata and checks the findings
 // against the truth of the scenario that generated it.
 func TestCases(t *testing.T) {
-	cases := scenario.Cases()
+	cases := synth.Cases()
 	for _, name := range sortedNames(cases) {
 		c := cases[name]
 		t.Run(name, func(t *testing.T) {
@@ -47,12 +47,12 @@ func TestCases(t *testing.T) {
 	}
 }
 
-func checkCase(t *testing.T, c scenario.Case, res *Result) {
+func checkCase(t *testing.T, c synth.Case, res *Result) {
 	t.Helper()
 	// One fine window, and a nanosecond for the float arithmetic of offsets.
 	window := float64(res.Trace.FineWindowUs)/1e6 + 1e-9
 	if c.Expect != nil {
-		_, truth := scenario.Generate(c.Scenario)
+		_, truth := synth.Generate(c.Spec)
 		for _, want := range c.Expect(truth) {
 			checkExpected(t, res, want, window)
 		}
@@ -98,7 +98,7 @@ func forbidden(list []string, f Finding) bool {
 // checkExpected finds the expected finding: same kind, interface and
 // severity, its window within one fine window of the truth, and the
 // expected top culprit.
-func checkExpected(t *testing.T, res *Result, want scenario.Expect, window float64) {
+func checkExpected(t *testing.T, res *Result, want synth.Expect, window float64) {
 	t.Helper()
 	from, to := want.From.Seconds(), want.To.Seconds()
 	var near []Finding

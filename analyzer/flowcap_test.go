@@ -3,7 +3,7 @@ package analyzer
 import (
 	"testing"
 
-	"github.com/enaprobe/enaprobe/analyzer/internal/scenario"
+	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -12,7 +12,7 @@ import (
 // maximum), and the slower steady flows, flat too but under
 // FlowPlateauMinBps, are not.
 func TestFlowPlateauUnknownLimit(t *testing.T) {
-	c := scenario.Cases()["flow_at_cap"]
+	c := synth.Cases()["flow_at_cap"]
 	rec, err := record.ReadFile(recordingPath("flow_at_cap"))
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +23,7 @@ func TestFlowPlateauUnknownLimit(t *testing.T) {
 	if res.Trace.Limits.FlowLimitBps.Known {
 		t.Fatalf("flow limit %+v, want unknown", res.Trace.Limits.FlowLimitBps)
 	}
-	_, truth := scenario.Generate(c.Scenario)
+	_, truth := synth.Generate(c.Spec)
 	want := c.Expect(truth)[0]
 	want.Severity = SeverityInfo
 	checkExpected(t, res, want, float64(res.Trace.FineWindowUs)/1e6+1e-9)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enaprobe/enaprobe/analyzer/internal/scenario"
+	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
 	"github.com/enaprobe/enaprobe/counters"
 	"github.com/enaprobe/enaprobe/record"
 )
@@ -29,28 +29,28 @@ const incSampleNs = int64(10 * time.Millisecond)
 
 // incENA is an ENA interface of a c5.large: 0.75 Gbps baseline, 10 Gbps
 // burst.
-func incENA() scenario.Interface {
-	return scenario.Interface{Name: "eth0", ENA: true, BaselineBps: 0.75e9, BurstBps: 10e9}
+func incENA() synth.Interface {
+	return synth.Interface{Name: "eth0", ENA: true, BaselineBps: 0.75e9, BurstBps: 10e9}
 }
 
 // background is a bulk flow each way and a little DNS, under every limit.
-func background(d time.Duration) []scenario.Flow {
-	return []scenario.Flow{
+func background(d time.Duration) []synth.Flow {
+	return []synth.Flow{
 		{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 40100), Dst: netip.AddrPortFrom(incPeer, 443),
-			Size: 1500, Jitter: 0.05, Phases: []scenario.Phase{{From: 0, To: d, Bps: 250e6}}},
+			Size: 1500, Jitter: 0.05, Phases: []synth.Phase{{From: 0, To: d, Bps: 250e6}}},
 		{Interface: "eth0", Dir: record.Ingress, Proto: 6, Src: netip.AddrPortFrom(incPeer, 443), Dst: netip.AddrPortFrom(incHost, 40200),
-			Size: 1500, Jitter: 0.05, Phases: []scenario.Phase{{From: 0, To: d, Bps: 150e6}}},
+			Size: 1500, Jitter: 0.05, Phases: []synth.Phase{{From: 0, To: d, Bps: 150e6}}},
 		{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 50053), Dst: netip.AddrPortFrom(incDNS, 53),
-			Size: 80, Phases: []scenario.Phase{{From: 0, To: d, Bps: 20 * 80 * 8}}},
+			Size: 80, Phases: []synth.Phase{{From: 0, To: d, Bps: 20 * 80 * 8}}},
 	}
 }
 
 // analyzeWithLag generates a scenario read every 10 ms with a counter lag
 // and analyses it with the default options (the lag estimated).
-func analyzeWithLag(t *testing.T, s scenario.Scenario, lag time.Duration) (*Result, scenario.Truth) {
+func analyzeWithLag(t *testing.T, s synth.Spec, lag time.Duration) (*Result, synth.Facts) {
 	t.Helper()
 	s.SampleNs, s.CounterLag = incSampleNs, lag
-	rec, truth := scenario.Generate(s)
+	rec, truth := synth.Generate(s)
 	res := Analyze(roundTrip(t, rec), DefaultOptions())
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -128,10 +128,10 @@ func TestIncidentLinkLocal(t *testing.T) {
 	// mild overshoot); at 1,500 the storm of issue 14 that gave one
 	// finding per jump.
 	for _, rate := range []float64{1100, 1500} {
-		client := scenario.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 53535),
-			Dst: netip.AddrPortFrom(incDNS, 53), Size: 80, Phases: []scenario.Phase{{From: 2 * time.Second, To: 6 * time.Second, Bps: rate * 80 * 8}}}
-		s := scenario.Scenario{Name: "linklocal", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 21,
-			Interfaces: []scenario.Interface{incENA()}, Flows: append(background(8*time.Second), client)}
+		client := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 53535),
+			Dst: netip.AddrPortFrom(incDNS, 53), Size: 80, Phases: []synth.Phase{{From: 2 * time.Second, To: 6 * time.Second, Bps: rate * 80 * 8}}}
+		s := synth.Spec{Name: "linklocal", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 21,
+			Interfaces: []synth.Interface{incENA()}, Flows: append(background(8*time.Second), client)}
 		for _, lag := range counterLags {
 			t.Run(fmt.Sprintf("%.0fpps/%v", rate, lag), func(t *testing.T) {
 				res, truth := analyzeWithLag(t, s, lag)
@@ -158,10 +158,10 @@ func TestIncidentConnectionFlood(t *testing.T) {
 	// refused retry after 1 s and 3 s, and are refused again.
 	ifc := incENA()
 	ifc.ConntrackCapacity = 150
-	flood := scenario.SYNFlood{Interface: "eth0", Dir: record.Egress, Src: incHost, Dst: incDB, PerSecond: 300,
+	flood := synth.SYNFlood{Interface: "eth0", Dir: record.Egress, Src: incHost, Dst: incDB, PerSecond: 300,
 		From: 2 * time.Second, To: 3 * time.Second, RetryAfter: []time.Duration{time.Second, 3 * time.Second}}
-	s := scenario.Scenario{Name: "conn_flood_retries", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 22,
-		Interfaces: []scenario.Interface{ifc}, Flows: background(8 * time.Second), SYNFloods: []scenario.SYNFlood{flood}}
+	s := synth.Spec{Name: "conn_flood_retries", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 22,
+		Interfaces: []synth.Interface{ifc}, Flows: background(8 * time.Second), SYNFloods: []synth.SYNFlood{flood}}
 	for _, lag := range counterLags {
 		t.Run(fmt.Sprint(lag), func(t *testing.T) {
 			res, truth := analyzeWithLag(t, s, lag)
@@ -196,12 +196,12 @@ func TestIncidentConnectionFlood(t *testing.T) {
 func TestIncidentTwoMicroBursts(t *testing.T) {
 	// Two 5 ms bursts of one flow at 20 Gbps, a second apart, over the
 	// 10 Gbps burst allowance: two incidents.
-	burst := scenario.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 41000),
-		Dst: netip.AddrPortFrom(incPeer, 9000), Size: 9001, Phases: []scenario.Phase{
+	burst := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 41000),
+		Dst: netip.AddrPortFrom(incPeer, 9000), Size: 9001, Phases: []synth.Phase{
 			{From: 3*time.Second + 2300*time.Microsecond, To: 3*time.Second + 7300*time.Microsecond, Bps: 20e9},
 			{From: 4*time.Second + 2300*time.Microsecond, To: 4*time.Second + 7300*time.Microsecond, Bps: 20e9}}}
-	s := scenario.Scenario{Name: "two_bursts", Duration: 6 * time.Second, InstanceType: "c5.large", Seed: 23,
-		Interfaces: []scenario.Interface{incENA()}, Flows: append(background(6*time.Second), burst)}
+	s := synth.Spec{Name: "two_bursts", Duration: 6 * time.Second, InstanceType: "c5.large", Seed: 23,
+		Interfaces: []synth.Interface{incENA()}, Flows: append(background(6*time.Second), burst)}
 	for _, lag := range counterLags {
 		t.Run(fmt.Sprint(lag), func(t *testing.T) {
 			res, _ := analyzeWithLag(t, s, lag)
@@ -231,12 +231,12 @@ func TestIncidentTwoMicroBursts(t *testing.T) {
 
 // TestCounterLagOption: a lag given is used as is and said so.
 func TestCounterLagOption(t *testing.T) {
-	client := scenario.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 53535),
-		Dst: netip.AddrPortFrom(incDNS, 53), Size: 80, Phases: []scenario.Phase{{From: time.Second, To: 3 * time.Second, Bps: 1500 * 80 * 8}}}
-	s := scenario.Scenario{Name: "lag_option", Duration: 4 * time.Second, InstanceType: "c5.large", Seed: 24,
+	client := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 53535),
+		Dst: netip.AddrPortFrom(incDNS, 53), Size: 80, Phases: []synth.Phase{{From: time.Second, To: 3 * time.Second, Bps: 1500 * 80 * 8}}}
+	s := synth.Spec{Name: "lag_option", Duration: 4 * time.Second, InstanceType: "c5.large", Seed: 24,
 		SampleNs: incSampleNs, CounterLag: 40 * time.Millisecond,
-		Interfaces: []scenario.Interface{incENA()}, Flows: append(background(4*time.Second), client)}
-	rec, _ := scenario.Generate(s)
+		Interfaces: []synth.Interface{incENA()}, Flows: append(background(4*time.Second), client)}
+	rec, _ := synth.Generate(s)
 	opt := DefaultOptions()
 	opt.CounterLag = 50 * time.Millisecond
 	f := only(t, Analyze(rec, opt), KindLinkLocalExceeded, 1)[0]
@@ -254,11 +254,11 @@ func TestCounterLagOption(t *testing.T) {
 // limit on one interface are one finding.
 func TestHotStretchesFolded(t *testing.T) {
 	imds := netip.AddrPortFrom(netip.MustParseAddr("169.254.169.254"), 80)
-	poll := scenario.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 50081), Dst: imds, Size: 120,
-		Phases: []scenario.Phase{{From: time.Second, To: 2500 * time.Millisecond, Bps: 800 * 120 * 8},
+	poll := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 50081), Dst: imds, Size: 120,
+		Phases: []synth.Phase{{From: time.Second, To: 2500 * time.Millisecond, Bps: 800 * 120 * 8},
 			{From: 5 * time.Second, To: 6500 * time.Millisecond, Bps: 800 * 120 * 8}}}
-	s := scenario.Scenario{Name: "hot_twice", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 25,
-		Interfaces: []scenario.Interface{incENA()}, Flows: append(background(8*time.Second), poll)}
+	s := synth.Spec{Name: "hot_twice", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 25,
+		Interfaces: []synth.Interface{incENA()}, Flows: append(background(8*time.Second), poll)}
 	res, _ := analyzeWithLag(t, s, 0)
 	f := only(t, res, KindLinkLocalHot, 1)[0]
 	var stretches float64
@@ -279,11 +279,11 @@ func TestHotStretchesFolded(t *testing.T) {
 // late (its reads in between return the old value): the late jump adds
 // its drops to the incident, and does not stretch it past the traffic.
 func TestLateRead(t *testing.T) {
-	client := scenario.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 53535),
-		Dst: netip.AddrPortFrom(incDNS, 53), Size: 80, Phases: []scenario.Phase{{From: 2 * time.Second, To: 4 * time.Second, Bps: 1500 * 80 * 8}}}
-	s := scenario.Scenario{Name: "late_read", Duration: 6 * time.Second, InstanceType: "c5.large", Seed: 26, SampleNs: incSampleNs,
-		Interfaces: []scenario.Interface{incENA()}, Flows: append(background(6*time.Second), client)}
-	rec, truth := scenario.Generate(s)
+	client := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 53535),
+		Dst: netip.AddrPortFrom(incDNS, 53), Size: 80, Phases: []synth.Phase{{From: 2 * time.Second, To: 4 * time.Second, Bps: 1500 * 80 * 8}}}
+	s := synth.Spec{Name: "late_read", Duration: 6 * time.Second, InstanceType: "c5.large", Seed: 26, SampleNs: incSampleNs,
+		Interfaces: []synth.Interface{incENA()}, Flows: append(background(6*time.Second), client)}
+	rec, truth := synth.Generate(s)
 	name := counters.LinklocalAllowanceExceeded
 	last := -1
 	for i := 1; i < len(rec.Counters); i++ {

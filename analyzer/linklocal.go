@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/counters"
+	"github.com/enaprobe/enaprobe/countrules"
 	"github.com/enaprobe/enaprobe/record"
-	"github.com/enaprobe/enaprobe/wire"
 )
 
 // linkLocalDirection is the direction an interface sees the packets sent to
@@ -20,7 +20,7 @@ func (a *analysis) linkLocalDirection(iface string) record.Direction {
 	var packets [record.NumDirections]uint64
 	for i := range a.flows.flows {
 		f := &a.flows.flows[i]
-		if f.iface != iface || wire.ServiceOf(f.key.Dst.Addr(), a.rec.Meta.VPCResolver) == record.ServiceNone {
+		if f.iface != iface || countrules.ServiceOf(f.key.Dst.Addr(), a.rec.Meta.VPCResolver) == record.ServiceNone {
 			continue
 		}
 		for _, d := range bothDirections {
@@ -243,7 +243,7 @@ func (a *analysis) linkLocalRates(fs *fineSeries, lo, hi int) string {
 // packets.
 func (a *analysis) linkLocalFlows(iface string, dir record.Direction, lo, hi int) []FlowShare {
 	toService := func(f *flowInfo) bool {
-		return wire.ServiceOf(f.key.Dst.Addr(), a.rec.Meta.VPCResolver) != record.ServiceNone
+		return countrules.ServiceOf(f.key.Dst.Addr(), a.rec.Meta.VPCResolver) != record.ServiceNone
 	}
 	return a.culprits(iface, []record.Direction{dir}, lo, hi, nil, rankPackets, toService)
 }

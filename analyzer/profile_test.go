@@ -6,32 +6,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enaprobe/enaprobe/analyzer/internal/scenario"
+	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
+	"github.com/enaprobe/enaprobe/countrules"
 	"github.com/enaprobe/enaprobe/record"
-	"github.com/enaprobe/enaprobe/wire"
 )
 
 // TestProfileSteady compares the profile of the steady recording with the
 // rates its scenario describes.
 func TestProfileSteady(t *testing.T) {
-	c := scenario.Cases()["steady"]
+	c := synth.Cases()["steady"]
 	rec, err := record.ReadFile(recordingPath("steady"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := Analyze(rec, DefaultOptions())
-	dur := c.Scenario.Duration.Seconds()
+	dur := c.Spec.Duration.Seconds()
 
 	var want [record.NumDirections]float64
-	var top scenario.Flow
+	var top synth.Flow
 	var dnsPPS float64
-	for _, f := range c.Scenario.Flows {
+	for _, f := range c.Spec.Flows {
 		bps := f.Phases[0].Bps * (f.Phases[0].To - f.Phases[0].From).Seconds() / dur
 		want[f.Dir] += bps
 		if top.Phases == nil || f.Phases[0].Bps > top.Phases[0].Bps {
 			top = f
 		}
-		if f.Dir == record.Egress && wire.FlowService(f.Key(), netip.Addr{}) == record.ServiceDNS {
+		if f.Dir == record.Egress && countrules.FlowService(f.Key(), netip.Addr{}) == record.ServiceDNS {
 			dnsPPS += f.Phases[0].Bps / 8 / float64(f.Size)
 		}
 	}
@@ -95,12 +95,12 @@ func TestProfileSteady(t *testing.T) {
 // does not fit and is the average over the trace, marked partial.
 func TestCloudWatchAverages(t *testing.T) {
 	const trace = 150 * time.Second
-	flow := scenario.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Size: 1500,
+	flow := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Size: 1500,
 		Src: netip.MustParseAddrPort("10.0.0.10:40000"), Dst: netip.MustParseAddrPort("10.0.1.1:443"),
-		Phases: []scenario.Phase{{From: 0, To: 70 * time.Second, Bps: 100e6}, {From: 70 * time.Second, To: 80 * time.Second, Bps: 700e6},
+		Phases: []synth.Phase{{From: 0, To: 70 * time.Second, Bps: 100e6}, {From: 70 * time.Second, To: 80 * time.Second, Bps: 700e6},
 			{From: 80 * time.Second, To: trace, Bps: 100e6}}}
-	rec, _ := scenario.Generate(scenario.Scenario{Name: "cloudwatch", Duration: trace, SampleNs: 10e9, BucketNs: 10_000_000,
-		WindowNs: 10_000_000, Interfaces: []scenario.Interface{{Name: "eth0"}}, Flows: []scenario.Flow{flow}})
+	rec, _ := synth.Generate(synth.Spec{Name: "cloudwatch", Duration: trace, SampleNs: 10e9, BucketNs: 10_000_000,
+		WindowNs: 10_000_000, Interfaces: []synth.Interface{{Name: "eth0"}}, Flows: []synth.Flow{flow}})
 	// averageOver is the scenario's mean rate over [from, to).
 	averageOver := func(from, to time.Duration) float64 {
 		var bits float64

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/enaprobe/enaprobe/analyzer/internal/scenario"
+	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -37,7 +37,7 @@ func roundTrip(t testing.TB, rec *record.Recording) *record.Recording {
 // TestGenerateRecordings checks that every recording in testdata is what its
 // scenario generates; with -update it rewrites them.
 func TestGenerateRecordings(t *testing.T) {
-	cases := scenario.Cases()
+	cases := synth.Cases()
 	if *update {
 		if err := os.MkdirAll(recordingsDir, 0o755); err != nil {
 			t.Fatal(err)
@@ -46,7 +46,7 @@ func TestGenerateRecordings(t *testing.T) {
 	for _, name := range sortedNames(cases) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			rec, _ := scenario.Generate(cases[name].Scenario)
+			rec, _ := synth.Generate(cases[name].Spec)
 			if *update {
 				if err := record.WriteFile(recordingPath(name), rec); err != nil {
 					t.Fatal(err)

@@ -21,15 +21,15 @@ import (
 
 	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/lab"
+	"github.com/enaprobe/enaprobe/lab/catalog"
 	"github.com/enaprobe/enaprobe/record"
 	"github.com/enaprobe/enaprobe/report"
-	"github.com/enaprobe/enaprobe/scenario"
-	"github.com/enaprobe/enaprobe/schema"
+	"github.com/enaprobe/enaprobe/report/schema"
 )
 
 // labRun runs `enaprobe lab run NAME` and returns its JSON report, the
 // scenario's truth, and the recording from the bundle.
-func labRun(t *testing.T, name string, extra ...string) (*analyzer.Result, scenario.Truth, *record.Recording) {
+func labRun(t *testing.T, name string, extra ...string) (*analyzer.Result, catalog.Truth, *record.Recording) {
 	t.Helper()
 	privtest.RequireRoot(t)
 	dir := t.TempDir()
@@ -48,7 +48,7 @@ func labRun(t *testing.T, name string, extra ...string) (*analyzer.Result, scena
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatal(err)
 	}
-	var truth scenario.Truth
+	var truth catalog.Truth
 	b, err := os.ReadFile(truthFile)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func labRun(t *testing.T, name string, extra ...string) (*analyzer.Result, scena
 	return &res, truth, rec
 }
 
-// validateReport checks a JSON report against schema/report.schema.json.
+// validateReport checks a JSON report against report/schema/report.schema.json.
 func validateReport(doc []byte) error {
 	sch, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema.ReportJSON))
 	if err != nil {
@@ -172,7 +172,7 @@ func TestScenarioMicroBurst(t *testing.T) {
 // longer (within it, traffic over the limit that a burst bucket let
 // through cannot be told from traffic dropped: a client paced by a busy
 // host sends catch-up batches, some passed whole).
-func checkIncidentSpan(t *testing.T, f analyzer.Finding, truth scenario.Truth, rec *record.Recording, late time.Duration) {
+func checkIncidentSpan(t *testing.T, f analyzer.Finding, truth catalog.Truth, rec *record.Recording, late time.Duration) {
 	t.Helper()
 	inc := truth.Incidents[0]
 	from := time.Duration(inc.StartNs - rec.Meta.Start.MonoNs).Seconds()

@@ -18,7 +18,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/enaprobe/enaprobe/bpf"
-	"github.com/enaprobe/enaprobe/wire"
+	"github.com/enaprobe/enaprobe/countrules"
 )
 
 // The datapath benchmarks report costs as ratios to an empty tc program
@@ -279,6 +279,6 @@ func BenchmarkFullMap(b *testing.B) {
 func BenchmarkReference(b *testing.B) {
 	frame := benchFrames(b)[1].frame
 	for b.Loop() {
-		wire.Count(frame, 0, 0, netip.Addr{})
+		countrules.Count(frame, 0, 0, netip.Addr{})
 	}
 }

@@ -11,14 +11,14 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/enaprobe/enaprobe/countrules"
 	"github.com/enaprobe/enaprobe/internal/frames"
 	"github.com/enaprobe/enaprobe/record"
-	"github.com/enaprobe/enaprobe/wire"
 )
 
 // checkFrame runs one frame through the program and checks every counter it
 // moved against the Go reference of the counting rules.
-func checkFrame(t testing.TB, tp *testProbe, dir record.Direction, frame []byte, gsoSegs, gsoSize uint32, vpc netip.Addr) wire.Packet {
+func checkFrame(t testing.TB, tp *testProbe, dir record.Direction, frame []byte, gsoSegs, gsoSize uint32, vpc netip.Addr) countrules.Packet {
 	t.Helper()
 	tp.deleteFlows(t)
 	tp.clearBuckets(t)
@@ -30,7 +30,7 @@ func checkFrame(t testing.TB, tp *testProbe, dir record.Direction, frame []byte,
 		t.Fatal(err)
 	}
 	after := tp.read(t)
-	ref := wire.Count(frame, gsoSegs, gsoSize, vpc)
+	ref := countrules.Count(frame, gsoSegs, gsoSize, vpc)
 	w := ref.Wire
 	checkIMDS(t, tp, dir, frame, vpc)
 
@@ -103,7 +103,7 @@ func checkFrame(t testing.TB, tp *testProbe, dir record.Direction, frame []byte,
 func checkIMDS(t testing.TB, tp *testProbe, dir record.Direction, frame []byte, vpc netip.Addr) {
 	t.Helper()
 	evs := tp.imdsEvents(t)
-	want, ok := wire.IMDS(frame, dir, vpc)
+	want, ok := countrules.IMDS(frame, dir, vpc)
 	if !ok {
 		if len(evs) != 0 {
 			t.Errorf("imds: got %d events (%+v), want none", len(evs), evs[0])
@@ -114,7 +114,7 @@ func checkIMDS(t testing.TB, tp *testProbe, dir record.Direction, frame []byte, 
 		t.Fatalf("imds: got %d events, want %+v", len(evs), want)
 	}
 	e := evs[0]
-	got := wire.IMDSEvent{Kind: record.IMDSKind(e.Kind), Key: flowKey(e.Key), TTL: e.Ttl}
+	got := countrules.IMDSEvent{Kind: record.IMDSKind(e.Kind), Key: flowKey(e.Key), TTL: e.Ttl}
 	if got != want || record.Direction(e.Dir) != dir || e.TsNs == 0 {
 		t.Errorf("imds: got %+v dir %d at %d, want %+v dir %s", got, e.Dir, e.TsNs, want, dir)
 	}
@@ -127,8 +127,8 @@ func TestDatapathIMDS(t *testing.T) {
 	tp := newTestProbe(t, testOptions())
 	for _, c := range frames.IMDS(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			want, ok := wire.IMDS(c.Frame, c.Dir, netip.Addr{})
-			if ok != (c.Kind != 0) || want != (wire.IMDSEvent{Kind: c.Kind, Key: c.Key, TTL: c.TTL}) {
+			want, ok := countrules.IMDS(c.Frame, c.Dir, netip.Addr{})
+			if ok != (c.Kind != 0) || want != (countrules.IMDSEvent{Kind: c.Kind, Key: c.Key, TTL: c.TTL}) {
 				t.Fatalf("reference: got %+v %v, want kind %s key %s ttl %d", want, ok, c.Kind, c.Key, c.TTL)
 			}
 			checkFrame(t, tp, c.Dir, c.Frame, 0, 0, netip.Addr{})

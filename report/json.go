@@ -10,7 +10,7 @@ import (
 )
 
 // JSON writes the result as indented JSON, the document described by
-// schema/report.schema.json.
+// report/schema/report.schema.json.
 func JSON(w io.Writer, r *analyzer.Result) error {
 	if r == nil {
 		return errors.New("json report: no result")

@@ -8,7 +8,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/enaprobe/enaprobe/analyzer"
-	"github.com/enaprobe/enaprobe/schema"
+	"github.com/enaprobe/enaprobe/report/schema"
 )
 
 func compileSchema(t *testing.T) *jsonschema.Schema {

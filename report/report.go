@@ -1,5 +1,5 @@
 // Package report renders one analyzed trace for people and machines: plain
-// text for the terminal, JSON (validated by schema/report.schema.json), one
+// text for the terminal, JSON (validated by report/schema/report.schema.json), one
 // self-contained HTML page with SVG charts, and a bundle of all of them with
 // the recording, which `enaprobe analyze` reads back. Redact makes any of
 // them fit to leave the company.

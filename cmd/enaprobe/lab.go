@@ -16,8 +16,8 @@ import (
 	"github.com/enaprobe/enaprobe/capture"
 	"github.com/enaprobe/enaprobe/ena"
 	"github.com/enaprobe/enaprobe/lab"
+	"github.com/enaprobe/enaprobe/lab/catalog"
 	"github.com/enaprobe/enaprobe/loader"
-	"github.com/enaprobe/enaprobe/scenario"
 )
 
 func newLabCommand() *cobra.Command {
@@ -41,7 +41,7 @@ func newLabListCommand() *cobra.Command {
 		Short: "List the scenarios",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, s := range scenario.All() {
+			for _, s := range catalog.All() {
 				fmt.Fprintf(cmd.OutOrStdout(), "%-17s %s\n%-17s expect: %s\n", s.Name, s.Summary, "", s.Expect)
 			}
 			return nil
@@ -115,7 +115,7 @@ func newLabRunCommand() *cobra.Command {
   sudo enaprobe lab run link-local --format json -o /tmp/ll
   sudo enaprobe lab run flow-at-cap --flow-rate 20Mbit`,
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: scenario.Names(),
+		ValidArgs: catalog.Names(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLabScenario(cmd.Context(), cmd, args[0], f)
 		},
@@ -135,9 +135,9 @@ func newLabRunCommand() *cobra.Command {
 }
 
 func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *labRunFlags) error {
-	s, ok := scenario.Lookup(name)
+	s, ok := catalog.Lookup(name)
 	if !ok {
-		return usagef("no scenario %q: choose one of %s", name, strings.Join(scenario.Names(), ", "))
+		return usagef("no scenario %q: choose one of %s", name, strings.Join(catalog.Names(), ", "))
 	}
 	if err := f.out.validate(); err != nil {
 		return err
@@ -187,7 +187,7 @@ func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *lab
 		}
 	}
 	log.Info().Str("scenario", s.Name).Str("expect", s.Expect).Msg("running")
-	out, err := scenario.Run(ctx, s, cfg)
+	out, err := catalog.Run(ctx, s, cfg)
 	if err != nil {
 		return err
 	}

@@ -5,11 +5,11 @@ package schema
 
 import _ "embed"
 
-// ReportJSON is schema/report.schema.json: JSON Schema draft 2020-12 of the
+// ReportJSON is report/schema/report.schema.json: JSON Schema draft 2020-12 of the
 // report written by `enaprobe trace --json` and report.JSON.
 //
 //go:embed report.schema.json
 var ReportJSON []byte
 
 // ReportID is the $id of ReportJSON.
-const ReportID = "https://github.com/enaprobe/enaprobe/schema/report.schema.json"
+const ReportID = "https://github.com/enaprobe/enaprobe/report/schema/report.schema.json"

@@ -1,11 +1,11 @@
 //go:build linux
 
-// Package scenario reproduces EC2 network limits in the lab: each scenario
+// Package catalog is the lab's catalogue of scenarios. It reproduces EC2 network limits in the lab: each scenario
 // brings a lab up, traces its instance interface with the lab's emulated
 // allowance counters, drives traffic, and returns the recording with the
 // truth the traffic generators know, so tests and users can check that the
 // report finds what happened.
-package scenario
+package catalog
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package scenario
+package synth
 
 import (
 	"cmp"
@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/counters"
+	"github.com/enaprobe/enaprobe/countrules"
 	"github.com/enaprobe/enaprobe/limits"
 	"github.com/enaprobe/enaprobe/record"
-	"github.com/enaprobe/enaprobe/wire"
 )
 
 // isRequest tells a packet to a link-local service from its answer.
 func isRequest(k record.FlowKey) bool {
-	return wire.ServiceOf(k.Dst.Addr(), netip.Addr{}) != record.ServiceNone
+	return countrules.ServiceOf(k.Dst.Addr(), netip.Addr{}) != record.ServiceNone
 }
 
 // tokenBucket is an allowance: rate per second, depth in the same unit.
@@ -81,14 +81,14 @@ type deviceState struct {
 }
 
 // Generate runs the scenario and returns its recording and truth.
-func Generate(s Scenario) (*record.Recording, Truth) {
+func Generate(s Spec) (*record.Recording, Facts) {
 	g := newGenerator(s)
 	g.run()
 	return g.recording(), g.truth()
 }
 
 type generator struct {
-	s       Scenario
+	s       Spec
 	rng     *rand.Rand
 	startNs int64
 	endNs   int64
@@ -110,7 +110,7 @@ type retry struct {
 	f  *flowState
 }
 
-func newGenerator(s Scenario) *generator {
+func newGenerator(s Spec) *generator {
 	d := Defaults
 	def := func(v *int64, dv int64) {
 		if *v == 0 {
@@ -151,7 +151,7 @@ func newGenerator(s Scenario) *generator {
 	for _, f := range s.Flows {
 		fs := &flowState{iface: f.Interface, dir: f.Dir, key: f.Key(), size: f.Size,
 			jitter: f.Jitter, phases: f.Phases, winIdx: -1,
-			stats: record.FlowStats{Service: wire.FlowService(f.Key(), netip.Addr{}), Directions: 1 << f.Dir,
+			stats: record.FlowStats{Service: countrules.FlowService(f.Key(), netip.Addr{}), Directions: 1 << f.Dir,
 				TCPFlags: tcpFlags(f.Proto, 0x18), FirstSeenNs: -1}}
 		g.flows = append(g.flows, fs)
 		g.data = append(g.data, fs)
@@ -564,8 +564,8 @@ func (g *generator) recording() *record.Recording {
 	return rec
 }
 
-func (g *generator) truth() Truth {
-	tr := Truth{Drops: map[string]map[string][]Episode{}}
+func (g *generator) truth() Facts {
+	tr := Facts{Drops: map[string]map[string][]Episode{}}
 	for name, dev := range g.devs {
 		m := map[string][]Episode{}
 		for c, times := range dev.dropTimes {

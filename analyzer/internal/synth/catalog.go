@@ -1,4 +1,4 @@
-package scenario
+package synth
 
 import (
 	"net/netip"
@@ -24,9 +24,9 @@ type Expect struct {
 
 // Case is a scenario with what the analysis must and must not say about it.
 type Case struct {
-	Scenario Scenario
+	Spec Spec
 	// Expect derives the expected findings from the scenario's truth.
-	Expect func(Truth) []Expect
+	Expect func(Facts) []Expect
 	// MaxSeverity: no finding may be more severe ("info", "warning"); ""
 	// leaves it unchecked. NoFindings: no finding at all, not even info.
 	MaxSeverity string
@@ -82,10 +82,10 @@ func steady(iface string, until time.Duration) []Flow {
 // Cases are the recordings of testdata/recordings, by name.
 func Cases() map[string]Case {
 	cs := map[string]Case{}
-	add := func(c Case) { cs[c.Scenario.Name] = c }
+	add := func(c Case) { cs[c.Spec.Name] = c }
 
 	// Steady traffic under every limit: nothing worth a reader's time.
-	add(Case{Scenario: Scenario{Name: "steady", Duration: 10 * time.Second, InstanceType: "c5.large", Seed: 1,
+	add(Case{Spec: Spec{Name: "steady", Duration: 10 * time.Second, InstanceType: "c5.large", Seed: 1,
 		Interfaces: []Interface{ena("eth0")}, Flows: steady("eth0", 10*time.Second)},
 		MaxSeverity: "info", NoFindings: true})
 
@@ -93,9 +93,9 @@ func Cases() map[string]Case {
 	// burst allowance, on top of the steady traffic.
 	burstOut := Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: ap(host, 41000), Dst: ap(peerC, 9000), Size: 9001,
 		Phases: []Phase{{sec(4.3454), sec(4.3534), 20e9}}}
-	add(Case{Scenario: Scenario{Name: "microburst_out", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 2,
+	add(Case{Spec: Spec{Name: "microburst_out", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 2,
 		Interfaces: []Interface{ena("eth0")}, Flows: append(steady("eth0", 8*time.Second), burstOut)},
-		Expect: func(Truth) []Expect {
+		Expect: func(Facts) []Expect {
 			p := burstOut.Phases[0]
 			return []Expect{{Kind: "microburst_out", Interface: "eth0", Severity: "warning", From: p.From, To: p.To,
 				Src: burstOut.Src.String(), Dst: burstOut.Dst.String(), Source: "window_events"}}
@@ -104,9 +104,9 @@ func Cases() map[string]Case {
 
 	// The same burst with window events off (HeavyBytes above anything a
 	// flow moves in a window): the culprit comes from the flow snapshots.
-	add(Case{Scenario: Scenario{Name: "microburst_out_snapshots", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 2,
+	add(Case{Spec: Spec{Name: "microburst_out_snapshots", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 2,
 		HeavyBytes: 1 << 40, Interfaces: []Interface{ena("eth0")}, Flows: append(steady("eth0", 8*time.Second), burstOut)},
-		Expect: func(Truth) []Expect {
+		Expect: func(Facts) []Expect {
 			p := burstOut.Phases[0]
 			return []Expect{{Kind: "microburst_out", Interface: "eth0", Severity: "warning", From: p.From, To: p.To,
 				Src: burstOut.Src.String(), Dst: burstOut.Dst.String(), Source: "snapshots"}}
@@ -116,9 +116,9 @@ func Cases() map[string]Case {
 	// jump, and the finding is one burst.
 	straddle := Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: ap(host, 41002), Dst: ap(peerC, 9002), Size: 9001,
 		Phases: []Phase{{sec(3.9952), sec(4.0122), 16e9}}}
-	add(Case{Scenario: Scenario{Name: "microburst_straddle", Duration: 6 * time.Second, InstanceType: "c5.large", Seed: 14,
+	add(Case{Spec: Spec{Name: "microburst_straddle", Duration: 6 * time.Second, InstanceType: "c5.large", Seed: 14,
 		Interfaces: []Interface{ena("eth0")}, Flows: append(steady("eth0", 6*time.Second), straddle)},
-		Expect: func(Truth) []Expect {
+		Expect: func(Facts) []Expect {
 			p := straddle.Phases[0]
 			return []Expect{{Kind: "microburst_out", Interface: "eth0", Severity: "warning", From: p.From, To: p.To,
 				Src: straddle.Src.String(), Dst: straddle.Dst.String()}}
@@ -132,9 +132,9 @@ func Cases() map[string]Case {
 		Phases: []Phase{{sec(2.6), sec(2.615), 9e9}}}
 	incastB := Flow{Interface: "eth0", Dir: record.Ingress, Proto: 6, Src: ap(peerB, 8080), Dst: ap(host, 42001), Size: 1500,
 		Phases: []Phase{{sec(2.6), sec(2.615), 6e9}}}
-	add(Case{Scenario: Scenario{Name: "microburst_in", Duration: 5 * time.Second, InstanceType: "c5.large", Seed: 3,
+	add(Case{Spec: Spec{Name: "microburst_in", Duration: 5 * time.Second, InstanceType: "c5.large", Seed: 3,
 		Interfaces: []Interface{ena("eth0")}, Flows: append(steady("eth0", 5*time.Second), incastA, incastB)},
-		Expect: func(Truth) []Expect {
+		Expect: func(Facts) []Expect {
 			p := incastA.Phases[0]
 			return []Expect{{Kind: "microburst_in", Interface: "eth0", Severity: "warning", From: p.From, To: p.To,
 				Src: incastA.Src.String(), Dst: incastA.Dst.String()}}
@@ -145,9 +145,9 @@ func Cases() map[string]Case {
 	// near-miss.
 	nearMiss := Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: ap(host, 41001), Dst: ap(peerC, 9001), Size: 9001,
 		Phases: []Phase{{sec(3.2), sec(3.205), 0.95*10e9 - 250e6 - 40*80*8 - 4*120*8 - 76*8}}}
-	add(Case{Scenario: Scenario{Name: "near_miss", Duration: 6 * time.Second, InstanceType: "c5.large", Seed: 4,
+	add(Case{Spec: Spec{Name: "near_miss", Duration: 6 * time.Second, InstanceType: "c5.large", Seed: 4,
 		Interfaces: []Interface{ena("eth0")}, Flows: append(steady("eth0", 6*time.Second), nearMiss)},
-		Expect: func(Truth) []Expect {
+		Expect: func(Facts) []Expect {
 			p := nearMiss.Phases[0]
 			return []Expect{{Kind: "microburst_out", Interface: "eth0", Severity: "info", From: p.From, To: p.To,
 				Src: nearMiss.Src.String(), Dst: nearMiss.Dst.String()}}
@@ -161,9 +161,9 @@ func Cases() map[string]Case {
 		Phases: []Phase{{sec(5.1), sec(5.4), 400e3 * 64 * 8}}}
 	ppsIface := ena("eth0")
 	ppsIface.PPS = 200e3
-	add(Case{Scenario: Scenario{Name: "pps", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 5,
+	add(Case{Spec: Spec{Name: "pps", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 5,
 		Interfaces: []Interface{ppsIface}, Flows: append(steady("eth0", 8*time.Second), flood)},
-		Expect: func(Truth) []Expect {
+		Expect: func(Facts) []Expect {
 			p := flood.Phases[0]
 			return []Expect{{Kind: "pps_exceeded", Interface: "eth0", Severity: "critical", From: p.From, To: p.To,
 				Src: flood.Src.String(), Dst: flood.Dst.String()}}
@@ -175,9 +175,9 @@ func Cases() map[string]Case {
 	ctIface := ena("eth0")
 	ctIface.ConntrackCapacity, ctIface.ConntrackEstablished = 6000, 1000
 	churn := SYNFlood{Interface: "eth0", Dir: record.Egress, Src: host, Dst: backend, PerSecond: 4000, From: sec(3), To: sec(6)}
-	add(Case{Scenario: Scenario{Name: "conntrack_exceeded", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 6,
+	add(Case{Spec: Spec{Name: "conntrack_exceeded", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 6,
 		Interfaces: []Interface{ctIface}, Flows: steady("eth0", 8*time.Second), SYNFloods: []SYNFlood{churn}},
-		Expect: func(tr Truth) []Expect {
+		Expect: func(tr Facts) []Expect {
 			d := tr.Drops["eth0"][counters.ConntrackAllowanceExceeded]
 			return []Expect{{Kind: "conntrack_exceeded", Interface: "eth0", Severity: "critical", From: d[0].From, To: d[len(d)-1].To,
 				Src: host.String() + ":*", Dst: backend.String()}}
@@ -190,9 +190,9 @@ func Cases() map[string]Case {
 	attacker := netip.MustParseAddr("198.51.100.7")
 	web := ap(host, 443)
 	synFlood := SYNFlood{Interface: "eth0", Dir: record.Ingress, Src: attacker, Dst: web, PerSecond: 4000, From: sec(3), To: sec(5.6)}
-	add(Case{Scenario: Scenario{Name: "conntrack_exceeded_inbound", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 15,
+	add(Case{Spec: Spec{Name: "conntrack_exceeded_inbound", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 15,
 		Interfaces: []Interface{ctIface}, Flows: steady("eth0", 8*time.Second), SYNFloods: []SYNFlood{synFlood}},
-		Expect: func(tr Truth) []Expect {
+		Expect: func(tr Facts) []Expect {
 			d := tr.Drops["eth0"][counters.ConntrackAllowanceExceeded]
 			read := time.Duration(Defaults.SampleNs)
 			countedBy := (d[len(d)-1].To + read - 1) / read * read
@@ -205,9 +205,9 @@ func Cases() map[string]Case {
 	nearIface := ena("eth0")
 	nearIface.ConntrackCapacity, nearIface.ConntrackEstablished = 12000, 1000
 	churn2 := SYNFlood{Interface: "eth0", Dir: record.Egress, Src: host, Dst: backend, PerSecond: 4000, From: sec(3.25), To: sec(5.25)}
-	add(Case{Scenario: Scenario{Name: "conntrack_near_limit", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 7,
+	add(Case{Spec: Spec{Name: "conntrack_near_limit", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 7,
 		Interfaces: []Interface{nearIface}, Flows: steady("eth0", 8*time.Second), SYNFloods: []SYNFlood{churn2}},
-		Expect: func(Truth) []Expect {
+		Expect: func(Facts) []Expect {
 			return []Expect{{Kind: "conntrack_near_limit", Interface: "eth0", Severity: "warning", From: churn2.From, To: churn2.To,
 				Src: host.String() + ":*", Dst: backend.String()}}
 		},
@@ -217,9 +217,9 @@ func Cases() map[string]Case {
 	// pps link-local limit.
 	storm := Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: ap(host, 53535), Dst: ap(limits.DNSv4, 53), Size: 80,
 		Phases: []Phase{{sec(4.2005), sec(5.7005), 3000 * 80 * 8}}}
-	add(Case{Scenario: Scenario{Name: "linklocal_exceeded", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 8,
+	add(Case{Spec: Spec{Name: "linklocal_exceeded", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 8,
 		Interfaces: []Interface{ena("eth0")}, Flows: append(steady("eth0", 8*time.Second), storm)},
-		Expect: func(Truth) []Expect {
+		Expect: func(Facts) []Expect {
 			p := storm.Phases[0]
 			return []Expect{{Kind: "linklocal_exceeded", Interface: "eth0", Severity: "critical", From: p.From, To: p.To,
 				Src: storm.Src.String(), Dst: storm.Dst.String()}}
@@ -230,9 +230,9 @@ func Cases() map[string]Case {
 	// DNS: under 1024 but over 70% of it.
 	poll := Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: ap(host, 50081), Dst: ap(limits.IMDSv4, 80), Size: 120,
 		Phases: []Phase{{sec(2.5), sec(5.5), 720 * 120 * 8}}}
-	add(Case{Scenario: Scenario{Name: "linklocal_hot", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 9,
+	add(Case{Spec: Spec{Name: "linklocal_hot", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 9,
 		Interfaces: []Interface{ena("eth0")}, Flows: append(steady("eth0", 8*time.Second), poll)},
-		Expect: func(Truth) []Expect {
+		Expect: func(Facts) []Expect {
 			p := poll.Phases[0]
 			return []Expect{{Kind: "linklocal_hot", Interface: "eth0", Severity: "warning", From: p.From, To: p.To,
 				Src: poll.Src.String(), Dst: poll.Dst.String()}}
@@ -244,9 +244,9 @@ func Cases() map[string]Case {
 	capped := Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: ap(host, 43000), Dst: ap(peerC, 5201), Size: 8949, Jitter: 0.01,
 		Phases: []Phase{{sec(2.0003), sec(11.0003), 4.97e9}}}
 	big := Interface{Name: "eth0", ENA: true, BaselineBps: 10e9}
-	add(Case{Scenario: Scenario{Name: "flow_at_cap", Duration: 13 * time.Second, InstanceType: "m5.8xlarge", Seed: 10,
+	add(Case{Spec: Spec{Name: "flow_at_cap", Duration: 13 * time.Second, InstanceType: "m5.8xlarge", Seed: 10,
 		FlowLimitBps: 5e9, Interfaces: []Interface{big}, Flows: append(steady("eth0", 13*time.Second), capped)},
-		Expect: func(Truth) []Expect {
+		Expect: func(Facts) []Expect {
 			p := capped.Phases[0]
 			return []Expect{{Kind: "flow_at_cap", Interface: "eth0", Severity: "warning", From: p.From, To: p.To,
 				Src: capped.Src.String(), Dst: capped.Dst.String()}}
@@ -259,9 +259,9 @@ func Cases() map[string]Case {
 		Phases: []Phase{{0, sec(14.2), 9.5e9}, {sec(14.2), sec(25), 1.03 * 0.75e9}}}
 	credits := ena("eth0")
 	credits.CreditsEnd = sec(14.2)
-	add(Case{Scenario: Scenario{Name: "baseline_exhausted", Duration: 25 * time.Second, InstanceType: "c5.large", Seed: 11,
+	add(Case{Spec: Spec{Name: "baseline_exhausted", Duration: 25 * time.Second, InstanceType: "c5.large", Seed: 11,
 		Interfaces: []Interface{credits}, Flows: []Flow{bulk}},
-		Expect: func(Truth) []Expect {
+		Expect: func(Facts) []Expect {
 			return []Expect{{Kind: "baseline_exhausted", Interface: "eth0", Severity: "critical", From: bulk.Phases[1].From,
 				To: bulk.Phases[1].To, Src: bulk.Src.String(), Dst: bulk.Dst.String()}}
 		},
@@ -275,7 +275,7 @@ func Cases() map[string]Case {
 	resetting := ena("eth0")
 	resetting.Resets = []time.Duration{sec(4.5)}
 	resetting.FailedReads = []FailedRead{{At: sec(2)}, {At: sec(3), ZeroRead: true}}
-	add(Case{Scenario: Scenario{Name: "counter_reset", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 12,
+	add(Case{Spec: Spec{Name: "counter_reset", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 12,
 		Interfaces: []Interface{resetting}, Flows: steady("eth0", 8*time.Second)},
 		MaxSeverity: "info", Forbid: []string{"microburst_out", "microburst_in"}, WantResets: 1, WantReadFailures: 2})
 
@@ -288,10 +288,10 @@ func Cases() map[string]Case {
 	// A container's queries arrive on the host side of its veth: ingress.
 	vethDNS := Flow{Interface: "veth0", Dir: record.Ingress, Proto: 17, Src: ap(container, 46053), Dst: ap(limits.DNSv4, 53), Size: 80,
 		Phases: []Phase{{sec(4), sec(5.5), 2000 * 80 * 8}}}
-	add(Case{Scenario: Scenario{Name: "non_ena", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 13,
+	add(Case{Spec: Spec{Name: "non_ena", Duration: 8 * time.Second, InstanceType: "c5.large", Seed: 13,
 		Interfaces: []Interface{ena("eth0"), veth},
 		Flows:      append(steady("eth0", 8*time.Second), append(steady("veth0", 8*time.Second), vethBurst, vethDNS)...)},
-		Expect: func(Truth) []Expect {
+		Expect: func(Facts) []Expect {
 			p := vethDNS.Phases[0]
 			return []Expect{{Kind: "linklocal_hot", Interface: "veth0", Severity: "warning", From: p.From, To: p.To,
 				Src: vethDNS.Src.String(), Dst: vethDNS.Dst.String()}}
@@ -302,7 +302,7 @@ func Cases() map[string]Case {
 
 // Bench is the benchmark's recording: 30 s at 100 µs on one ENA interface,
 // both directions busy, with bursts, a DNS storm and SYN churn.
-func Bench() Scenario {
+func Bench() Spec {
 	ifc := ena("eth0")
 	ifc.PPS = 300e3
 	ifc.ConntrackCapacity, ifc.ConntrackEstablished = 20000, 500
@@ -320,6 +320,6 @@ func Bench() Scenario {
 	}
 	flows = append(flows, Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: ap(host, 53536), Dst: ap(limits.DNSv4, 53),
 		Size: 80, Phases: []Phase{{sec(12), sec(14), 2500 * 80 * 8}}})
-	return Scenario{Name: "bench", Duration: d, InstanceType: "c5.large", Seed: 99, Interfaces: []Interface{ifc}, Flows: flows,
+	return Spec{Name: "bench", Duration: d, InstanceType: "c5.large", Seed: 99, Interfaces: []Interface{ifc}, Flows: flows,
 		SYNFloods: []SYNFlood{{Interface: "eth0", Dir: record.Egress, Src: host, Dst: backend, PerSecond: 2500, From: sec(20), To: sec(26)}}}
 }

@@ -1,4 +1,4 @@
-package wire
+package countrules
 
 import (
 	"net/netip"

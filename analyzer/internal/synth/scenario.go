@@ -1,10 +1,10 @@
-// Package scenario builds synthetic but physically consistent recordings from
+// Package synth builds synthetic but physically consistent recordings from
 // a description: flows with rates over time, SYN floods, and an emulated
 // device whose allowance counters move only when the described traffic goes
 // over the allowances it enforces (token buckets refilled every bucket). The
 // truth it returns (when each counter dropped packets) is what the analyzer's
 // tests compare findings with.
-package scenario
+package synth
 
 import (
 	"net/netip"
@@ -13,8 +13,8 @@ import (
 	"github.com/enaprobe/enaprobe/record"
 )
 
-// Scenario describes one trace.
-type Scenario struct {
+// Spec describes one trace.
+type Spec struct {
 	Name     string
 	Duration time.Duration
 	// Recording geometry; zero values take the defaults of Defaults.
@@ -104,7 +104,7 @@ type SYNFlood struct {
 // Defaults are the geometry of a scenario that leaves it unset: 100 µs
 // buckets, 1 ms windows, 100 ms size slices and flow drains, 1 s counter
 // reads, window events for flows moving 1 Gbps or more in a window.
-var Defaults = Scenario{
+var Defaults = Spec{
 	BucketNs: 100_000, WindowNs: 1_000_000, SliceNs: 100_000_000, SampleNs: 1_000_000_000,
 	DrainNs: 100_000_000, HeavyBytes: 125_000,
 }
@@ -119,9 +119,9 @@ var StartWall = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 // Episode is a stretch of time, as offsets from the trace start.
 type Episode struct{ From, To time.Duration }
 
-// Truth is what the emulated device did: for each interface and counter,
+// Facts is what the emulated device did: for each interface and counter,
 // the stretches in which it dropped (or queued) packets, joined when less
 // than a window apart.
-type Truth struct {
+type Facts struct {
 	Drops map[string]map[string][]Episode
 }

@@ -1,4 +1,4 @@
-// Package wire states the datapath's counting rules in plain Go: how a frame
+// Package countrules states the datapath's counting rules in plain Go: how a frame
 // is classified, which flow it belongs to, and how many wire packets and
 // bytes it stands for. The eBPF program implements the same rules; the
 // differential tests and the fuzz target hold the two together.
@@ -26,7 +26,7 @@
 //     or else as source.
 //
 // Arithmetic is uint32 where the program's is, so the two wrap alike.
-package wire
+package countrules
 
 import (
 	"encoding/binary"

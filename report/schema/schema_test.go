@@ -211,7 +211,7 @@ func checkStruct(t *testing.T, d schemaDoc, path string, typ reflect.Type, node 
 // the enum check below without anyone remembering to list it here.
 func stableConstants(t *testing.T, prefix string) []string {
 	t.Helper()
-	paths, err := filepath.Glob("../analyzer/*.go")
+	paths, err := filepath.Glob("../../analyzer/*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestSchemaEnumsMatchConstants(t *testing.T) {
 	d := loadDoc(t)
 	kinds := stableConstants(t, "Kind")
 	if len(kinds) < 9 {
-		t.Fatalf("found only %d Kind constants in ../analyzer: %v", len(kinds), kinds)
+		t.Fatalf("found only %d Kind constants in ../../analyzer: %v", len(kinds), kinds)
 	}
 	if got := enumOf(t, d, "finding", "kind"); !slices.Equal(got, kinds) {
 		t.Errorf("finding.kind enum %v, analyzer kinds %v", got, kinds)
