@@ -17,6 +17,7 @@ type analysis struct {
 	fine    map[seriesKey]*fineSeries
 	flows   *flowIndex
 	events  eventIndex
+	owners  ownerIndex
 	changes counters.Changes
 	limits  Limits
 	// present[iface][name]: the counter was read successfully at least once.
@@ -37,6 +38,7 @@ func Analyze(rec *record.Recording, opt Options) *Result {
 	res.Loss = a.loss()
 	res.Profile = a.profile()
 	res.Findings = a.findings()
+	a.attachOwners(res.Findings)
 	return res
 }
 
@@ -47,6 +49,7 @@ func newAnalysis(rec *record.Recording, opt Options) *analysis {
 	a.fine = buildFineSeries(rec, a.g)
 	a.flows = buildFlowIndex(rec.Flows)
 	a.events = buildEventIndex(rec.Windows)
+	a.owners = buildOwnerIndex(rec.Owners)
 	a.changes = counters.Diff(rec.Counters)
 	a.limits = resolveLimits(opt, a.instanceType(), rec.Meta.FlowLimitBps)
 	a.present = make(map[string]map[string]bool)

@@ -154,7 +154,7 @@ func (a *analysis) topFlows() []FlowProfile {
 			Dst: f.key.Dst.String(), Service: serviceName(f.last.Service), Directions: directions(f.last.Directions),
 			Bytes: f.bytes, Packets: f.packets, SYNs: f.syns, MeanSize: meanSize(f.bytes, f.packets),
 			MinSize: f.last.MinSize, MaxSize: f.last.MaxSize, PeakBps: f.peakBps,
-			FirstSeen: a.wall(f.firstSeenNs), LastSeen: a.wall(f.last.LastSeenNs)}
+			FirstSeen: a.wall(f.firstSeenNs), LastSeen: a.wall(f.last.LastSeenNs), Owner: a.owners.of(f.flowRef)}
 		if span := f.last.LastSeenNs - f.firstSeenNs; span > 0 {
 			fp.MeanBps = float64(f.bytes) * 8e9 / float64(span)
 		}

@@ -8,7 +8,7 @@ import (
 
 // SchemaVersion is the version of the Result JSON. Bump the major part when a
 // field changes meaning or disappears; adding a field is a minor change.
-const SchemaVersion = "1.1"
+const SchemaVersion = "1.2"
 
 // Result is everything the analysis says about one recording. It is the JSON
 // report: renderers and the JSON Schema are built from these types.
@@ -148,9 +148,13 @@ type Finding struct {
 	Evidence     []Evidence `json:"evidence"`
 	// FlowsRankedBy is what Flows are ranked by and FlowShare.Share is a
 	// share of: "bytes", "packets" or "syns".
-	FlowsRankedBy  string      `json:"flows_ranked_by"`
-	Flows          []FlowShare `json:"flows"`
-	Recommendation string      `json:"recommendation"`
+	FlowsRankedBy string      `json:"flows_ranked_by"`
+	Flows         []FlowShare `json:"flows"`
+	// Owners ranks who sent the finding's traffic, by FlowsRankedBy: the
+	// processes of one pod (else one container, one cgroup) are one owner.
+	// Empty when the trace found no owners.
+	Owners         []OwnerShare `json:"owners,omitempty"`
+	Recommendation string       `json:"recommendation"`
 	// Incident is set on findings that rest on jumps of an allowance
 	// counter: every jump of one counter on one interface that one cause
 	// explains, from the first drop to the last.
@@ -252,16 +256,18 @@ type Evidence struct {
 
 // FlowShare is one flow's traffic inside a finding's window.
 type FlowShare struct {
-	Proto    string  `json:"proto"`
-	Src      string  `json:"src"` // ip:port
-	Dst      string  `json:"dst"`
-	Service  string  `json:"service,omitempty"` // link-local service, when the flow is one
-	Bytes    uint64  `json:"bytes"`
-	Packets  uint64  `json:"packets"`
-	SYNs     uint64  `json:"syns,omitempty"`
-	MeanSize float64 `json:"mean_size"`          // bytes per packet in the window
-	MinSize  uint32  `json:"min_size,omitempty"` // smallest packet of the flow so far
-	MaxSize  uint32  `json:"max_size,omitempty"`
+	// Owner is the process, container or pod behind the flow, when found.
+	Owner    *record.Owner `json:"owner,omitempty"`
+	Proto    string        `json:"proto"`
+	Src      string        `json:"src"` // ip:port
+	Dst      string        `json:"dst"`
+	Service  string        `json:"service,omitempty"` // link-local service, when the flow is one
+	Bytes    uint64        `json:"bytes"`
+	Packets  uint64        `json:"packets"`
+	SYNs     uint64        `json:"syns,omitempty"`
+	MeanSize float64       `json:"mean_size"`          // bytes per packet in the window
+	MinSize  uint32        `json:"min_size,omitempty"` // smallest packet of the flow so far
+	MaxSize  uint32        `json:"max_size,omitempty"`
 	// Share is of the window's total by Finding.FlowsRankedBy; for Source
 	// "snapshots", of all flows' traffic in the drain intervals overlapping
 	// the window.
@@ -387,22 +393,35 @@ type Average struct {
 
 // FlowProfile is one of the flows that moved the most bytes.
 type FlowProfile struct {
-	Interface  string    `json:"interface"`
-	Proto      string    `json:"proto"`
-	Src        string    `json:"src"`
-	Dst        string    `json:"dst"`
-	Service    string    `json:"service,omitempty"`
-	Directions string    `json:"directions"` // "ingress", "egress" or "both"
-	Bytes      uint64    `json:"bytes"`
-	Packets    uint64    `json:"packets"`
-	SYNs       uint64    `json:"syns"`
-	MeanSize   float64   `json:"mean_size"`
-	MinSize    uint32    `json:"min_size"`
-	MaxSize    uint32    `json:"max_size"`
-	MeanBps    float64   `json:"mean_bps"` // over the flow's active span (first to last seen)
-	PeakBps    float64   `json:"peak_bps"` // highest drain-interval throughput
-	FirstSeen  time.Time `json:"first_seen"`
-	LastSeen   time.Time `json:"last_seen"`
+	Interface  string        `json:"interface"`
+	Proto      string        `json:"proto"`
+	Src        string        `json:"src"`
+	Dst        string        `json:"dst"`
+	Service    string        `json:"service,omitempty"`
+	Directions string        `json:"directions"` // "ingress", "egress" or "both"
+	Bytes      uint64        `json:"bytes"`
+	Packets    uint64        `json:"packets"`
+	SYNs       uint64        `json:"syns"`
+	MeanSize   float64       `json:"mean_size"`
+	MinSize    uint32        `json:"min_size"`
+	MaxSize    uint32        `json:"max_size"`
+	MeanBps    float64       `json:"mean_bps"` // over the flow's active span (first to last seen)
+	PeakBps    float64       `json:"peak_bps"` // highest drain-interval throughput
+	FirstSeen  time.Time     `json:"first_seen"`
+	LastSeen   time.Time     `json:"last_seen"`
+	Owner      *record.Owner `json:"owner,omitempty"`
+}
+
+// OwnerShare is one owner of a finding's traffic: its flows summed, Share
+// of all the flows of the finding's span (owned or not) by the finding's
+// FlowsRankedBy. Owner keeps the fields its flows share.
+type OwnerShare struct {
+	Owner   record.Owner `json:"owner"`
+	Share   float64      `json:"share"`
+	Flows   int          `json:"flows"`
+	Bytes   uint64       `json:"bytes"`
+	Packets uint64       `json:"packets"`
+	SYNs    uint64       `json:"syns,omitempty"`
 }
 
 // LinkLocalProfile is the packet rate to one link-local service (or to all

@@ -61,6 +61,7 @@ func (a *analysis) traceInfo() TraceInfo {
 	}
 	t.ENA = nonNil(t.ENA)
 	t.Notes = append(t.Notes, m.AttachNotes...)
+	t.Notes = append(t.Notes, m.OwnerNotes...)
 	if !anyCounter {
 		t.Notes = append(t.Notes, "no interface had allowance counters: no counter-based finding is possible")
 	}

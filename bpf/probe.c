@@ -39,6 +39,7 @@ const enum direction *unused_direction __attribute__((unused));
 const enum proto_class *unused_proto_class __attribute__((unused));
 const enum ll_service *unused_ll_service __attribute__((unused));
 const enum loss_kind *unused_loss_kind __attribute__((unused));
+const enum origin *unused_origin __attribute__((unused));
 const struct window_event *unused_window_event __attribute__((unused));
 const struct flow_key4 *unused_flow_key4 __attribute__((unused));
 const struct flow_eviction *unused_flow_eviction __attribute__((unused));
@@ -717,6 +718,33 @@ static __always_inline void count_flow(struct cpu_state *cs, __u64 now, __u32 di
 	v->win_dir = dir;
 }
 
+/* note_origin records whose a flow is, once, at its first egress packet:
+ * the packet's socket (its cookie, and its cgroup v2 id, which also names
+ * sockets opened before the trace and accepted ones, whose creation no
+ * cgroup program saw), or, for a forwarded packet with no local socket,
+ * the interface it came in on. A flow's first packet is the only one that
+ * pays two helper calls; every later one reads one byte. Racing CPUs write
+ * the same values. */
+static __attribute__((noinline)) void note_origin(struct __sk_buff *skb, struct flow_stats *v)
+{
+	if (!v)
+		return;
+	__u64 cookie = bpf_get_socket_cookie(skb);
+	if (cookie) {
+		v->sock_cookie = cookie;
+		v->sock_cgroup = bpf_skb_cgroup_id(skb);
+		v->origin = ORIGIN_SOCKET;
+		return;
+	}
+	__u32 in = skb->ingress_ifindex;
+	if (in && in != skb->ifindex) {
+		v->in_ifindex = in;
+		v->origin = ORIGIN_FORWARDED;
+		return;
+	}
+	v->origin = ORIGIN_NONE;
+}
+
 /* parse_packet parses skb into this CPU's state (cs->pkt) and names the
  * link-local service of its addresses. A global function: the verifier
  * checks it once, on its own, and the counting after it sees the parse's
@@ -954,8 +982,11 @@ static __always_inline int count(struct __sk_buff *skb, __u32 dir)
 		v = find_flow(cs, &flows6, flow_regions6, flow_region_bits6,
 			      (const __u64 *)&p->key6, KEY_WORDS6, sizeof(struct flow_slot6), now, svc, &w);
 	}
-	if (v)
+	if (v) {
 		count_flow(cs, now, dir, v, p, &w, syn);
+		if (note_origins && dir == DIR_EGRESS && !v->origin)
+			note_origin(skb, v);
+	}
 	if (svc == LL_IMDS)
 		imds_look(skb, dir);
 	return VERDICT_NEXT;

@@ -139,6 +139,11 @@ type ProbeFlowStats struct {
 	Dirs        uint8
 	Service     uint8
 	WinDir      uint8
+	SockCookie  uint64
+	SockCgroup  uint64
+	InIfindex   uint32
+	Origin      uint8
+	OriginPad   [3]uint8
 }
 
 type ProbeImdsEvent struct {
@@ -185,6 +190,15 @@ const (
 	ProbeLossKindLOSS_SLICE_OVERWRITTEN  ProbeLossKind = 3
 	ProbeLossKindLOSS_IMDS_EVENTS        ProbeLossKind = 4
 	ProbeLossKindNUM_LOSS                ProbeLossKind = 5
+)
+
+type ProbeOrigin uint32
+
+const (
+	ProbeOriginORIGIN_UNKNOWN   ProbeOrigin = 0
+	ProbeOriginORIGIN_SOCKET    ProbeOrigin = 1
+	ProbeOriginORIGIN_FORWARDED ProbeOrigin = 2
+	ProbeOriginORIGIN_NONE      ProbeOrigin = 3
 )
 
 type ProbeProtoClass uint32
@@ -247,6 +261,7 @@ const (
 	ProbeVarFlowRegions6       = "flow_regions6"
 	ProbeVarFlowSeed           = "flow_seed"
 	ProbeVarHeavyBytes         = "heavy_bytes"
+	ProbeVarNoteOrigins        = "note_origins"
 	ProbeVarSliceDrained       = "slice_drained"
 	ProbeVarSliceMask          = "slice_mask"
 	ProbeVarSliceNs            = "slice_ns"
@@ -257,6 +272,7 @@ const (
 	ProbeVarUnusedImdsKind     = "unused_imds_kind"
 	ProbeVarUnusedLlService    = "unused_ll_service"
 	ProbeVarUnusedLossKind     = "unused_loss_kind"
+	ProbeVarUnusedOrigin       = "unused_origin"
 	ProbeVarUnusedProtoClass   = "unused_proto_class"
 	ProbeVarUnusedWindowEvent  = "unused_window_event"
 	ProbeVarVpcResolver        = "vpc_resolver"
@@ -346,6 +362,7 @@ type ProbeVariableSpecs struct {
 	FlowRegions6       *ebpf.VariableSpec `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
 	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
+	NoteOrigins        *ebpf.VariableSpec `ebpf:"note_origins"`
 	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
 	SliceMask          *ebpf.VariableSpec `ebpf:"slice_mask"`
 	SliceNs            *ebpf.VariableSpec `ebpf:"slice_ns"`
@@ -356,6 +373,7 @@ type ProbeVariableSpecs struct {
 	UnusedImdsKind     *ebpf.VariableSpec `ebpf:"unused_imds_kind"`
 	UnusedLlService    *ebpf.VariableSpec `ebpf:"unused_ll_service"`
 	UnusedLossKind     *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
+	UnusedOrigin       *ebpf.VariableSpec `ebpf:"unused_origin"`
 	UnusedProtoClass   *ebpf.VariableSpec `ebpf:"unused_proto_class"`
 	UnusedWindowEvent  *ebpf.VariableSpec `ebpf:"unused_window_event"`
 	VpcResolver        *ebpf.VariableSpec `ebpf:"vpc_resolver"`
@@ -430,6 +448,7 @@ type ProbeVariables struct {
 	FlowRegions6       *ebpf.Variable `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
 	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
+	NoteOrigins        *ebpf.Variable `ebpf:"note_origins"`
 	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`
 	SliceMask          *ebpf.Variable `ebpf:"slice_mask"`
 	SliceNs            *ebpf.Variable `ebpf:"slice_ns"`
@@ -440,6 +459,7 @@ type ProbeVariables struct {
 	UnusedImdsKind     *ebpf.Variable `ebpf:"unused_imds_kind"`
 	UnusedLlService    *ebpf.Variable `ebpf:"unused_ll_service"`
 	UnusedLossKind     *ebpf.Variable `ebpf:"unused_loss_kind"`
+	UnusedOrigin       *ebpf.Variable `ebpf:"unused_origin"`
 	UnusedProtoClass   *ebpf.Variable `ebpf:"unused_proto_class"`
 	UnusedWindowEvent  *ebpf.Variable `ebpf:"unused_window_event"`
 	VpcResolver        *ebpf.Variable `ebpf:"vpc_resolver"`

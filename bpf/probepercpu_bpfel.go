@@ -48,6 +48,7 @@ const (
 	ProbePerCPUVarFlowSeed               = "flow_seed"
 	ProbePerCPUVarFlushDelayNs           = "flush_delay_ns"
 	ProbePerCPUVarHeavyBytes             = "heavy_bytes"
+	ProbePerCPUVarNoteOrigins            = "note_origins"
 	ProbePerCPUVarSliceDrained           = "slice_drained"
 	ProbePerCPUVarSliceMask              = "slice_mask"
 	ProbePerCPUVarSliceNs                = "slice_ns"
@@ -58,6 +59,7 @@ const (
 	ProbePerCPUVarUnusedImdsKind         = "unused_imds_kind"
 	ProbePerCPUVarUnusedLlService        = "unused_ll_service"
 	ProbePerCPUVarUnusedLossKind         = "unused_loss_kind"
+	ProbePerCPUVarUnusedOrigin           = "unused_origin"
 	ProbePerCPUVarUnusedProtoClass       = "unused_proto_class"
 	ProbePerCPUVarUnusedWindowEvent      = "unused_window_event"
 	ProbePerCPUVarVpcResolver            = "vpc_resolver"
@@ -150,6 +152,7 @@ type ProbePerCPUVariableSpecs struct {
 	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
 	FlushDelayNs       *ebpf.VariableSpec `ebpf:"flush_delay_ns"`
 	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
+	NoteOrigins        *ebpf.VariableSpec `ebpf:"note_origins"`
 	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
 	SliceMask          *ebpf.VariableSpec `ebpf:"slice_mask"`
 	SliceNs            *ebpf.VariableSpec `ebpf:"slice_ns"`
@@ -160,6 +163,7 @@ type ProbePerCPUVariableSpecs struct {
 	UnusedImdsKind     *ebpf.VariableSpec `ebpf:"unused_imds_kind"`
 	UnusedLlService    *ebpf.VariableSpec `ebpf:"unused_ll_service"`
 	UnusedLossKind     *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
+	UnusedOrigin       *ebpf.VariableSpec `ebpf:"unused_origin"`
 	UnusedProtoClass   *ebpf.VariableSpec `ebpf:"unused_proto_class"`
 	UnusedWindowEvent  *ebpf.VariableSpec `ebpf:"unused_window_event"`
 	VpcResolver        *ebpf.VariableSpec `ebpf:"vpc_resolver"`
@@ -237,6 +241,7 @@ type ProbePerCPUVariables struct {
 	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
 	FlushDelayNs       *ebpf.Variable `ebpf:"flush_delay_ns"`
 	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
+	NoteOrigins        *ebpf.Variable `ebpf:"note_origins"`
 	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`
 	SliceMask          *ebpf.Variable `ebpf:"slice_mask"`
 	SliceNs            *ebpf.Variable `ebpf:"slice_ns"`
@@ -247,6 +252,7 @@ type ProbePerCPUVariables struct {
 	UnusedImdsKind     *ebpf.Variable `ebpf:"unused_imds_kind"`
 	UnusedLlService    *ebpf.Variable `ebpf:"unused_ll_service"`
 	UnusedLossKind     *ebpf.Variable `ebpf:"unused_loss_kind"`
+	UnusedOrigin       *ebpf.Variable `ebpf:"unused_origin"`
 	UnusedProtoClass   *ebpf.Variable `ebpf:"unused_proto_class"`
 	UnusedWindowEvent  *ebpf.Variable `ebpf:"unused_window_event"`
 	VpcResolver        *ebpf.Variable `ebpf:"vpc_resolver"`

@@ -21,6 +21,7 @@ import (
 	"github.com/enaprobe/enaprobe/ena"
 	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/loader"
+	"github.com/enaprobe/enaprobe/owner"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -54,6 +55,11 @@ type Config struct {
 	// Notice, when set, is told at once what the attachment did beyond the
 	// ordinary: orphans of killed runs removed, a move back to the head.
 	Notice func(msg string)
+	// NoOwners turns owner attribution off: no cgroup programs, no origin
+	// noted per flow, Recording.Owners empty. OwnerSockets bounds the owner
+	// map (0: owner.DefaultSockets).
+	NoOwners     bool
+	OwnerSockets uint32
 }
 
 // Progress is what a live status line shows.
@@ -121,6 +127,7 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 			err = errors.Join(err, ti.close())
 		}
 	}()
+	cfg.Datapath.NoOrigins = cfg.NoOwners
 	for _, name := range cfg.Interfaces {
 		ti, err := setUp(cfg, name)
 		if ti != nil {
@@ -135,6 +142,20 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	// garbage. Collect it now, not during the first seconds of the trace,
 	// and hand it back to the system for the rest of the run.
 	debug.FreeOSMemory()
+
+	// The cgroup programs first: sockets created as the trace starts are
+	// seen. Without them the trace runs on, and the report says why its
+	// flows are named less precisely.
+	var owners *owner.Tracker
+	var ownersErr error
+	if !cfg.NoOwners {
+		owners, ownersErr = owner.Start(cfg.OwnerSockets)
+		if ownersErr != nil {
+			cfg.notice(fmt.Sprintf("owners: %v", ownersErr))
+		} else {
+			defer func() { err = errors.Join(err, owners.Close()) }()
+		}
+	}
 
 	start := clockPair()
 	for _, ti := range traced {
@@ -173,7 +194,7 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	// From here on the trace has run: whatever fails, what was counted is
 	// returned with the error, so that its report is still written.
 	var errs []error
-	if err := loop(ctx, cfg, traced, start.MonoNs); err != nil {
+	if err := loop(ctx, cfg, traced, owners, start.MonoNs); err != nil {
 		errs = append(errs, err)
 	}
 	// Detach first so the final drain sees every bucket complete.
@@ -193,6 +214,18 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 		}
 	}
 	rec = assemble(cfg, traced, start, end)
+	if !cfg.NoOwners {
+		if owners != nil {
+			if err := owners.Read(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		var origins []loader.FlowOrigin
+		for _, ti := range traced {
+			origins = append(origins, ti.col.Result().Origins...)
+		}
+		rec.Owners, rec.Meta.OwnerNotes = owner.NewResolver(owners, ownersErr).Resolve(origins)
+	}
 	if cfg.Progress != nil {
 		cfg.Progress(progress(traced, end.MonoNs-start.MonoNs, 0))
 	}
@@ -293,7 +326,7 @@ func (ti *tracedInterface) close() error {
 }
 
 // loop drains on timers until the duration is over or ctx ends.
-func loop(ctx context.Context, cfg Config, traced []*tracedInterface, startNs int64) error {
+func loop(ctx context.Context, cfg Config, traced []*tracedInterface, owners *owner.Tracker, startNs int64) error {
 	var deadline <-chan time.Time
 	if cfg.Duration > 0 {
 		t := time.NewTimer(cfg.Duration)
@@ -308,6 +341,10 @@ func loop(ctx context.Context, cfg Config, traced []*tracedInterface, startNs in
 	defer status.Stop()
 	anchor := time.NewTicker(cmp.Or(cfg.AnchorInterval, time.Second))
 	defer anchor.Stop()
+	// The owner map is read every second, so that a socket the bounded map
+	// evicts later is still known; a failed read is retried at the next.
+	ownerTick := time.NewTicker(time.Second)
+	defer ownerTick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -339,6 +376,10 @@ func loop(ctx context.Context, cfg Config, traced []*tracedInterface, startNs in
 					cfg.notice(msg)
 				}
 				ti.notify(cfg)
+			}
+		case <-ownerTick.C:
+			if owners != nil {
+				_ = owners.Read()
 			}
 		case <-status.C:
 			if cfg.Progress != nil {

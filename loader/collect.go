@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -106,6 +107,21 @@ type flowState struct {
 	lastPackets uint64             // cumulative packets at the last snapshot
 	lastWindow  uint64             // start of the last window event sent
 	folded      uint64             // first_seen_ns of an entry taken into base unseen by an eviction event
+	origin      FlowOrigin         // the first origin an entry of the flow noted
+}
+
+// FlowOrigin is what the datapath noted of a flow's first egress packet,
+// for owner attribution: Kind is bpf.ProbeOriginORIGIN_SOCKET (Cookie, and Cgroup
+// when the kernel kept the socket's cgroup v2 id), bpf.ProbeOriginORIGIN_FORWARDED
+// (InIfindex: a packet with no local socket that came in on that interface)
+// or bpf.ProbeOriginORIGIN_NONE.
+type FlowOrigin struct {
+	Interface string
+	Key       record.FlowKey
+	Kind      bpf.ProbeOrigin
+	Cookie    uint64
+	Cgroup    uint64
+	InIfindex uint32
 }
 
 // NewCollector starts collecting from p, which should be loaded and not yet
@@ -508,6 +524,10 @@ func (c *Collector) evict(nowNs int64, sk stateKey, final bpf.ProbeFlowStats) {
 // observe records a snapshot of the flow when its cumulative counters moved,
 // and the window of entry v when it closed heavy.
 func (c *Collector) observe(nowNs int64, sk stateKey, fs *flowState, v bpf.ProbeFlowStats) {
+	if fs.origin.Kind == bpf.ProbeOriginORIGIN_UNKNOWN && bpf.ProbeOrigin(v.Origin) != bpf.ProbeOriginORIGIN_UNKNOWN {
+		fs.origin = FlowOrigin{Interface: c.iface, Key: flowKey(sk.key), Kind: bpf.ProbeOrigin(v.Origin),
+			Cookie: v.SockCookie, Cgroup: v.SockCgroup, InIfindex: v.InIfindex}
+	}
 	cum := addStats(fs.base, fs.last)
 	if cum.Packets != fs.lastPackets {
 		fs.lastPackets = cum.Packets
@@ -577,6 +597,8 @@ type Result struct {
 	IMDS    []record.IMDSEvent
 	Totals  []record.Totals
 	Loss    record.Loss
+	// Origins are the flows whose first egress packet was seen.
+	Origins []FlowOrigin
 }
 
 // Finish is the last read of a trace, once the programs are detached: a
@@ -595,6 +617,12 @@ func (c *Collector) Totals() []record.Totals { return c.totals[:] }
 func (c *Collector) Result() Result {
 	r := Result{Sizes: c.sizes, Flows: c.snapshots, Windows: c.windows, IMDS: c.imds, Loss: c.loss}
 	r.Loss.FlowsEvicted = c.evicted
+	for _, fs := range c.flows {
+		if fs.origin.Kind != bpf.ProbeOriginORIGIN_UNKNOWN {
+			r.Origins = append(r.Origins, fs.origin)
+		}
+	}
+	slices.SortFunc(r.Origins, func(a, b FlowOrigin) int { return strings.Compare(a.Key.String(), b.Key.String()) })
 	for d := range c.series {
 		r.Series = append(r.Series, record.Series{Interface: c.iface, Direction: record.Direction(d), WidthNs: c.bucketNs, Buckets: c.series[d].all()})
 		r.Totals = append(r.Totals, c.totals[d])

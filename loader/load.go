@@ -55,6 +55,10 @@ type Options struct {
 	SliceSlots  uint32 // size-slice ring slots per direction (power of two)
 	RingBytes   uint32 // window-event ring buffer size (power of two, page multiple)
 	VPCResolver netip.Addr
+	// NoOrigins turns off noting each flow's origin (socket cookie and
+	// cgroup, or the interface a forwarded packet came in on) at its first
+	// egress packet, which owner attribution needs.
+	NoOrigins bool
 }
 
 // BucketMode is how packets reach the time-bucket ring.
@@ -278,6 +282,7 @@ func Spec(opts Options) (*ebpf.CollectionSpec, error) {
 		"heavy_bytes":       opts.HeavyBytes,
 		"slice_ns":          uint64(opts.Slice),
 		"slice_mask":        opts.SliceSlots - 1,
+		"note_origins":      boolByte(!opts.NoOrigins),
 	}
 	if opts.Buckets == BucketsPerCPU {
 		consts["flush_delay_ns"] = uint64(opts.FlushDelay)
@@ -308,6 +313,13 @@ func Spec(opts Options) (*ebpf.CollectionSpec, error) {
 		m.MaxEntries = uint32(possibleCPUs())
 	}
 	return spec, nil
+}
+
+func boolByte(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Load loads the datapath with opts. The caller must Close it. The

@@ -172,6 +172,26 @@ func ProtoName(p uint8) string {
 	return fmt.Sprintf("ip%d", p)
 }
 
+// ProtoNumber is the protocol number ProtoName names (0 for a name it
+// does not know).
+func ProtoNumber(name string) uint8 {
+	switch name {
+	case "tcp":
+		return 6
+	case "udp":
+		return 17
+	case "icmp":
+		return 1
+	case "icmpv6":
+		return 58
+	}
+	var p uint8
+	if _, err := fmt.Sscanf(name, "ip%d", &p); err != nil {
+		return 0
+	}
+	return p
+}
+
 // FlowStats are the cumulative counters of one flow at one instant.
 type FlowStats struct {
 	Packets     uint64
@@ -358,6 +378,11 @@ type Meta struct {
 	// AttachNotes say where enaprobe's programs could not run first on
 	// their hook (another program ahead), or had to move back to the head.
 	AttachNotes []string `json:",omitempty"`
+
+	// OwnerNotes say, once, why flows have no owner: no cgroup v2, the
+	// cgroup programs could not attach, sockets closed before they were
+	// seen, owners evicted from their bounded maps.
+	OwnerNotes []string `json:",omitempty"`
 }
 
 // Limit is one limit an analysis compared the trace with, and where its

@@ -80,6 +80,7 @@ type htmlFinding struct {
 	Counters string
 	Evidence htmlTable
 	Flows    htmlTable
+	Owners   string // the finding's owners ranked, on one line
 	Zoom     *figure
 	Strip    template.HTML // the incident's counter jumps under the zoom
 	// RepeatOf is the number of the info finding of the same kind and
@@ -136,7 +137,8 @@ func buildPage(in Input) htmlPage {
 	for i, f := range ranked {
 		x0, x1 := zoomRange(f)
 		hf := htmlFinding{N: i + 1, F: f, When: findingWhen(f, tr.Start), Counters: findingCounterText(res, f),
-			Evidence: evidenceTable(f), Flows: flowShareHTMLTable(f), Strip: jumpStrip(f, x0, x1)}
+			Evidence: evidenceTable(f), Flows: flowShareHTMLTable(f), Strip: jumpStrip(f, x0, x1),
+			Owners: ownersText(f.Owners)}
 		if i > 0 && repeatsInfo(ranked[i-1], f) {
 			hf.RepeatOf = cmp.Or(p.Findings[i-1].RepeatOf, p.Findings[i-1].N)
 		}

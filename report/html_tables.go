@@ -38,6 +38,7 @@ func flowShareHTMLTable(f analyzer.Finding) htmlTable {
 func topFlowsTable(flows []analyzer.FlowProfile, traceStart time.Time) htmlTable {
 	t := htmlTable{Header: []string{"flow", "iface", "direction", "bytes", "packets", "mean size", "mean rate",
 		"peak rate", "active"}, NumFrom: 3, Mono: true}
+	owned := false
 	for _, f := range flows {
 		name := flowString(f.Proto, f.Src, f.Dst)
 		if f.Service != "" {
@@ -46,6 +47,15 @@ func topFlowsTable(flows []analyzer.FlowProfile, traceStart time.Time) htmlTable
 		t.Rows = append(t.Rows, []string{name, f.Interface, f.Directions, fmtBytes(float64(f.Bytes)),
 			fmtCount(f.Packets), fmt.Sprintf("%.0f B", f.MeanSize), fmtBps(f.MeanBps), fmtBps(f.PeakBps),
 			fmt.Sprintf("%+.3f to %+.3f s", f.FirstSeen.Sub(traceStart).Seconds(), f.LastSeen.Sub(traceStart).Seconds())})
+		if f.Owner != nil {
+			owned = true
+		}
+	}
+	if owned {
+		t.Header = append(t.Header, "owner")
+		for i, f := range flows {
+			t.Rows[i] = append(t.Rows[i], ownerString(f.Owner))
+		}
 	}
 	return t
 }

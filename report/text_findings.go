@@ -171,6 +171,9 @@ func textFindings(p *page, res *analyzer.Result) {
 			p.field(ind, "Flows", lw, "ranked by "+f.FlowsRankedBy+" in the window")
 			p.lines(flowShareTable(f).renderFitting(ind + "  "))
 		}
+		if len(f.Owners) > 0 {
+			p.field(ind, "Owners", lw, "ranked by "+f.FlowsRankedBy+": "+ownersText(f.Owners))
+		}
 		p.field(ind, "Fix", lw, f.Recommendation)
 	}
 }
@@ -190,6 +193,11 @@ func flowShareTable(f analyzer.Finding) *table {
 	if !withSYNs {
 		t = newTable("FLOW", "BYTES", "PACKETS", "SHARE", "PLACED").rightAlign(1, 2, 3)
 	}
+	owned := anyFlowOwner(f.Flows)
+	if owned {
+		t.rows[0] = append(t.rows[0], "OWNER")
+		t.right = append(t.right, false)
+	}
 	for _, fl := range f.Flows {
 		name := flowString(fl.Proto, fl.Src, fl.Dst)
 		if fl.Service != "" {
@@ -202,6 +210,9 @@ func flowShareTable(f analyzer.Finding) *table {
 			fmtShare(fl.Share), flowSourceText(fl.Source)}
 		if !withSYNs {
 			row = slices.Delete(row, 3, 4)
+		}
+		if owned {
+			row = append(row, ownerString(fl.Owner))
 		}
 		t.add(row...)
 	}

@@ -121,6 +121,14 @@ func textTopFlows(p *page, flows []analyzer.FlowProfile) {
 	}
 	for _, iface := range ifaces {
 		t := newTable(iface, "DIR", "BYTES", "PACKETS", "SIZE", "PEAK").rightAlign(2, 3, 4, 5)
+		owned := false
+		for _, f := range flows {
+			owned = owned || (f.Interface == iface && f.Owner != nil)
+		}
+		if owned {
+			t.rows[0] = append(t.rows[0], "OWNER")
+			t.right = append(t.right, false)
+		}
 		for _, f := range flows {
 			if f.Interface != iface {
 				continue
@@ -129,8 +137,12 @@ func textTopFlows(p *page, flows []analyzer.FlowProfile) {
 			if f.Service != "" {
 				name += " (" + f.Service + ")"
 			}
-			t.add(name, f.Directions, fmtBytes(float64(f.Bytes)), fmtCount(f.Packets),
-				fmt.Sprintf("%.0f B", f.MeanSize), fmtBps(f.PeakBps))
+			row := []string{name, f.Directions, fmtBytes(float64(f.Bytes)), fmtCount(f.Packets),
+				fmt.Sprintf("%.0f B", f.MeanSize), fmtBps(f.PeakBps)}
+			if owned {
+				row = append(row, ownerString(f.Owner))
+			}
+			t.add(row...)
 		}
 		p.lines(t.renderFitting("  "))
 	}

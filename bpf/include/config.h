@@ -30,6 +30,9 @@ volatile const __u32 flow_regions6 = 32;
 volatile const __u32 flow_region_bits6 = 6;
 volatile const __u64 flow_seed = 0;
 volatile const __u64 flow_idle_ns = 10000000000ULL;
+/* Note each flow's origin (socket cookie, cgroup, ingress interface) from
+ * its first egress packet, for owner attribution; 0 turns it off. */
+volatile const __u8 note_origins = 1;
 
 #ifdef ENAPROBE_PERCPU_BUCKETS
 /* The flush timer's delay: an idle CPU's last open bucket reaches the

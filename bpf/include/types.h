@@ -97,6 +97,24 @@ struct flow_stats {
 	__u8 dirs;           /* bit per direction seen */
 	__u8 service;        /* enum ll_service */
 	__u8 win_dir;        /* direction of the last packet of the window */
+	/* Whose the flow is (note_origin in probe.c), from its first egress
+	 * packet: the socket's cookie and cgroup v2 id for a packet of a local
+	 * socket; the interface a forwarded packet came in on (a container's
+	 * veth) otherwise. Userspace joins the cookie with the owners the
+	 * cgroup programs (owner.c) recorded. */
+	__u64 sock_cookie;
+	__u64 sock_cgroup;
+	__u32 in_ifindex;
+	__u8 origin;         /* enum origin */
+	__u8 origin_pad[3];
+};
+
+/* How a flow's owner was looked for (flow_stats.origin). */
+enum origin {
+	ORIGIN_UNKNOWN = 0, /* no egress packet yet */
+	ORIGIN_SOCKET = 1,  /* sock_cookie (and sock_cgroup when the kernel keeps it) */
+	ORIGIN_FORWARDED = 2, /* in_ifindex: no local socket, came in on another interface */
+	ORIGIN_NONE = 3,    /* a packet of this host without a socket (RST, ICMP errors) */
 };
 
 /* The flow tables are hash tables of our own in memory-mapped arrays (see

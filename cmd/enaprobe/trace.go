@@ -22,6 +22,7 @@ import (
 	"github.com/enaprobe/enaprobe/ena"
 	"github.com/enaprobe/enaprobe/limits"
 	"github.com/enaprobe/enaprobe/loader"
+	"github.com/enaprobe/enaprobe/owner"
 	"github.com/enaprobe/enaprobe/record"
 	"github.com/enaprobe/enaprobe/report"
 )
@@ -37,6 +38,8 @@ type traceFlags struct {
 	noIMDS         bool
 	heavyShare     float64
 	flowEntries    uint32
+	noOwners       bool
+	ownerSockets   uint32
 	logLevel       string
 	debug          bool
 	verifierLog    string
@@ -79,6 +82,8 @@ dropped or changed: the programs only count.`,
 	fs.BoolVar(&f.noIMDS, "no-imds", false, "never ask the instance metadata service (instance type, placement group, VPC CIDR)")
 	fs.Float64Var(&f.heavyShare, "heavy-share", 0.1, "a flow moving this share of the per-flow cap within one fine window is recorded as a heavy window, above 0 and at most 1, e.g. 0.1")
 	fs.Uint32Var(&f.flowEntries, "flow-entries", loader.DefaultOptions().FlowEntries, "flow table capacity per interface, in flows, e.g. 65536 (kernel memory: about 150 bytes a flow)")
+	fs.BoolVar(&f.noOwners, "no-owners", false, "do not look for the process, container or pod behind each flow (no cgroup programs are attached)")
+	fs.Uint32Var(&f.ownerSockets, "owner-sockets", owner.DefaultSockets, "sockets whose owner is remembered at once, e.g. 65536 (kernel memory: about 64 bytes each; the least recently used are evicted, and counted)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolVar(&f.debug, "debug", false, "debug logs, and the verifier's whole log on stderr if the kernel rejects the programs")
 	fs.StringVar(&f.verifierLog, "verifier-log", "", "if the kernel rejects the programs, write the verifier's whole log to this file (e.g. /tmp/verifier.log)")
@@ -109,6 +114,9 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	}
 	if f.flowEntries == 0 {
 		return usagef("--flow-entries 0: want a flow table capacity, e.g. %d", loader.DefaultOptions().FlowEntries)
+	}
+	if f.ownerSockets == 0 {
+		return usagef("--owner-sockets 0: want a capacity, e.g. %d (or --no-owners)", owner.DefaultSockets)
 	}
 	if err := checkLogLevel(f.logLevel); err != nil {
 		return err
@@ -168,6 +176,8 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	cfg.Datapath.Bucket = f.bucket
 	cfg.Datapath.Window = f.analysis.window
 	cfg.Datapath.FlowEntries = f.flowEntries
+	cfg.NoOwners = f.noOwners
+	cfg.OwnerSockets = f.ownerSockets
 	cfg.Meta.Version = version
 
 	// What the instance is: flags first, IMDS on EC2 (once, cached).

@@ -1,0 +1,419 @@
+//go:build linux
+
+package owner_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/capture"
+	"github.com/enaprobe/enaprobe/internal/privtest"
+	"github.com/enaprobe/enaprobe/lab"
+	"github.com/enaprobe/enaprobe/lab/catalog"
+	"github.com/enaprobe/enaprobe/owner"
+)
+
+// The test binary is also the processes whose flows are attributed: run
+// with childRole set, it does that role's traffic and exits.
+const childRole = "ENAPROBE_OWNER_TEST_ROLE"
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(childRole); role != "" {
+		if err := runChild(role); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", role, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// What the children send, each bounded in packets and time.
+const (
+	dnsRate     = 1500 // per second: over the 1024 pps link-local allowance
+	dnsDuration = 2 * time.Second
+	conns       = 300 // against a conntrack allowance of 150
+	bulkFor     = 5 * time.Second
+	fwdPackets  = 200
+	fwdPort     = lab.UDPSinkPort
+)
+
+// Addresses of the container namespace behind the instance.
+var (
+	containerAddr = netip.MustParseAddr("10.99.0.2")
+	containerGW   = netip.MustParseAddr("10.99.0.1")
+)
+
+func runChild(role string) error {
+	fmt.Println(os.Getpid()) // the parent learns the pid the owner map should hold
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	switch role {
+	case "dns":
+		c, err := net.Dial("udp", netip.AddrPortFrom(netip.MustParseAddr("169.254.169.253"), 53).String())
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		m := new(dns.Msg)
+		m.SetQuestion("peer.lab.internal.", dns.TypeA)
+		q, err := m.Pack()
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		n := int(dnsRate * dnsDuration.Seconds())
+		for i := range n {
+			if d := time.Until(start.Add(time.Duration(i) * time.Second / dnsRate)); d > 0 {
+				time.Sleep(d) // pacing a sender, not synchronizing
+			}
+			if _, err := c.Write(q); err != nil {
+				return err
+			}
+		}
+	case "conns":
+		var wg sync.WaitGroup
+		var held []net.Conn
+		var mu sync.Mutex
+		d := net.Dialer{Timeout: 3500 * time.Millisecond}
+		for i := range conns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(time.Duration(i) * time.Second / conns)
+				c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(lab.PeerAddr, lab.HoldPort).String())
+				if err == nil {
+					mu.Lock()
+					held = append(held, c)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		for _, c := range held {
+			c.Close()
+		}
+	case "bulk":
+		c, err := net.Dial("tcp", netip.AddrPortFrom(lab.PeerAddr, lab.BulkPort).String())
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		// The lab's bulk sink: one op byte ('U', upload), then the stream
+		// until the client half-closes.
+		if _, err := c.Write([]byte{'U'}); err != nil {
+			return err
+		}
+		_ = c.SetWriteDeadline(time.Now().Add(bulkFor))
+		buf := make([]byte, 64<<10)
+		for {
+			if _, err := c.Write(buf); os.IsTimeout(err) {
+				break
+			} else if err != nil {
+				return err
+			}
+		}
+		_ = c.(*net.TCPConn).CloseWrite()
+		_, _ = c.Read(make([]byte, 64))
+	case "fwd":
+		c, err := net.Dial("udp", netip.AddrPortFrom(lab.PeerAddr, fwdPort).String())
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		for range fwdPackets {
+			if _, err := c.Write(make([]byte, 100)); err != nil {
+				return err
+			}
+			time.Sleep(2 * time.Millisecond) // pacing
+		}
+		fmt.Println("sent")
+		done := make(chan struct{})
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	default:
+		return fmt.Errorf("unknown role %q", role)
+	}
+	return nil
+}
+
+// child is one process of the test, in its own cgroup.
+type child struct {
+	role, cgroup string // cgroup: path from the v2 root
+	pid          int
+	out          *bufio.Reader
+}
+
+func byRole(cs []*child, role string) *child {
+	for _, c := range cs {
+		if c.role == role {
+			return c
+		}
+	}
+	return nil
+}
+
+// testCgroups makes a cgroup v2 directory per role under a fresh parent,
+// removed at the end of the test.
+func testCgroups(t *testing.T, roles ...string) (mount string, paths map[string]string) {
+	t.Helper()
+	mount, err := owner.Cgroup2Mount()
+	if err != nil {
+		t.Fatalf("cgroup v2: %v", err)
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	parent := "/enaprobe-test-" + hex.EncodeToString(b[:])
+	if err := os.Mkdir(filepath.Join(mount, parent), 0o755); err != nil {
+		t.Fatalf("make test cgroup: %v", err)
+	}
+	paths = make(map[string]string)
+	for _, r := range roles {
+		paths[r] = parent + "/" + r
+		if err := os.Mkdir(filepath.Join(mount, paths[r]), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, p := range paths {
+			if err := os.Remove(filepath.Join(mount, p)); err != nil {
+				t.Errorf("remove test cgroup: %v", err)
+			}
+		}
+		if err := os.Remove(filepath.Join(mount, parent)); err != nil {
+			t.Errorf("remove test cgroup: %v", err)
+		}
+	})
+	return mount, paths
+}
+
+// start runs the test binary as role in network namespace netns, born in
+// cgroup (clone3 CLONE_INTO_CGROUP: its first socket is already there).
+func start(ctx context.Context, mount, cgroup, netns, role string) (*exec.Cmd, *child, error) {
+	dir, err := os.Open(filepath.Join(mount, cgroup))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer dir.Close()
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", netns, os.Args[0])
+	cmd.Env = append(os.Environ(), childRole+"="+role)
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
+	cmd.Stderr = os.Stderr
+	if role == "fwd" {
+		// It runs until its stdin closes.
+		if _, err := cmd.StdinPipe(); err != nil {
+			return nil, nil, err
+		}
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("start %s: %w", role, err)
+	}
+	r := bufio.NewReader(out)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		_ = cmd.Wait()
+		return nil, nil, fmt.Errorf("%s: no pid: %w", role, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		return nil, nil, err
+	}
+	return cmd, &child{role: role, cgroup: cgroup, pid: pid, out: r}, nil
+}
+
+// container makes a network namespace behind the lab's instance, as a
+// container behind a host: a veth into the instance, which forwards and
+// masquerades its traffic out of the traced interface.
+func container(t *testing.T, l *lab.Lab) string {
+	t.Helper()
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	name, hostIf := "enactr-"+hex.EncodeToString(b[:]), "vct"+hex.EncodeToString(b[:])
+	inst := l.InstanceNetns()
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	run("ip", "netns", "add", name)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	run("ip", "-n", inst, "link", "add", hostIf, "type", "veth", "peer", "name", "eth0", "netns", name)
+	run("ip", "-n", inst, "addr", "add", containerGW.String()+"/24", "dev", hostIf)
+	run("ip", "-n", inst, "link", "set", hostIf, "up")
+	run("ip", "-n", name, "addr", "add", containerAddr.String()+"/24", "dev", "eth0")
+	run("ip", "-n", name, "link", "set", "eth0", "up")
+	run("ip", "-n", name, "link", "set", "lo", "up")
+	run("ip", "-n", name, "route", "add", "default", "via", containerGW.String())
+	run("ip", "netns", "exec", inst, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	nft := fmt.Sprintf(`table ip enaprobe_owner_test {
+	chain post { type nat hook postrouting priority 100; ip saddr %s/24 oifname %q masquerade; }
+}`, containerAddr, l.InstanceInterface())
+	cmd := exec.Command("ip", "netns", "exec", inst, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(nft)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft masquerade: %v: %s", err, out)
+	}
+	return name
+}
+
+// TestOwnersNameCulprits traces the lab's instance while three processes,
+// each in a cgroup of its own, flood DNS, open connections and upload,
+// and a fourth sends from a container namespace forwarded and NATed
+// through the instance: each finding names its process first, and the
+// forwarded flow is named by the veth it came in on.
+func TestOwnersNameCulprits(t *testing.T) {
+	privtest.RequireRoot(t, "ip", "nft")
+	mount, cgroups := testCgroups(t, "dns", "conns", "bulk", "fwd")
+
+	var children []*child
+	var ctrNetns string
+	var fwd *exec.Cmd
+	t.Cleanup(func() {
+		if fwd != nil {
+			_ = fwd.Process.Kill()
+			_ = fwd.Wait()
+		}
+	})
+	s := catalog.Scenario{
+		Name: "owners",
+		Lab: func() lab.Config {
+			c := lab.DefaultConfig()
+			c.ConntrackMax = conns / 2
+			return c
+		},
+		Drive: func(ctx context.Context, l *lab.Lab) (catalog.Truth, error) {
+			var cmds []*exec.Cmd
+			for _, role := range []string{"dns", "conns", "bulk", "fwd"} {
+				ns := l.InstanceNetns()
+				if role == "fwd" {
+					ns = ctrNetns
+				}
+				cmd, c, err := start(ctx, mount, cgroups[role], ns, role)
+				if err != nil {
+					return catalog.Truth{}, err
+				}
+				children = append(children, c)
+				if role == "fwd" {
+					// The container lives on after its traffic, as
+					// containers do: its owner is resolved when the
+					// trace ends, from the processes in its namespace.
+					fwd = cmd
+					continue
+				}
+				cmds = append(cmds, cmd)
+			}
+			if line, err := byRole(children, "fwd").out.ReadString('\n'); err != nil || line != "sent\n" {
+				return catalog.Truth{}, fmt.Errorf("fwd: %q, %v; want sent", line, err)
+			}
+			var errs []string
+			for _, cmd := range cmds {
+				if err := cmd.Wait(); err != nil {
+					errs = append(errs, err.Error())
+				}
+			}
+			if len(errs) > 0 {
+				return catalog.Truth{}, fmt.Errorf("children: %s", strings.Join(errs, "; "))
+			}
+			return catalog.Truth{}, nil
+		},
+	}
+	// The container namespace hangs off the lab's instance: it is made once
+	// the lab is up, as the drive begins.
+	drive := s.Drive
+	s.Drive = func(ctx context.Context, l *lab.Lab) (catalog.Truth, error) {
+		ctrNetns = container(t, l)
+		return drive(ctx, l)
+	}
+	cfg := capture.DefaultConfig()
+	out, err := catalog.Run(context.Background(), s, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := out.Recording
+	t.Logf("owner notes: %q", rec.Meta.OwnerNotes)
+	// Every socket was created under the trace, in a test cgroup or by
+	// the kernel: nothing is missing.
+	if len(rec.Meta.OwnerNotes) > 0 {
+		t.Errorf("owner notes %q, want none", rec.Meta.OwnerNotes)
+	}
+
+	res := analyzer.Analyze(rec, out.Analysis)
+
+	checkFirst := func(kind, role string) {
+		t.Helper()
+		var f *analyzer.Finding
+		for i := range res.Findings {
+			if res.Findings[i].Kind == kind {
+				f = &res.Findings[i]
+				break
+			}
+		}
+		if f == nil {
+			t.Errorf("no %s finding", kind)
+			return
+		}
+		want := byRole(children, role)
+		if len(f.Owners) == 0 {
+			t.Errorf("%s: no owners; flows %+v", kind, f.Flows)
+			return
+		}
+		got := f.Owners[0].Owner
+		t.Logf("%s owners: %+v", kind, f.Owners)
+		if got.Cgroup != want.cgroup || got.PID != uint32(want.pid) || got.How != owner.HowSocket {
+			t.Errorf("%s: first owner %+v, want the %s process %d in %s by socket", kind, got, role, want.pid, want.cgroup)
+		}
+		if len(f.Flows) == 0 || f.Flows[0].Owner == nil || f.Flows[0].Owner.Cgroup != want.cgroup {
+			t.Errorf("%s: first flow %+v, want it owned by %s", kind, f.Flows, want.cgroup)
+		}
+	}
+	checkFirst(analyzer.KindLinkLocalExceeded, "dns")
+	checkFirst(analyzer.KindConntrackExceeded, "conns")
+	checkFirst(analyzer.KindFlowAtCap, "bulk")
+
+	// The forwarded flow: masqueraded to the instance's address, owned by
+	// the container's process through the veth it came in on.
+	fc := byRole(children, "fwd")
+	found := false
+	for _, fo := range rec.Owners {
+		if fo.Key.Proto != 17 || fo.Key.Dst.Port() != fwdPort || fo.Key.Src.Addr() != lab.InstanceAddr {
+			continue
+		}
+		found = true
+		o := fo.Owner
+		if o.How != owner.HowVeth || o.Cgroup != fc.cgroup || o.PID != uint32(fc.pid) {
+			t.Errorf("forwarded flow %s: owner %+v, want the container's process %d in %s by veth", fo.Key, o, fc.pid, fc.cgroup)
+		}
+	}
+	if !found {
+		t.Errorf("no owner for the forwarded flow to :%d", fwdPort)
+	}
+}

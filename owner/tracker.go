@@ -1,0 +1,156 @@
+//go:build linux
+
+package owner
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/enaprobe/enaprobe/bpf"
+)
+
+// DefaultSockets is the owner map's capacity: sockets remembered at once,
+// about 64 bytes each in the kernel.
+const DefaultSockets = 65536
+
+// Tracker runs the cgroup programs that record who each socket belongs to.
+type Tracker struct {
+	objs   bpf.OwnerObjects
+	links  []link.Link
+	mount  string
+	paths  *cgroupPaths
+	socks  map[uint64]Socket // read so far: kept when the map evicts them
+	maxEnt uint32
+}
+
+// Socket is one socket's owner as the cgroup programs saw it.
+type Socket struct {
+	PID      uint32
+	Comm     string
+	CgroupID uint64
+}
+
+// Start loads the cgroup programs and attaches them to the root of the
+// cgroup v2 hierarchy, so they run for every process. sockets bounds the
+// owner map (0: DefaultSockets). The programs are bpf_links: they go away
+// with the process, even when it is killed.
+func Start(sockets uint32) (*Tracker, error) {
+	mount, err := Cgroup2Mount()
+	if err != nil {
+		return nil, err
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("remove memlock limit: %w", err)
+	}
+	spec, err := bpf.LoadOwner()
+	if err != nil {
+		return nil, fmt.Errorf("parse embedded owner object: %w", err)
+	}
+	if sockets == 0 {
+		sockets = DefaultSockets
+	}
+	spec.Maps["sock_owners"].MaxEntries = sockets
+	t := &Tracker{mount: mount, paths: newCgroupPaths(mount), socks: make(map[uint64]Socket), maxEnt: sockets}
+	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
+		return nil, fmt.Errorf("load owner programs: %w", err)
+	}
+	hooks := []struct {
+		prog   *ebpf.Program
+		attach ebpf.AttachType
+	}{
+		{t.objs.OwnerSockCreate, ebpf.AttachCGroupInetSockCreate},
+		{t.objs.OwnerPostBind4, ebpf.AttachCGroupInet4PostBind},
+		{t.objs.OwnerPostBind6, ebpf.AttachCGroupInet6PostBind},
+		{t.objs.OwnerConnect4, ebpf.AttachCGroupInet4Connect},
+		{t.objs.OwnerConnect6, ebpf.AttachCGroupInet6Connect},
+		{t.objs.OwnerSendmsg4, ebpf.AttachCGroupUDP4Sendmsg},
+		{t.objs.OwnerSendmsg6, ebpf.AttachCGroupUDP6Sendmsg},
+		{t.objs.OwnerRecvmsg4, ebpf.AttachCGroupUDP4Recvmsg},
+		{t.objs.OwnerRecvmsg6, ebpf.AttachCGroupUDP6Recvmsg},
+	}
+	for _, h := range hooks {
+		l, err := link.AttachCgroup(link.CgroupOptions{Path: mount, Attach: h.attach, Program: h.prog})
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("attach %s to cgroup %s: %w", h.attach, mount, err), t.Close())
+		}
+		t.links = append(t.links, l)
+	}
+	// Cgroups that exist now are named even if removed before the end.
+	if err := t.paths.walk(); err != nil {
+		return nil, errors.Join(fmt.Errorf("walk cgroup hierarchy %s: %w", mount, err), t.Close())
+	}
+	return t, nil
+}
+
+// Close detaches the programs and frees the maps; what was read stays.
+func (t *Tracker) Close() error {
+	var errs []error
+	for _, l := range t.links {
+		errs = append(errs, l.Close())
+	}
+	t.links = nil
+	errs = append(errs, t.objs.Close())
+	return errors.Join(errs...)
+}
+
+// Mount is the cgroup v2 mount the programs are attached to.
+func (t *Tracker) Mount() string { return t.mount }
+
+// Read takes in the owner map. Reading during the trace keeps sockets
+// that the bounded map would evict later.
+func (t *Tracker) Read() error {
+	var cookie uint64
+	var o bpf.OwnerSockOwner
+	it := t.objs.SockOwners.Iterate()
+	for it.Next(&cookie, &o) {
+		t.socks[cookie] = Socket{PID: o.Pid, Comm: commString(o.Comm), CgroupID: o.CgroupId}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read socket owners: %w", err)
+	}
+	return nil
+}
+
+// Counts are what the owner map took in: sockets inserted, and evicted
+// before they were read (the map is never deleted from, so what was
+// inserted and is neither in it nor read was evicted).
+type Counts struct {
+	Inserted, Evicted uint64
+}
+
+// Counts reads the map's counters; call after Read.
+func (t *Tracker) Counts() (Counts, error) {
+	var per []bpf.OwnerOwnerCounts
+	if err := t.objs.OwnerStats.Lookup(uint32(0), &per); err != nil {
+		return Counts{}, fmt.Errorf("read owner counters: %w", err)
+	}
+	var c Counts
+	for _, p := range per {
+		c.Inserted += p.Inserted
+	}
+	if n := uint64(len(t.socks)); c.Inserted > n {
+		c.Evicted = c.Inserted - n
+	}
+	return c, nil
+}
+
+// Socket is the owner recorded for a cookie.
+func (t *Tracker) Socket(cookie uint64) (Socket, bool) {
+	s, ok := t.socks[cookie]
+	return s, ok
+}
+
+func commString(b [16]int8) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
+}
