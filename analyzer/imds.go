@@ -127,25 +127,7 @@ func imdsClientName(iface string, k record.FlowKey, owners map[flowRef]record.Ow
 	if !ok {
 		return k.Src.Addr().String(), nil
 	}
-	return OwnerLabel(o), &o
-}
-
-// OwnerLabel is the most telling name of an owner: its pod, container,
-// systemd unit, cgroup, then command and pid.
-func OwnerLabel(o record.Owner) string {
-	switch {
-	case o.Pod != "":
-		return "pod " + o.Pod
-	case o.Container != "":
-		return "container " + o.Container
-	case o.Unit != "":
-		return o.Unit
-	case o.Cgroup != "":
-		return "cgroup " + o.Cgroup
-	case o.Comm != "":
-		return fmt.Sprintf("%s (pid %d)", o.Comm, o.PID)
-	}
-	return fmt.Sprintf("pid %d", o.PID)
+	return ownerGroup(&o), &o
 }
 
 func reverse(k record.FlowKey) record.FlowKey {
