@@ -24,6 +24,7 @@ type Lab struct {
 	inst, vpc         *namedNetns
 	instNl, vpcNl     *netlink.Handle
 	instLink, vpcLink netlink.Link
+	containers        []*namedNetns // AddContainer's
 	services          *serviceGroup
 	sinks             *sinks
 
@@ -136,6 +137,10 @@ func (l *Lab) Close() error {
 			}
 		}
 		l.vpcNl.Close()
+	}
+	// A container's veth goes with its namespace.
+	for _, ns := range l.containers {
+		errs = append(errs, ns.close())
 	}
 	// A netdev table outlives its device: flush both rulesets before the
 	// namespaces go, so one held open elsewhere is left empty.
