@@ -269,4 +269,3 @@ func TestIMDSHopLimitLab(t *testing.T) {
 		}
 	})
 }
-
