@@ -247,6 +247,11 @@ func TestScenarioLinkLocal(t *testing.T) {
 			if len(f.Flows) == 0 || f.Flows[0].Src != truth.Culprit.String() {
 				t.Errorf("linklocal_exceeded flows %+v, want the DNS client %s first", f.Flows, truth.Culprit)
 			}
+			// The lab's clients are sockets of the enaprobe process itself.
+			if len(f.Owners) == 0 || f.Owners[0].Owner.Comm != "enaprobe" || f.Owners[0].Owner.How != "socket" ||
+				len(f.Flows) == 0 || f.Flows[0].Owner == nil || f.Flows[0].Owner.PID != f.Owners[0].Owner.PID {
+				t.Errorf("linklocal_exceeded owners %+v, first flow's %+v: want the enaprobe process by socket", f.Owners, f.Flows)
+			}
 			if len(truth.Incidents) != 1 {
 				t.Fatalf("the model of the limit dropped nothing: %v", truth.Notes)
 			}

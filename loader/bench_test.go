@@ -109,6 +109,21 @@ func BenchmarkDatapath(b *testing.B) {
 			}
 		})
 	}
+	// The same path without noting origins (--no-owners), in the same run:
+	// what owner attribution costs a packet of a known flow (one byte read;
+	// the helper calls are paid by a flow's first egress packet only).
+	noOrigins := DefaultOptions()
+	noOrigins.NoOrigins = true
+	off := loadBenchCollection(b, noOrigins, nil)
+	for _, f := range benchFrames(b)[:2] {
+		b.Run(f.name+"_no_origins", func(b *testing.B) {
+			for b.Loop() {
+				r, ns := medianRatio(b, off.Programs["enaprobe_egress"], empty, f.frame)
+				b.ReportMetric(r, "x_empty")
+				b.ReportMetric(ns, "prog_ns")
+			}
+		})
+	}
 	for _, floor := range []struct {
 		name string
 		prog *ebpf.Program

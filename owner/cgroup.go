@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrNoCgroup2 says the cgroup v2 hierarchy is not mounted.
@@ -21,6 +23,24 @@ var ErrNoCgroup2 = errors.New("no cgroup v2 hierarchy mounted")
 // /sys/fs/cgroup/unified on a hybrid one, beside the v1 controllers.
 func Cgroup2Mount() (string, error) {
 	return cgroup2MountIn("/proc/self/mountinfo")
+}
+
+// mountCgroup2 mounts the cgroup v2 hierarchy on a directory of its own,
+// for a mount namespace that lacks it (`ip netns exec` mounts a /sys of its
+// own, without the cgroup mounts). The same hierarchy: ids are the same.
+// The returned function unmounts it.
+func mountCgroup2() (string, func() error, error) {
+	dir, err := os.MkdirTemp("", "enaprobe-cgroup2-")
+	if err != nil {
+		return "", nil, err
+	}
+	if err := unix.Mount("none", dir, "cgroup2", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		_ = os.Remove(dir)
+		return "", nil, fmt.Errorf("%w (and mounting one failed: %v)", ErrNoCgroup2, err)
+	}
+	return dir, func() error {
+		return errors.Join(unix.Unmount(dir, unix.MNT_DETACH), os.Remove(dir))
+	}, nil
 }
 
 func cgroup2MountIn(mountinfo string) (string, error) {

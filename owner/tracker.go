@@ -14,8 +14,16 @@ import (
 )
 
 // DefaultSockets is the owner map's capacity: sockets remembered at once,
-// about 64 bytes each in the kernel.
-const DefaultSockets = 65536
+// about 100 bytes each in the kernel (an LRU hash is allocated whole). The
+// map is read every second and what was read is kept in userspace, so it
+// needs to hold the sockets of about a second: 16,384 is a thousand new
+// connections a second with room to spare.
+const DefaultSockets = 16384
+
+// cacheFactor bounds the sockets kept in userspace, as a multiple of the
+// map's capacity: a long trace of a busy host would otherwise keep every
+// socket it ever saw.
+const cacheFactor = 8
 
 // Tracker runs the cgroup programs that record who each socket belongs to.
 type Tracker struct {
@@ -25,6 +33,9 @@ type Tracker struct {
 	paths  *cgroupPaths
 	socks  map[uint64]Socket // read so far: kept when the map evicts them
 	maxEnt uint32
+	// dropped counts sockets forgotten in userspace to bound socks.
+	dropped uint64
+	unmount func() error // of a cgroup2 mount of our own
 }
 
 // Socket is one socket's owner as the cgroup programs saw it.
@@ -40,9 +51,24 @@ type Socket struct {
 // with the process, even when it is killed.
 func Start(sockets uint32) (*Tracker, error) {
 	mount, err := Cgroup2Mount()
+	var unmount func() error
+	if errors.Is(err, ErrNoCgroup2) {
+		mount, unmount, err = mountCgroup2()
+	}
 	if err != nil {
 		return nil, err
 	}
+	t, err := start(mount, sockets)
+	if err != nil && unmount != nil {
+		return nil, errors.Join(err, unmount())
+	}
+	if t != nil {
+		t.unmount = unmount
+	}
+	return t, err
+}
+
+func start(mount string, sockets uint32) (*Tracker, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("remove memlock limit: %w", err)
 	}
@@ -94,6 +120,10 @@ func (t *Tracker) Close() error {
 	}
 	t.links = nil
 	errs = append(errs, t.objs.Close())
+	if t.unmount != nil {
+		errs = append(errs, t.unmount())
+		t.unmount = nil
+	}
 	return errors.Join(errs...)
 }
 
@@ -105,19 +135,32 @@ func (t *Tracker) Mount() string { return t.mount }
 func (t *Tracker) Read() error {
 	var cookie uint64
 	var o bpf.OwnerSockOwner
+	now := make(map[uint64]bool)
 	it := t.objs.SockOwners.Iterate()
 	for it.Next(&cookie, &o) {
 		t.socks[cookie] = Socket{PID: o.Pid, Comm: commString(o.Comm), CgroupID: o.CgroupId}
+		now[cookie] = true
 	}
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("read socket owners: %w", err)
+	}
+	// Over the bound, forget the sockets the map no longer holds: the
+	// oldest, as the map evicts the least recently used.
+	if len(t.socks) > cacheFactor*int(t.maxEnt) {
+		for c := range t.socks {
+			if !now[c] {
+				delete(t.socks, c)
+				t.dropped++
+			}
+		}
 	}
 	return nil
 }
 
 // Counts are what the owner map took in: sockets inserted, and evicted
 // before they were read (the map is never deleted from, so what was
-// inserted and is neither in it nor read was evicted).
+// inserted and was never read was evicted), or forgotten in userspace to
+// bound its memory.
 type Counts struct {
 	Inserted, Evicted uint64
 }
@@ -132,9 +175,10 @@ func (t *Tracker) Counts() (Counts, error) {
 	for _, p := range per {
 		c.Inserted += p.Inserted
 	}
-	if n := uint64(len(t.socks)); c.Inserted > n {
+	if n := uint64(len(t.socks)) + t.dropped; c.Inserted > n {
 		c.Evicted = c.Inserted - n
 	}
+	c.Evicted += t.dropped
 	return c, nil
 }
 

@@ -22,6 +22,9 @@ func TestRecordingRoundTrip(t *testing.T) {
 		Flows: []FlowSnapshot{{TimeNs: 6e9, Interface: "eth0", Key: FlowKey{Proto: 17,
 			Src: netip.MustParseAddrPort("10.0.0.1:5000"), Dst: netip.MustParseAddrPort("[fd00:ec2::253]:53")},
 			FlowStats: FlowStats{Packets: 2, Bytes: 200, Service: ServiceDNS, MinSize: 80, MaxSize: 120}}},
+		Owners: []FlowOwner{{Interface: "eth0", Key: FlowKey{Proto: 17, Src: netip.MustParseAddrPort("10.0.0.1:5000"),
+			Dst: netip.MustParseAddrPort("[fd00:ec2::253]:53")}, Owner: Owner{PID: 4121, Comm: "java",
+			Cgroup: "/system.slice/payments.service", Unit: "payments.service", How: "socket"}}},
 		Counters: []CounterSample{{Interface: "eth0", BeforeNs: 1, AfterNs: 2, Values: map[string]uint64{"bw_out_allowance_exceeded": 7}}},
 	}
 	var buf bytes.Buffer
@@ -33,6 +36,7 @@ func TestRecordingRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got.Series, rec.Series) || !reflect.DeepEqual(got.Flows, rec.Flows) ||
+		!reflect.DeepEqual(got.Owners, rec.Owners) ||
 		!reflect.DeepEqual(got.Counters, rec.Counters) || !got.Meta.Start.Wall.Equal(start) {
 		t.Fatalf("round trip changed the recording:\n got %+v\nwant %+v", got, rec)
 	}

@@ -29,7 +29,7 @@ func evidenceTable(f analyzer.Finding) htmlTable {
 }
 
 func flowShareHTMLTable(f analyzer.Finding) htmlTable {
-	t := flowShareTable(f)
+	t, _ := flowShareTable(f, false)
 	return htmlTable{Header: t.rows[0], Rows: t.rows[1:], NumFrom: 1, Mono: true}
 }
 

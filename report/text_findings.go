@@ -168,8 +168,13 @@ func textFindings(p *page, res *analyzer.Result) {
 		if len(f.Flows) == 0 {
 			p.field(ind, "Flows", lw, "none recorded in the window")
 		} else {
-			p.field(ind, "Flows", lw, "ranked by "+f.FlowsRankedBy+" in the window")
-			p.lines(flowShareTable(f).renderFitting(ind + "  "))
+			t, placed := flowShareTable(f, true)
+			head := "ranked by " + f.FlowsRankedBy + " in the window"
+			if placed != "" {
+				head += ", each placed " + placed
+			}
+			p.field(ind, "Flows", lw, head)
+			p.lines(t.renderFitting(ind + "  "))
 		}
 		if len(f.Owners) > 0 {
 			p.field(ind, "Owners", lw, "ranked by "+f.FlowsRankedBy+": "+ownersText(f.Owners))
@@ -184,7 +189,11 @@ func repeatsInfo(prev, f analyzer.Finding) bool {
 	return f.Severity == analyzer.SeverityInfo && prev.Severity == f.Severity && prev.Kind == f.Kind && prev.Interface == f.Interface
 }
 
-func flowShareTable(f analyzer.Finding) *table {
+// flowShareTable lays out a finding's flows, with their owners when any
+// is known. narrow (the text page) makes room for the owner by moving how
+// the flows were placed out of the table when it is the same for all; that
+// is then returned, to be said once.
+func flowShareTable(f analyzer.Finding, narrow bool) (*table, string) {
 	withSYNs := f.FlowsRankedBy == "syns"
 	for _, fl := range f.Flows {
 		withSYNs = withSYNs || fl.SYNs > 0
@@ -194,6 +203,19 @@ func flowShareTable(f analyzer.Finding) *table {
 		t = newTable("FLOW", "BYTES", "PACKETS", "SHARE", "PLACED").rightAlign(1, 2, 3)
 	}
 	owned := anyFlowOwner(f.Flows)
+	placed := ""
+	if owned && narrow {
+		placed = flowSourceText(f.Flows[0].Source)
+		for _, fl := range f.Flows {
+			if flowSourceText(fl.Source) != placed {
+				placed = ""
+			}
+		}
+	}
+	if placed != "" {
+		t.rows[0] = t.rows[0][:len(t.rows[0])-1]
+		t.right = t.right[:len(t.right)-1]
+	}
 	if owned {
 		t.rows[0] = append(t.rows[0], "OWNER")
 		t.right = append(t.right, false)
@@ -211,10 +233,13 @@ func flowShareTable(f analyzer.Finding) *table {
 		if !withSYNs {
 			row = slices.Delete(row, 3, 4)
 		}
+		if placed != "" {
+			row = row[:len(row)-1]
+		}
 		if owned {
 			row = append(row, ownerString(fl.Owner))
 		}
 		t.add(row...)
 	}
-	return t
+	return t, placed
 }
