@@ -791,28 +791,31 @@ static __always_inline __u64 load64(const __u8 *b)
 	return *(const __u64 *)b;
 }
 
-/* imds_token_header says whether the request in imds_scratch (zeroes after
- * its end) holds "x-aws-ec2-metadata-token" in any case (HTTP header names are
- * case-insensitive). OR-ing 0x20 into every byte lowers the letters and
- * leaves '-' and '2' alone, so three words compare the 24 bytes. A global
- * function with a branch-free body: the verifier walks its IMDS_PEEK
- * iterations once, with one state, instead of once per path into it. */
-__attribute__((noinline)) int imds_token_header(void)
+/* imds_token_header says whether the first n bytes of the request in
+ * imds_scratch hold "x-aws-ec2-metadata-token" in any case (HTTP header
+ * names are case-insensitive). OR-ing 0x20 into every byte lowers the
+ * letters and leaves '-' and '2' alone, so three words compare the 24
+ * bytes. A global function: the verifier walks the loop once, on its own;
+ * each iteration leaves one state going on (the exits end), so the walk
+ * is linear in IMDS_PEEK. */
+__attribute__((noinline)) int imds_token_header(__u32 n)
 {
 	__u32 zero = 0;
 	struct imds_peek *pk = bpf_map_lookup_elem(&imds_scratch, &zero);
 	if (!pk)
 		return 0;
 	const __u8 *buf = pk->buf;
-	__u64 found = 0;
 #pragma clang loop unroll(disable)
 	for (__u32 i = 0; i + 24 <= IMDS_PEEK; i++) {
+		if (i + 24 > n)
+			return 0;
 		__u64 d = ((load64(buf + i) | LOWER8) ^ WORD8('x', '-', 'a', 'w', 's', '-', 'e', 'c')) |
 			  ((load64(buf + i + 8) | LOWER8) ^ WORD8('2', '-', 'm', 'e', 't', 'a', 'd', 'a')) |
 			  ((load64(buf + i + 16) | LOWER8) ^ WORD8('t', 'a', '-', 't', 'o', 'k', 'e', 'n'));
-		found |= ((d - 1) & ~d) >> 63; /* 1 when d is 0 */
+		if (!d)
+			return 1;
 	}
-	return found != 0;
+	return 0;
 }
 
 /* imds_request classifies the payload of a TCP segment to IMDS port 80. */
@@ -827,8 +830,6 @@ static __always_inline __u8 imds_request(struct __sk_buff *skb, __u32 off)
 		n = IMDS_PEEK;
 	/* Bound the register the call gets: clang may pass the unclamped one. */
 	asm volatile("" : "+r"(n));
-	/* The search then needs no length: what follows the request is 0. */
-	__builtin_memset(pk->buf, 0, IMDS_PEEK);
 	if (n < 8 || n > IMDS_PEEK || bpf_skb_load_bytes(skb, off, pk->buf, n))
 		return 0;
 	__u64 w0 = load64(pk->buf);
@@ -840,7 +841,7 @@ static __always_inline __u8 imds_request(struct __sk_buff *skb, __u32 off)
 	}
 	if ((__u32)w0 != WORD8('G', 'E', 'T', ' ', 0, 0, 0, 0))
 		return 0;
-	return imds_token_header() ? IMDS_GET_TOKEN : IMDS_GET_NO_TOKEN;
+	return imds_token_header(n) ? IMDS_GET_TOKEN : IMDS_GET_NO_TOKEN;
 }
 
 /* imds_quoted fills ev from the TCP packet an ICMP time exceeded quotes at
