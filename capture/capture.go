@@ -216,6 +216,12 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	rec = assemble(cfg, traced, start, end)
 	if !cfg.NoOwners {
 		if owners != nil {
+			// Stopped first: the programs see every process of the host,
+			// and a socket recorded after the last read would count as
+			// evicted.
+			if err := owners.Detach(); err != nil {
+				errs = append(errs, err)
+			}
 			if err := owners.Read(); err != nil {
 				errs = append(errs, err)
 			}

@@ -50,17 +50,28 @@ func TestMain(m *testing.M) {
 const (
 	dnsRate     = 1500 // per second: over the 1024 pps link-local allowance
 	dnsDuration = 2 * time.Second
-	conns       = 300 // against a conntrack allowance of 150
-	bulkFor     = 5 * time.Second
+	conns       = 300             // against a conntrack allowance of 150
+	bulkFor     = 6 * time.Second // as the lab's flow-at-cap scenario: seconds flat at the cap
 	fwdPackets  = 200
-	fwdPort     = lab.UDPSinkPort
 )
 
-// Addresses of the container namespace behind the instance.
-var (
-	containerAddr = netip.MustParseAddr("10.99.0.2")
-	containerGW   = netip.MustParseAddr("10.99.0.1")
-)
+// The containers behind the instance: "fwd" on a veth of its own, routed;
+// "brd" on a veth in a bridge, as Docker's default network. Both are
+// masqueraded to the instance's address. Each sends to its own port.
+var containers = map[string]struct {
+	prefix netip.Prefix // .1 the instance's side, .2 the container
+	bridge bool
+	port   uint16
+}{
+	"fwd": {netip.MustParsePrefix("10.99.0.0/24"), false, lab.UDPSinkPort},
+	"brd": {netip.MustParsePrefix("10.98.0.0/24"), true, lab.UDPSinkPort + 1},
+}
+
+func hostAddr(p netip.Prefix, n byte) netip.Addr {
+	a := p.Addr().As4()
+	a[3] = n
+	return netip.AddrFrom4(a)
+}
 
 func runChild(role string) error {
 	fmt.Println(os.Getpid()) // the parent learns the pid the owner map should hold
@@ -133,8 +144,8 @@ func runChild(role string) error {
 		}
 		_ = c.(*net.TCPConn).CloseWrite()
 		_, _ = c.Read(make([]byte, 64))
-	case "fwd":
-		c, err := net.Dial("udp", netip.AddrPortFrom(lab.PeerAddr, fwdPort).String())
+	case "fwd", "brd":
+		c, err := net.Dial("udp", netip.AddrPortFrom(lab.PeerAddr, containers[role].port).String())
 		if err != nil {
 			return err
 		}
@@ -223,7 +234,7 @@ func start(ctx context.Context, mount, cgroup, netns, role string) (*exec.Cmd, *
 	cmd.Env = append(os.Environ(), childRole+"="+role)
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
 	cmd.Stderr = os.Stderr
-	if role == "fwd" {
+	if _, ok := containers[role]; ok {
 		// It runs until its stdin closes.
 		if _, err := cmd.StdinPipe(); err != nil {
 			return nil, nil, err
@@ -250,13 +261,16 @@ func start(ctx context.Context, mount, cgroup, netns, role string) (*exec.Cmd, *
 }
 
 // container makes a network namespace behind the lab's instance, as a
-// container behind a host: a veth into the instance, which forwards and
-// masquerades its traffic out of the traced interface.
-func container(t *testing.T, l *lab.Lab) string {
+// container behind a host: a veth into the instance (in a bridge there when
+// the role's container says so), which forwards and masquerades its
+// traffic out of the traced interface.
+func container(t *testing.T, l *lab.Lab, role string) string {
 	t.Helper()
+	c := containers[role]
 	var b [3]byte
 	_, _ = rand.Read(b[:])
-	name, hostIf := "enactr-"+hex.EncodeToString(b[:]), "vct"+hex.EncodeToString(b[:])
+	id := hex.EncodeToString(b[:])
+	name, hostIf, gwIf := "enactr-"+id, "vct"+id, "vct"+id
 	inst := l.InstanceNetns()
 	run := func(args ...string) {
 		t.Helper()
@@ -264,19 +278,26 @@ func container(t *testing.T, l *lab.Lab) string {
 			t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
 		}
 	}
+	gw, addr, bits := hostAddr(c.prefix, 1), hostAddr(c.prefix, 2), "/"+strconv.Itoa(c.prefix.Bits())
 	run("ip", "netns", "add", name)
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
 	run("ip", "-n", inst, "link", "add", hostIf, "type", "veth", "peer", "name", "eth0", "netns", name)
-	run("ip", "-n", inst, "addr", "add", containerGW.String()+"/24", "dev", hostIf)
+	if c.bridge {
+		gwIf = "brt" + id
+		run("ip", "-n", inst, "link", "add", gwIf, "type", "bridge")
+		run("ip", "-n", inst, "link", "set", hostIf, "master", gwIf)
+		run("ip", "-n", inst, "link", "set", gwIf, "up")
+	}
+	run("ip", "-n", inst, "addr", "add", gw.String()+bits, "dev", gwIf)
 	run("ip", "-n", inst, "link", "set", hostIf, "up")
-	run("ip", "-n", name, "addr", "add", containerAddr.String()+"/24", "dev", "eth0")
+	run("ip", "-n", name, "addr", "add", addr.String()+bits, "dev", "eth0")
 	run("ip", "-n", name, "link", "set", "eth0", "up")
 	run("ip", "-n", name, "link", "set", "lo", "up")
-	run("ip", "-n", name, "route", "add", "default", "via", containerGW.String())
+	run("ip", "-n", name, "route", "add", "default", "via", gw.String())
 	run("ip", "netns", "exec", inst, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-	nft := fmt.Sprintf(`table ip enaprobe_owner_test {
-	chain post { type nat hook postrouting priority 100; ip saddr %s/24 oifname %q masquerade; }
-}`, containerAddr, l.InstanceInterface())
+	nft := fmt.Sprintf(`table ip enaprobe_owner_%s {
+	chain post { type nat hook postrouting priority 100; ip saddr %s oifname %q masquerade; }
+}`, id, c.prefix, l.InstanceInterface())
 	cmd := exec.Command("ip", "netns", "exec", inst, "nft", "-f", "-")
 	cmd.Stdin = strings.NewReader(nft)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -287,20 +308,21 @@ func container(t *testing.T, l *lab.Lab) string {
 
 // TestOwnersNameCulprits traces the lab's instance while three processes,
 // each in a cgroup of its own, flood DNS, open connections and upload,
-// and a fourth sends from a container namespace forwarded and NATed
-// through the instance: each finding names its process first, and the
-// forwarded flow is named by the veth it came in on.
+// and two more send from container namespaces forwarded and NATed through
+// the instance: each finding names its process first, and the forwarded
+// flows are named by the veth they came in on, or, behind a bridge, by
+// their address before NAT.
 func TestOwnersNameCulprits(t *testing.T) {
 	privtest.RequireRoot(t, "ip", "nft")
-	mount, cgroups := testCgroups(t, "dns", "conns", "bulk", "fwd")
+	mount, cgroups := testCgroups(t, "dns", "conns", "bulk", "fwd", "brd")
 
 	var children []*child
-	var ctrNetns string
-	var fwd *exec.Cmd
+	ctrNetns := make(map[string]string)
+	var living []*exec.Cmd // the containers' processes
 	t.Cleanup(func() {
-		if fwd != nil {
-			_ = fwd.Process.Kill()
-			_ = fwd.Wait()
+		for _, cmd := range living {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
 		}
 	})
 	s := catalog.Scenario{
@@ -312,27 +334,29 @@ func TestOwnersNameCulprits(t *testing.T) {
 		},
 		Drive: func(ctx context.Context, l *lab.Lab) (catalog.Truth, error) {
 			var cmds []*exec.Cmd
-			for _, role := range []string{"dns", "conns", "bulk", "fwd"} {
-				ns := l.InstanceNetns()
-				if role == "fwd" {
-					ns = ctrNetns
+			for _, role := range []string{"dns", "conns", "bulk", "fwd", "brd"} {
+				ns, ok := ctrNetns[role]
+				if !ok {
+					ns = l.InstanceNetns()
 				}
 				cmd, c, err := start(ctx, mount, cgroups[role], ns, role)
 				if err != nil {
 					return catalog.Truth{}, err
 				}
 				children = append(children, c)
-				if role == "fwd" {
-					// The container lives on after its traffic, as
+				if ok {
+					// A container lives on after its traffic, as
 					// containers do: its owner is resolved when the
 					// trace ends, from the processes in its namespace.
-					fwd = cmd
+					living = append(living, cmd)
 					continue
 				}
 				cmds = append(cmds, cmd)
 			}
-			if line, err := byRole(children, "fwd").out.ReadString('\n'); err != nil || line != "sent\n" {
-				return catalog.Truth{}, fmt.Errorf("fwd: %q, %v; want sent", line, err)
+			for role := range containers {
+				if line, err := byRole(children, role).out.ReadString('\n'); err != nil || line != "sent\n" {
+					return catalog.Truth{}, fmt.Errorf("%s: %q, %v; want sent", role, line, err)
+				}
 			}
 			var errs []string
 			for _, cmd := range cmds {
@@ -350,7 +374,9 @@ func TestOwnersNameCulprits(t *testing.T) {
 	// the lab is up, as the drive begins.
 	drive := s.Drive
 	s.Drive = func(ctx context.Context, l *lab.Lab) (catalog.Truth, error) {
-		ctrNetns = container(t, l)
+		for role := range containers {
+			ctrNetns[role] = container(t, l, role)
+		}
 		return drive(ctx, l)
 	}
 	cfg := capture.DefaultConfig()
@@ -399,21 +425,25 @@ func TestOwnersNameCulprits(t *testing.T) {
 	checkFirst(analyzer.KindConntrackExceeded, "conns")
 	checkFirst(analyzer.KindFlowAtCap, "bulk")
 
-	// The forwarded flow: masqueraded to the instance's address, owned by
-	// the container's process through the veth it came in on.
-	fc := byRole(children, "fwd")
-	found := false
-	for _, fo := range rec.Owners {
-		if fo.Key.Proto != 17 || fo.Key.Dst.Port() != fwdPort || fo.Key.Src.Addr() != lab.InstanceAddr {
-			continue
+	// The forwarded flows: masqueraded to the instance's address, owned by
+	// the container's process, found by the veth the routed one came in
+	// on, and by the address before NAT of the one that came in on a
+	// bridge (its ingress interface is the bridge, which names no
+	// namespace).
+	for role, how := range map[string]string{"fwd": owner.HowVeth, "brd": owner.HowAddress} {
+		c := byRole(children, role)
+		found := false
+		for _, fo := range rec.Owners {
+			if fo.Key.Proto != 17 || fo.Key.Dst.Port() != containers[role].port || fo.Key.Src.Addr() != lab.InstanceAddr {
+				continue
+			}
+			found = true
+			if o := fo.Owner; o.How != how || o.Cgroup != c.cgroup || o.PID != uint32(c.pid) {
+				t.Errorf("forwarded flow %s: owner %+v, want the %s container's process %d in %s by %s", fo.Key, o, role, c.pid, c.cgroup, how)
+			}
 		}
-		found = true
-		o := fo.Owner
-		if o.How != owner.HowVeth || o.Cgroup != fc.cgroup || o.PID != uint32(fc.pid) {
-			t.Errorf("forwarded flow %s: owner %+v, want the container's process %d in %s by veth", fo.Key, o, fc.pid, fc.cgroup)
+		if !found {
+			t.Errorf("no owner for the %s container's flow to :%d", role, containers[role].port)
 		}
-	}
-	if !found {
-		t.Errorf("no owner for the forwarded flow to :%d", fwdPort)
 	}
 }

@@ -112,13 +112,20 @@ func start(mount string, sockets uint32) (*Tracker, error) {
 	return t, nil
 }
 
-// Close detaches the programs and frees the maps; what was read stays.
-func (t *Tracker) Close() error {
+// Detach stops the programs; the map can still be read. Read after it
+// takes in every socket they recorded: only evicted ones are missing.
+func (t *Tracker) Detach() error {
 	var errs []error
 	for _, l := range t.links {
 		errs = append(errs, l.Close())
 	}
 	t.links = nil
+	return errors.Join(errs...)
+}
+
+// Close detaches the programs and frees the maps; what was read stays.
+func (t *Tracker) Close() error {
+	errs := []error{t.Detach()}
 	errs = append(errs, t.objs.Close())
 	if t.unmount != nil {
 		errs = append(errs, t.unmount())

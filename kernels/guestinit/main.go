@@ -62,7 +62,7 @@ func main() {
 		if err != nil {
 			say(console.CheckLine("trace", console.Fail, err.Error()))
 		} else {
-			say(console.CheckLine("trace", console.Pass, fmt.Sprintf("attach=%s egress=%d packets", res.AttachMode, res.Egress)))
+			say(console.CheckLine("trace", console.Pass, fmt.Sprintf("attach=%s egress=%d packets owner=%s", res.AttachMode, res.Egress, res.Owner)))
 		}
 	}
 	say(console.DoneLine())

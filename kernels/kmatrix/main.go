@@ -37,7 +37,7 @@ const DefaultTests = `^(TestVerifierStats|TestDatapath.*|FuzzDatapath|TestMinima
 // 6.6 that is legacy tc, where CNIs attach); what the long form adds (more program test
 // runs, the flow table, the fuzz corpus) exercises the same verified
 // programs and is covered on the host by the regular tests.
-const ShortTests = `^(TestVerifierStats|TestDatapathParsePaths|TestBucketModeResolves|TestFlushTimer|TestNoTimerFlushesAtOnce|TestVethUDPExact|TestVethSYNsExact|TestStaleFilterRemoved|TestBesideCNIVerdicts|TestTwoEnaprobe)$`
+const ShortTests = `^(TestVerifierStats|TestDatapathParsePaths|TestBucketModeResolves|TestFlushTimer|TestNoTimerFlushesAtOnce|TestVethUDPExact|TestVethSYNsExact|TestStaleFilterRemoved|TestBesideCNIVerdicts|TestTwoEnaprobe|TestDatapathOrigin)$`
 
 type config struct {
 	repo      string // tree under test

@@ -283,7 +283,7 @@ func runHost(c config, b binaries, work string, ps []phase) outcome {
 		if res, err := tracecheck.Run(opts); err != nil {
 			fmt.Fprintln(tee, console.CheckLine("trace", console.Fail, err.Error()))
 		} else {
-			fmt.Fprintln(tee, console.CheckLine("trace", console.Pass, fmt.Sprintf("attach=%s egress=%d packets", res.AttachMode, res.Egress)))
+			fmt.Fprintln(tee, console.CheckLine("trace", console.Pass, fmt.Sprintf("attach=%s egress=%d packets owner=%s", res.AttachMode, res.Egress, res.Owner)))
 		}
 	}
 	fmt.Fprintln(tee, console.DoneLine())

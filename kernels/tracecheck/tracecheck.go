@@ -36,6 +36,7 @@ type Options struct {
 type Result struct {
 	AttachMode string
 	Egress     uint64 // packets
+	Owner      string // how the sender's flow was attributed, e.g. "socket pid 123"
 }
 
 type report struct {
@@ -43,6 +44,15 @@ type report struct {
 		AttachMode string `json:"attach_mode"`
 		Kernel     string `json:"kernel"`
 	} `json:"trace"`
+	Profile struct {
+		TopFlows []struct {
+			Dst   string `json:"dst"`
+			Owner *struct {
+				PID uint32 `json:"pid"`
+				How string `json:"how"`
+			} `json:"owner"`
+		} `json:"top_flows"`
+	} `json:"profile"`
 	Totals []struct {
 		Interface string `json:"interface"`
 		Direction string `json:"direction"`
@@ -159,6 +169,21 @@ func Run(opts Options) (Result, error) {
 	}
 	if seen != 2 {
 		errs = append(errs, fmt.Errorf("the report has %d of the 2 totals of %s", seen, pair.IfA))
+	}
+	// The datagrams came from this process's socket: the cgroup programs
+	// (bpf/owner.c) must load and attach on this kernel and name it.
+	for _, f := range rep.Profile.TopFlows {
+		if f.Dst != dst.String() {
+			continue
+		}
+		if f.Owner == nil || f.Owner.PID != uint32(os.Getpid()) || f.Owner.How != "socket" {
+			errs = append(errs, fmt.Errorf("flow to %s: owner %+v, want this process (%d) by socket", dst, f.Owner, os.Getpid()))
+		} else {
+			res.Owner = fmt.Sprintf("%s pid %d", f.Owner.How, f.Owner.PID)
+		}
+	}
+	if res.Owner == "" && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("no top flow to %s in the report", dst))
 	}
 	return res, errors.Join(errs...)
 }
