@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
@@ -120,4 +121,19 @@ func (l *Lab) wireContainer(c *Container, gw netip.Addr, first bool) error {
 		return fmt.Errorf("load container nat: %w", err)
 	}
 	return nil
+}
+
+// Dial connects from inside the container, as its processes would.
+func (c *Container) Dial(ctx context.Context, network, address string) (net.Conn, error) {
+	var conn net.Conn
+	err := c.Do(func() error {
+		var d net.Dialer
+		var err error
+		conn, err = d.DialContext(ctx, network, address)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dial %s %s from container %s: %w", network, address, c.Addr, err)
+	}
+	return conn, nil
 }

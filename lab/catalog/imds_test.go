@@ -269,3 +269,32 @@ func TestIMDSHopLimitLab(t *testing.T) {
 		}
 	})
 }
+
+// TestIMDSHopLimitScenario: the catalogue's imds-hop-limit scenario shows
+// what it says it shows.
+func TestIMDSHopLimitScenario(t *testing.T) {
+	privtest.RequireRoot(t, "ip", "nft")
+	s, ok := catalog.Lookup("imds-hop-limit")
+	if !ok {
+		t.Fatal("no imds-hop-limit scenario")
+	}
+	out, err := catalog.Run(context.Background(), s, capture.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := analyzer.Analyze(out.Recording, out.Analysis)
+	n := 0
+	for _, f := range res.Findings {
+		if f.Kind != analyzer.KindIMDSHopLimit {
+			continue
+		}
+		n++
+		d := f.IMDS
+		if d.TokenRequests != 2 || d.TokenRepliesTTL1 != 2 || d.TimeExceeded == 0 || d.GetsWithoutToken != 3 || d.WaitedS < 1 {
+			t.Errorf("diagnosis %+v", d)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d imds_hop_limit findings, want 1", n)
+	}
+}
