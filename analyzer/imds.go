@@ -57,10 +57,6 @@ func (a *analysis) imdsFindings() []Finding {
 	if len(a.rec.IMDS) == 0 {
 		return nil
 	}
-	owners := map[flowRef]record.Owner{}
-	for _, o := range a.rec.Owners {
-		owners[flowRef{o.Interface, o.Key}] = o.Owner
-	}
 	type connRef struct {
 		iface string
 		key   record.FlowKey
@@ -101,7 +97,7 @@ func (a *analysis) imdsFindings() []Finding {
 		if len(c.requests) == 0 {
 			continue
 		}
-		name, owner := imdsClientName(r.iface, c.key, owners)
+		name, owner := a.imdsClientName(r.iface, c.key)
 		id := r.iface + "\x00" + name
 		cl, ok := clients[id]
 		if !ok {
@@ -122,12 +118,12 @@ func (a *analysis) imdsFindings() []Finding {
 
 // imdsClientName names the client of a connection: by its owner when one
 // was found, else by its source address.
-func imdsClientName(iface string, k record.FlowKey, owners map[flowRef]record.Owner) (string, *record.Owner) {
-	o, ok := owners[flowRef{iface, k}]
-	if !ok {
+func (a *analysis) imdsClientName(iface string, k record.FlowKey) (string, *record.Owner) {
+	o := a.owners.of(flowRef{iface, k})
+	if o == nil {
 		return k.Src.Addr().String(), nil
 	}
-	return ownerGroup(&o), &o
+	return ownerGroup(o), o
 }
 
 func reverse(k record.FlowKey) record.FlowKey {
