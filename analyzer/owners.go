@@ -2,6 +2,7 @@ package analyzer
 
 import (
 	"cmp"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -196,6 +197,11 @@ func (a *analysis) attachOwners(findings []Finding) {
 			rankBy = rankSYNs
 		}
 		f.Owners = a.ownersFromTallies(a.flows.snapshotTallies(f.Interface, fromNs, toNs, keep), rankBy)
+	}
+	for i := range findings {
+		if f := &findings[i]; len(f.Owners) > 0 {
+			f.Summary += fmt.Sprintf("; sent by %s (%.0f%%)", f.Owners[0].Owner, 100*f.Owners[0].Share)
+		}
 	}
 }
 

@@ -214,7 +214,9 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 		}
 	}
 	rec = assemble(cfg, traced, start, end)
-	if !cfg.NoOwners {
+	if cfg.NoOwners {
+		rec.Meta.OwnerNotes = []string{"owners: not looked for (turned off)"}
+	} else {
 		if owners != nil {
 			// Stopped first: the programs see every process of the host,
 			// and a socket recorded after the last read would count as

@@ -11,6 +11,7 @@ package record
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 )
 
@@ -418,6 +419,39 @@ type Owner struct {
 	Container string `json:"container,omitempty"` // container id (Docker, containerd, CRI-O)
 	Pod       string `json:"pod,omitempty"`       // Kubernetes namespace/name
 	How       string `json:"how,omitempty"`       // "socket", "veth" or "address"
+}
+
+// String names an owner for people, the process first and then the most
+// telling place it runs in: `java[4121] payments.service`,
+// `coredns pod kube-system/coredns-5d78c9869d-x7k2p (by veth)`.
+func (o Owner) String() string {
+	var parts []string
+	switch {
+	case o.Comm != "" && o.PID != 0:
+		parts = append(parts, fmt.Sprintf("%s[%d]", o.Comm, o.PID))
+	case o.Comm != "":
+		parts = append(parts, o.Comm)
+	case o.PID != 0:
+		parts = append(parts, fmt.Sprintf("pid %d", o.PID))
+	}
+	switch {
+	case o.Pod != "":
+		parts = append(parts, "pod "+o.Pod)
+	case o.Container != "":
+		id := o.Container
+		if len(id) > 12 { // as docker ps shows it
+			id = id[:12]
+		}
+		parts = append(parts, "container "+id)
+	case o.Unit != "":
+		parts = append(parts, o.Unit)
+	case o.Cgroup != "":
+		parts = append(parts, "cgroup "+o.Cgroup)
+	}
+	if o.How != "" && o.How != "socket" {
+		parts = append(parts, "(by "+o.How+")")
+	}
+	return strings.Join(parts, " ")
 }
 
 // FlowOwner ties a flow on an interface to its owner.

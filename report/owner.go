@@ -8,44 +8,13 @@ import (
 	"github.com/enaprobe/enaprobe/record"
 )
 
-// ownerString names an owner for people, the process first and then the
-// most telling place it runs in: `java[4121] pod payments/api-7d9 (veth)`.
-// Empty for no owner.
+// ownerString names an owner for people (record.Owner.String); empty for
+// none.
 func ownerString(o *record.Owner) string {
 	if o == nil {
 		return ""
 	}
-	var parts []string
-	switch {
-	case o.Comm != "" && o.PID != 0:
-		parts = append(parts, fmt.Sprintf("%s[%d]", o.Comm, o.PID))
-	case o.Comm != "":
-		parts = append(parts, o.Comm)
-	case o.PID != 0:
-		parts = append(parts, fmt.Sprintf("pid %d", o.PID))
-	}
-	switch {
-	case o.Pod != "":
-		parts = append(parts, "pod "+o.Pod)
-	case o.Container != "":
-		parts = append(parts, "container "+shortID(o.Container))
-	case o.Unit != "":
-		parts = append(parts, o.Unit)
-	case o.Cgroup != "":
-		parts = append(parts, "cgroup "+o.Cgroup)
-	}
-	if o.How != "" && o.How != "socket" {
-		parts = append(parts, "(by "+o.How+")")
-	}
-	return strings.Join(parts, " ")
-}
-
-// shortID shortens a container id as docker ps does.
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
+	return o.String()
 }
 
 // ownersText ranks a finding's owners on one line.

@@ -8,26 +8,6 @@ import (
 	"github.com/enaprobe/enaprobe/record"
 )
 
-func TestOwnerString(t *testing.T) {
-	cases := []struct {
-		o    *record.Owner
-		want string
-	}{
-		{nil, ""},
-		{&record.Owner{PID: 4121, Comm: "java", Cgroup: "/system.slice/payments.service", Unit: "payments.service", How: "socket"},
-			"java[4121] payments.service"},
-		{&record.Owner{Comm: "coredns", Container: "3f4c1e0d9b2a8c7e6f5d", Pod: "kube-system/coredns-5d78c9869d-x7k2p", How: "veth"},
-			"coredns pod kube-system/coredns-5d78c9869d-x7k2p (by veth)"},
-		{&record.Owner{Container: "3f4c1e0d9b2a8c7e6f5d", How: "address"}, "container 3f4c1e0d9b2a (by address)"},
-		{&record.Owner{PID: 9, Cgroup: "/enaprobe-test/dns", How: "socket"}, "pid 9 cgroup /enaprobe-test/dns"},
-	}
-	for _, c := range cases {
-		if got := ownerString(c.o); got != c.want {
-			t.Errorf("ownerString(%+v) = %q, want %q", c.o, got, c.want)
-		}
-	}
-}
-
 // TestFlowTableOwners: a finding whose flows have owners shows them in an
 // OWNER column, with the placement said once on the narrow text page, and
 // its owners ranked on their own line.
