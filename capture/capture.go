@@ -147,14 +147,16 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	// seen. Without them the trace runs on, and the report says why its
 	// flows are named less precisely.
 	var owners *owner.Tracker
-	var ownersErr error
+	var resolver *owner.Resolver
 	if !cfg.NoOwners {
-		owners, ownersErr = owner.Start(cfg.OwnerSockets)
-		if ownersErr != nil {
-			cfg.notice(fmt.Sprintf("owners: %v", ownersErr))
+		var startErr error
+		owners, startErr = owner.Start(cfg.OwnerSockets)
+		if startErr != nil {
+			cfg.notice(fmt.Sprintf("owners: %v", startErr))
 		} else {
 			defer func() { err = errors.Join(err, owners.Close()) }()
 		}
+		resolver = owner.NewResolver(owners, startErr)
 	}
 
 	start := clockPair()
@@ -194,7 +196,7 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	// From here on the trace has run: whatever fails, what was counted is
 	// returned with the error, so that its report is still written.
 	var errs []error
-	if err := loop(ctx, cfg, traced, owners, start.MonoNs); err != nil {
+	if err := loop(ctx, cfg, traced, owners, resolver, start.MonoNs); err != nil {
 		errs = append(errs, err)
 	}
 	// Detach first so the final drain sees every bucket complete.
@@ -232,7 +234,7 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 		for _, ti := range traced {
 			origins = append(origins, ti.col.Result().Origins...)
 		}
-		rec.Owners, rec.Meta.OwnerNotes = owner.NewResolver(owners, ownersErr).Resolve(origins)
+		rec.Owners, rec.Meta.OwnerNotes = resolver.Resolve(origins)
 	}
 	if cfg.Progress != nil {
 		cfg.Progress(progress(traced, end.MonoNs-start.MonoNs, 0))
@@ -334,7 +336,7 @@ func (ti *tracedInterface) close() error {
 }
 
 // loop drains on timers until the duration is over or ctx ends.
-func loop(ctx context.Context, cfg Config, traced []*tracedInterface, owners *owner.Tracker, startNs int64) error {
+func loop(ctx context.Context, cfg Config, traced []*tracedInterface, owners *owner.Tracker, resolver *owner.Resolver, startNs int64) error {
 	var deadline <-chan time.Time
 	if cfg.Duration > 0 {
 		t := time.NewTimer(cfg.Duration)
@@ -350,7 +352,9 @@ func loop(ctx context.Context, cfg Config, traced []*tracedInterface, owners *ow
 	anchor := time.NewTicker(cmp.Or(cfg.AnchorInterval, time.Second))
 	defer anchor.Stop()
 	// The owner map is read every second, so that a socket the bounded map
-	// evicts later is still known; a failed read is retried at the next.
+	// evicts later is still known (a failed read is retried at the next),
+	// and who is in the other network namespaces is noted, so that a
+	// container that exits before the end is still named.
 	ownerTick := time.NewTicker(time.Second)
 	defer ownerTick.Stop()
 	for {
@@ -388,6 +392,9 @@ func loop(ctx context.Context, cfg Config, traced []*tracedInterface, owners *ow
 		case <-ownerTick.C:
 			if owners != nil {
 				_ = owners.Read()
+			}
+			if resolver != nil {
+				resolver.Observe()
 			}
 		case <-status.C:
 			if cfg.Progress != nil {

@@ -17,29 +17,34 @@ import (
 	"github.com/enaprobe/enaprobe/record"
 )
 
-// namespaces indexes the processes of every network namespace other than
-// ours by the namespace's inode, scanned once from /proc when first needed.
+// namespaces indexes the network namespaces other than ours by inode: who
+// their processes are, their ids as ours sees them (what a veth's peer is
+// named by), their addresses, and which namespace each of our veths leads
+// to. observe scans /proc and our links again; what it learned is kept, so
+// that a container that exits before the trace ends is still named.
 type namespaces struct {
-	scanned bool
 	self    uint64
-	procs   map[uint64][]int      // netns inode -> thread-group leaders in it
-	ids     map[int]uint64        // our netns id of a namespace -> its inode
-	addrs   map[netip.Addr]uint64 // address -> inode of the namespace holding it
+	learned map[uint64]bool         // asked for their id and addresses
+	owners  map[uint64]record.Owner // who the processes were, at the last scan that found any
+	ids     map[int]uint64          // our id of a namespace -> its inode
+	addrs   map[netip.Addr]uint64   // address -> inode of the namespace holding it
+	veths   map[int]int             // our veth's ifindex -> its peer's namespace id
 }
 
-func (n *namespaces) scan() {
-	if n.scanned {
-		return
+func (n *namespaces) observe() {
+	if n.owners == nil {
+		n.learned = make(map[uint64]bool)
+		n.owners = make(map[uint64]record.Owner)
+		n.ids = make(map[int]uint64)
+		n.addrs = make(map[netip.Addr]uint64)
+		n.veths = make(map[int]int)
 	}
-	n.scanned = true
-	n.procs = make(map[uint64][]int)
-	n.ids = make(map[int]uint64)
-	n.addrs = make(map[netip.Addr]uint64)
 	n.self = nsInode("/proc/self/ns/net")
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return
 	}
+	procs := make(map[uint64][]int)
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -49,15 +54,30 @@ func (n *namespaces) scan() {
 		if ino == 0 || ino == n.self {
 			continue
 		}
-		if _, seen := n.procs[ino]; !seen {
+		if !n.learned[ino] {
 			n.learn(pid, ino)
 		}
-		n.procs[ino] = append(n.procs[ino], pid)
+		procs[ino] = append(procs[ino], pid)
+	}
+	for ino, pids := range procs {
+		if o, ok := ownerOf(pids); ok {
+			n.owners[ino] = o
+		}
+	}
+	links, err := netlink.LinkList()
+	if err != nil {
+		return
+	}
+	for _, l := range links {
+		if l.Type() == "veth" && l.Attrs().NetNsID >= 0 {
+			n.veths[l.Attrs().Index] = l.Attrs().NetNsID
+		}
 	}
 }
 
-// learn asks a namespace, once, for its id as ours sees it (what a veth's
-// peer names) and for its addresses.
+// learn asks a namespace for its id as ours sees it and for its
+// addresses; a namespace with no address yet (a CNI configures it after
+// its first process starts) is asked again at the next scan.
 func (n *namespaces) learn(pid int, ino uint64) {
 	h, err := netns.GetFromPid(pid)
 	if err != nil {
@@ -82,6 +102,7 @@ func (n *namespaces) learn(pid int, ino uint64) {
 			continue
 		}
 		n.addrs[ip.Unmap()] = ino
+		n.learned[ino] = true
 	}
 }
 
@@ -93,40 +114,41 @@ func nsInode(path string) uint64 {
 	return st.Ino
 }
 
-// byVeth is the namespace behind a veth of ours: its peer's.
-func (n *namespaces) byVeth(ifindex uint32) (uint64, bool) {
-	l, err := netlink.LinkByIndex(int(ifindex))
-	if err != nil || l.Type() != "veth" {
-		return 0, false
+// byVeth is who is in the namespace behind a veth of ours: its peer's.
+func (n *namespaces) byVeth(ifindex uint32) (record.Owner, bool) {
+	id, ok := n.veths[int(ifindex)]
+	if !ok {
+		return record.Owner{}, false // not a veth, or its peer is in our namespace
 	}
-	id := l.Attrs().NetNsID
-	if id < 0 {
-		return 0, false // the peer is in our namespace
-	}
-	n.scan()
 	ino, ok := n.ids[id]
-	return ino, ok
-}
-
-// byAddress is the namespace holding addr.
-func (n *namespaces) byAddress(addr netip.Addr) (uint64, bool) {
-	n.scan()
-	ino, ok := n.addrs[addr.Unmap()]
-	return ino, ok
-}
-
-// owner is who a namespace's processes are: their common cgroup (a
-// container's, a pod's), and the process when there is one.
-func (n *namespaces) owner(ino uint64) (record.Owner, bool) {
-	pids := n.procs[ino]
-	if len(pids) == 0 {
+	if !ok {
 		return record.Owner{}, false
 	}
+	o, ok := n.owners[ino]
+	return o, ok
+}
+
+// byAddress is who is in the namespace holding addr.
+func (n *namespaces) byAddress(addr netip.Addr) (record.Owner, bool) {
+	ino, ok := n.addrs[addr.Unmap()]
+	if !ok {
+		return record.Owner{}, false
+	}
+	o, ok := n.owners[ino]
+	return o, ok
+}
+
+// ownerOf is who a namespace's processes are: their common cgroup (a
+// container's, a pod's), and the process when there is one.
+func ownerOf(pids []int) (record.Owner, bool) {
 	var cgroups []string
 	for _, pid := range pids {
 		if p, err := procCgroup(pid); err == nil {
 			cgroups = append(cgroups, p)
 		}
+	}
+	if len(cgroups) == 0 {
+		return record.Owner{}, false // all gone since the scan
 	}
 	o := record.Owner{}
 	if cg := commonPath(cgroups); cg != "" && cg != "/" {

@@ -145,13 +145,16 @@ func runChild(role string) error {
 		_ = c.(*net.TCPConn).CloseWrite()
 		_, _ = c.Read(make([]byte, 64))
 	case "fwd", "brd":
-		c, err := net.Dial("udp", netip.AddrPortFrom(lab.PeerAddr, containers[role].port).String())
+		// Unconnected: the port-unreachable errors of a port with no
+		// sink do not fail the sends.
+		c, err := net.ListenUDP("udp", nil)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
+		dst := netip.AddrPortFrom(lab.PeerAddr, containers[role].port)
 		for range fwdPackets {
-			if _, err := c.Write(make([]byte, 100)); err != nil {
+			if _, err := c.WriteToUDPAddrPort(make([]byte, 100), dst); err != nil {
 				return err
 			}
 			time.Sleep(2 * time.Millisecond) // pacing
@@ -177,6 +180,8 @@ type child struct {
 	role, cgroup string // cgroup: path from the v2 root
 	pid          int
 	out          *bufio.Reader
+	in           io.WriteCloser // a container's: closing it ends the process
+	cmd          *exec.Cmd
 }
 
 func byRole(cs []*child, role string) *child {
@@ -234,9 +239,11 @@ func start(ctx context.Context, mount, cgroup, netns, role string) (*exec.Cmd, *
 	cmd.Env = append(os.Environ(), childRole+"="+role)
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
 	cmd.Stderr = os.Stderr
+	var in io.WriteCloser
 	if _, ok := containers[role]; ok {
 		// It runs until its stdin closes.
-		if _, err := cmd.StdinPipe(); err != nil {
+		var err error
+		if in, err = cmd.StdinPipe(); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -257,7 +264,7 @@ func start(ctx context.Context, mount, cgroup, netns, role string) (*exec.Cmd, *
 	if err != nil {
 		return nil, nil, err
 	}
-	return cmd, &child{role: role, cgroup: cgroup, pid: pid, out: r}, nil
+	return cmd, &child{role: role, cgroup: cgroup, pid: pid, out: r, in: in, cmd: cmd}, nil
 }
 
 // container makes a network namespace behind the lab's instance, as a
@@ -318,11 +325,14 @@ func TestOwnersNameCulprits(t *testing.T) {
 
 	var children []*child
 	ctrNetns := make(map[string]string)
-	var living []*exec.Cmd // the containers' processes
+	// Before the cgroups are removed (cleanups run last first): every
+	// child still running, after a failure, is ended.
 	t.Cleanup(func() {
-		for _, cmd := range living {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
+		for _, c := range children {
+			if c.cmd.ProcessState == nil {
+				_ = c.cmd.Process.Kill()
+				_ = c.cmd.Wait()
+			}
 		}
 	})
 	s := catalog.Scenario{
@@ -346,9 +356,7 @@ func TestOwnersNameCulprits(t *testing.T) {
 				children = append(children, c)
 				if ok {
 					// A container lives on after its traffic, as
-					// containers do: its owner is resolved when the
-					// trace ends, from the processes in its namespace.
-					living = append(living, cmd)
+					// containers do, until its stdin is closed.
 					continue
 				}
 				cmds = append(cmds, cmd)
@@ -366,6 +374,14 @@ func TestOwnersNameCulprits(t *testing.T) {
 			}
 			if len(errs) > 0 {
 				return catalog.Truth{}, fmt.Errorf("children: %s", strings.Join(errs, "; "))
+			}
+			// The routed container exits before the trace ends (the
+			// bridged one lives on): the trace noted who was in its
+			// namespace while it ran.
+			fwd := byRole(children, "fwd")
+			fwd.in.Close()
+			if err := fwd.cmd.Wait(); err != nil {
+				return catalog.Truth{}, fmt.Errorf("fwd: %w", err)
 			}
 			return catalog.Truth{}, nil
 		},
@@ -427,9 +443,9 @@ func TestOwnersNameCulprits(t *testing.T) {
 
 	// The forwarded flows: masqueraded to the instance's address, owned by
 	// the container's process, found by the veth the routed one came in
-	// on, and by the address before NAT of the one that came in on a
-	// bridge (its ingress interface is the bridge, which names no
-	// namespace).
+	// on (its process gone by the end of the trace), and by the address
+	// before NAT of the one that came in on a bridge (its ingress
+	// interface is the bridge, which names no namespace).
 	for role, how := range map[string]string{"fwd": owner.HowVeth, "brd": owner.HowAddress} {
 		c := byRole(children, role)
 		found := false

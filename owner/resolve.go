@@ -50,6 +50,12 @@ func (r *Resolver) Resolve(origins []loader.FlowOrigin) ([]record.FlowOwner, []s
 	var unseen, lost, forwardedLost int
 	walked := false
 	for _, fo := range origins {
+		if fo.Kind == bpf.ProbeOriginORIGIN_FORWARDED {
+			r.Observe() // the last look, once
+			break
+		}
+	}
+	for _, fo := range origins {
 		var o record.Owner
 		var ok bool
 		switch fo.Kind {
@@ -89,7 +95,7 @@ func (r *Resolver) Resolve(origins []loader.FlowOrigin) ([]record.FlowOwner, []s
 		notes = append(notes, fmt.Sprintf("owners: %d flows' sockets could not be named (closed before they were seen, or their cgroup gone)", lost))
 	}
 	if forwardedLost > 0 {
-		notes = append(notes, fmt.Sprintf("owners: %d forwarded flows came in on an interface that names no namespace, and their source address none either", forwardedLost))
+		notes = append(notes, fmt.Sprintf("owners: %d forwarded flows came in on an interface that names no namespace (not a veth, or its namespace had no process while traced), and their source address none either", forwardedLost))
 	}
 	return out, notes
 }
@@ -132,24 +138,26 @@ func (r *Resolver) cgroupPath(id uint64, walked *bool) (string, bool) {
 // came in on, else by the namespace holding its source address (before
 // NAT, when conntrack has it).
 func (r *Resolver) byForwarding(fo loader.FlowOrigin) (record.Owner, bool) {
-	if ino, ok := r.ns.byVeth(fo.InIfindex); ok {
-		if o, ok := r.ns.owner(ino); ok {
-			o.How = HowVeth
-			return r.withPod(o), true
-		}
+	if o, ok := r.ns.byVeth(fo.InIfindex); ok {
+		o.How = HowVeth
+		return r.withPod(o), true
 	}
 	src := fo.Key.Src.Addr()
 	if pre, ok := r.nat.source(fo.Key); ok {
 		src = pre
 	}
-	if ino, ok := r.ns.byAddress(src); ok {
-		if o, ok := r.ns.owner(ino); ok {
-			o.How = HowAddress
-			return r.withPod(o), true
-		}
+	if o, ok := r.ns.byAddress(src); ok {
+		o.How = HowAddress
+		return r.withPod(o), true
 	}
 	return record.Owner{}, false
 }
+
+// Observe notes who is in every other network namespace now, and where
+// our veths lead, for forwarded flows: a trace calls it every second, so
+// that a container that exits before the trace ends is still named. It
+// must run in the traced interfaces' network namespace.
+func (r *Resolver) Observe() { r.ns.observe() }
 
 // describe reads a cgroup path, the pod named when the kubelet tells.
 func (r *Resolver) describe(path string) record.Owner {
