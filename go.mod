@@ -3,6 +3,8 @@ module github.com/enaprobe/enaprobe
 go 1.26.8
 
 require (
+	github.com/aws/aws-sdk-go-v2 v1.48.0
+	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.9
 	github.com/cilium/ebpf v0.22.0
 	github.com/google/nftables v0.3.0
 	github.com/gopacket/gopacket v1.7.7
@@ -25,6 +27,7 @@ require (
 )
 
 require (
+	github.com/aws/smithy-go v1.28.9 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dennwc/varint v1.0.0 // indirect

@@ -207,6 +207,7 @@ func (a *analysis) findings() []Finding {
 	out = append(out, a.linkLocalFindings()...)
 	out = append(out, a.flowCapFindings()...)
 	out = append(out, a.jumboLeavingFindings()...)
+	out = append(out, a.imdsFindings()...)
 	slices.SortStableFunc(out, func(x, y Finding) int {
 		return cmp.Or(cmp.Compare(severityRank(y.Severity), severityRank(x.Severity)), findingCost(x, y),
 			cmp.Compare(x.StartOffsetS, y.StartOffsetS), cmp.Compare(x.Kind, y.Kind))

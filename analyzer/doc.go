@@ -70,6 +70,12 @@
 //   - jumbo_leaving_vpc (info): an egress flow that sent packets over 1500
 //     bytes toward an IPv4 address outside the ranges a VPC uses (RFC 1918,
 //     100.64.0.0/10, 198.18.0.0/15): leaving the VPC the MTU is 1500.
+//   - imds_hop_limit: from the IMDS events, per client (owner group, else
+//     source address): a token request whose reply (the first on its
+//     connection after it) arrived with TTL 1, the client behind a
+//     forwarding hop (a time exceeded toward IMDS quoting that connection's
+//     reply, or an owner found by its veth), and a later token request or
+//     token-less GET of the client (imds.go).
 //
 // Culprit flows are those that moved traffic inside the finding's window:
 // from window events when they explain EventCoverage (0.5) of it, else from

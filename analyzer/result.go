@@ -123,6 +123,7 @@ const (
 	KindFlowAtCap          = "flow_at_cap"
 	KindBaselineExhausted  = "baseline_exhausted"
 	KindJumboLeavingVPC    = "jumbo_leaving_vpc"
+	KindIMDSHopLimit       = "imds_hop_limit"
 )
 
 // Severities.
@@ -163,6 +164,42 @@ type Finding struct {
 	// its highest or more, with the first, the first at its lowest and the
 	// last.
 	Gauge []GaugePoint `json:"gauge,omitempty"`
+	// IMDS is set on imds_hop_limit findings: the client and what became
+	// of its requests.
+	IMDS *IMDSDiagnosis `json:"imds,omitempty"`
+}
+
+// IMDSDiagnosis is one IMDS client whose IMDSv2 token replies died on the
+// way, from the IMDS packets the datapath recognised.
+type IMDSDiagnosis struct {
+	// Client is the owner's name when attribution found one (pod,
+	// container, unit, cgroup, command), else the source address of its
+	// requests (NATed containers share the host's).
+	Client           string        `json:"client"`
+	Owner            *record.Owner `json:"owner,omitempty"`
+	TokenRequests    int           `json:"token_requests"`
+	TokenRepliesTTL1 int           `json:"token_replies_ttl_1"` // token replies that arrived with TTL 1
+	ReplyTTL         int           `json:"reply_ttl"`           // lowest TTL of a token reply
+	TimeExceeded     int           `json:"time_exceeded"`       // ICMP time exceeded the host sent toward IMDS
+	GetsWithoutToken int           `json:"gets_without_token"`  // IMDSv1 fallback (or a token header past the look)
+	GetsWithToken    int           `json:"gets_with_token"`
+	// WaitedS is the time from each token request that got no usable
+	// reply to the client's next request, summed.
+	WaitedS float64 `json:"waited_s"`
+	// Requests are the client's requests in time order (the first 20 of
+	// RequestsTotal).
+	Requests      []IMDSRequest `json:"requests"`
+	RequestsTotal int           `json:"requests_total"`
+}
+
+// IMDSRequest is one request to IMDS and what came back.
+type IMDSRequest struct {
+	OffsetS      float64 `json:"offset_s"`
+	Kind         string  `json:"kind"` // token_request, get_without_token, get_with_token
+	Flow         string  `json:"flow"`
+	ReplyTTL     int     `json:"reply_ttl,omitempty"` // TTL of the reply; absent when none arrived
+	TimeExceeded bool    `json:"time_exceeded,omitempty"`
+	WaitedS      float64 `json:"waited_s,omitempty"` // until the client's next request, when no usable reply came
 }
 
 // Incident is what one counter did over one finding.
@@ -268,6 +305,7 @@ type LossCounts struct {
 	BucketOverwritten uint64 `json:"bucket_overwritten"`
 	SliceOverwritten  uint64 `json:"slice_overwritten"`
 	FlowsEvicted      uint64 `json:"flows_evicted"`
+	IMDSEvents        uint64 `json:"imds_events"` // IMDS events dropped: their ring buffer was full
 }
 
 // InterfaceLoss is the loss of one interface.

@@ -174,7 +174,7 @@ func (a *analysis) loss() LossInfo {
 	}
 	for _, l := range a.rec.Loss {
 		c := LossCounts{FlowMapFull: l.FlowMapFull, RingbufFull: l.RingbufFull, BucketOverwritten: l.BucketOverwritten,
-			SliceOverwritten: l.SliceOverwritten, FlowsEvicted: l.FlowsEvicted}
+			SliceOverwritten: l.SliceOverwritten, FlowsEvicted: l.FlowsEvicted, IMDSEvents: l.IMDSEvents}
 		il := get(l.Interface)
 		il.Counts = il.Counts.add(c)
 		li.Total = li.Total.add(c)
@@ -221,6 +221,7 @@ func (c LossCounts) add(d LossCounts) LossCounts {
 		BucketOverwritten: c.BucketOverwritten + d.BucketOverwritten,
 		SliceOverwritten:  c.SliceOverwritten + d.SliceOverwritten,
 		FlowsEvicted:      c.FlowsEvicted + d.FlowsEvicted,
+		IMDSEvents:        c.IMDSEvents + d.IMDSEvents,
 	}
 }
 

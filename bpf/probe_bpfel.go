@@ -27,7 +27,7 @@ type ProbeCpuState struct {
 	Totals        [2]ProbeDirTotals
 	Slices        [2]ProbeSizeSlice
 	Open          [2]ProbeBucket
-	Loss          [4]uint64
+	Loss          [5]uint64
 	BucketEpoch   uint64
 	BucketStartNs uint64
 	SliceEpoch    uint64
@@ -146,6 +146,31 @@ type ProbeFlowStats struct {
 	OriginPad   [3]uint8
 }
 
+type ProbeImdsEvent struct {
+	_    structs.HostLayout
+	TsNs uint64
+	Key  ProbeFlowKey
+	Kind uint8
+	Dir  uint8
+	Ttl  uint8
+	Pad  [5]uint8
+}
+
+type ProbeImdsKind uint32
+
+const (
+	ProbeImdsKindIMDS_TOKEN_REQUEST ProbeImdsKind = 1
+	ProbeImdsKindIMDS_GET_NO_TOKEN  ProbeImdsKind = 2
+	ProbeImdsKindIMDS_GET_TOKEN     ProbeImdsKind = 3
+	ProbeImdsKindIMDS_REPLY         ProbeImdsKind = 4
+	ProbeImdsKindIMDS_TIME_EXCEEDED ProbeImdsKind = 5
+)
+
+type ProbeImdsPeek struct {
+	_   structs.HostLayout
+	Buf [512]uint8
+}
+
 type ProbeLlService uint32
 
 const (
@@ -163,7 +188,8 @@ const (
 	ProbeLossKindLOSS_RINGBUF_FULL       ProbeLossKind = 1
 	ProbeLossKindLOSS_BUCKET_OVERWRITTEN ProbeLossKind = 2
 	ProbeLossKindLOSS_SLICE_OVERWRITTEN  ProbeLossKind = 3
-	ProbeLossKindNUM_LOSS                ProbeLossKind = 4
+	ProbeLossKindLOSS_IMDS_EVENTS        ProbeLossKind = 4
+	ProbeLossKindNUM_LOSS                ProbeLossKind = 5
 )
 
 type ProbeOrigin uint32
@@ -215,6 +241,8 @@ const (
 	ProbeMapFlowUsed6          = "flow_used6"
 	ProbeMapFlows4             = "flows4"
 	ProbeMapFlows6             = "flows6"
+	ProbeMapImdsEvents         = "imds_events"
+	ProbeMapImdsScratch        = "imds_scratch"
 	ProbeMapSizeSlices         = "size_slices"
 	ProbeMapWindowEvents       = "window_events"
 	ProbeProgEnaprobeEgress    = "enaprobe_egress"
@@ -236,6 +264,8 @@ const (
 	ProbeVarUnusedDirection    = "unused_direction"
 	ProbeVarUnusedFlowEviction = "unused_flow_eviction"
 	ProbeVarUnusedFlowKey4     = "unused_flow_key4"
+	ProbeVarUnusedImdsEvent    = "unused_imds_event"
+	ProbeVarUnusedImdsKind     = "unused_imds_kind"
 	ProbeVarUnusedLlService    = "unused_ll_service"
 	ProbeVarUnusedLossKind     = "unused_loss_kind"
 	ProbeVarUnusedOrigin       = "unused_origin"
@@ -304,6 +334,8 @@ type ProbeMapSpecs struct {
 	FlowUsed6     *ebpf.MapSpec `ebpf:"flow_used6"`
 	Flows4        *ebpf.MapSpec `ebpf:"flows4"`
 	Flows6        *ebpf.MapSpec `ebpf:"flows6"`
+	ImdsEvents    *ebpf.MapSpec `ebpf:"imds_events"`
+	ImdsScratch   *ebpf.MapSpec `ebpf:"imds_scratch"`
 	SizeSlices    *ebpf.MapSpec `ebpf:"size_slices"`
 	WindowEvents  *ebpf.MapSpec `ebpf:"window_events"`
 }
@@ -329,6 +361,8 @@ type ProbeVariableSpecs struct {
 	UnusedDirection    *ebpf.VariableSpec `ebpf:"unused_direction"`
 	UnusedFlowEviction *ebpf.VariableSpec `ebpf:"unused_flow_eviction"`
 	UnusedFlowKey4     *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
+	UnusedImdsEvent    *ebpf.VariableSpec `ebpf:"unused_imds_event"`
+	UnusedImdsKind     *ebpf.VariableSpec `ebpf:"unused_imds_kind"`
 	UnusedLlService    *ebpf.VariableSpec `ebpf:"unused_ll_service"`
 	UnusedLossKind     *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
 	UnusedOrigin       *ebpf.VariableSpec `ebpf:"unused_origin"`
@@ -367,6 +401,8 @@ type ProbeMaps struct {
 	FlowUsed6     *ebpf.Map `ebpf:"flow_used6"`
 	Flows4        *ebpf.Map `ebpf:"flows4"`
 	Flows6        *ebpf.Map `ebpf:"flows6"`
+	ImdsEvents    *ebpf.Map `ebpf:"imds_events"`
+	ImdsScratch   *ebpf.Map `ebpf:"imds_scratch"`
 	SizeSlices    *ebpf.Map `ebpf:"size_slices"`
 	WindowEvents  *ebpf.Map `ebpf:"window_events"`
 }
@@ -382,6 +418,8 @@ func (m *ProbeMaps) Close() error {
 		m.FlowUsed6,
 		m.Flows4,
 		m.Flows6,
+		m.ImdsEvents,
+		m.ImdsScratch,
 		m.SizeSlices,
 		m.WindowEvents,
 	)
@@ -408,6 +446,8 @@ type ProbeVariables struct {
 	UnusedDirection    *ebpf.Variable `ebpf:"unused_direction"`
 	UnusedFlowEviction *ebpf.Variable `ebpf:"unused_flow_eviction"`
 	UnusedFlowKey4     *ebpf.Variable `ebpf:"unused_flow_key4"`
+	UnusedImdsEvent    *ebpf.Variable `ebpf:"unused_imds_event"`
+	UnusedImdsKind     *ebpf.Variable `ebpf:"unused_imds_kind"`
 	UnusedLlService    *ebpf.Variable `ebpf:"unused_ll_service"`
 	UnusedLossKind     *ebpf.Variable `ebpf:"unused_loss_kind"`
 	UnusedOrigin       *ebpf.Variable `ebpf:"unused_origin"`

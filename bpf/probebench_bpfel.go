@@ -25,6 +25,8 @@ const (
 	ProbeBenchMapFlowUsed6          = "flow_used6"
 	ProbeBenchMapFlows4             = "flows4"
 	ProbeBenchMapFlows6             = "flows6"
+	ProbeBenchMapImdsEvents         = "imds_events"
+	ProbeBenchMapImdsScratch        = "imds_scratch"
 	ProbeBenchMapSizeSlices         = "size_slices"
 	ProbeBenchMapWindowEvents       = "window_events"
 	ProbeBenchProgEnaprobeClock     = "enaprobe_clock"
@@ -50,6 +52,8 @@ const (
 	ProbeBenchVarUnusedDirection    = "unused_direction"
 	ProbeBenchVarUnusedFlowEviction = "unused_flow_eviction"
 	ProbeBenchVarUnusedFlowKey4     = "unused_flow_key4"
+	ProbeBenchVarUnusedImdsEvent    = "unused_imds_event"
+	ProbeBenchVarUnusedImdsKind     = "unused_imds_kind"
 	ProbeBenchVarUnusedLlService    = "unused_ll_service"
 	ProbeBenchVarUnusedLossKind     = "unused_loss_kind"
 	ProbeBenchVarUnusedOrigin       = "unused_origin"
@@ -121,6 +125,8 @@ type ProbeBenchMapSpecs struct {
 	FlowUsed6     *ebpf.MapSpec `ebpf:"flow_used6"`
 	Flows4        *ebpf.MapSpec `ebpf:"flows4"`
 	Flows6        *ebpf.MapSpec `ebpf:"flows6"`
+	ImdsEvents    *ebpf.MapSpec `ebpf:"imds_events"`
+	ImdsScratch   *ebpf.MapSpec `ebpf:"imds_scratch"`
 	SizeSlices    *ebpf.MapSpec `ebpf:"size_slices"`
 	WindowEvents  *ebpf.MapSpec `ebpf:"window_events"`
 }
@@ -147,6 +153,8 @@ type ProbeBenchVariableSpecs struct {
 	UnusedDirection    *ebpf.VariableSpec `ebpf:"unused_direction"`
 	UnusedFlowEviction *ebpf.VariableSpec `ebpf:"unused_flow_eviction"`
 	UnusedFlowKey4     *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
+	UnusedImdsEvent    *ebpf.VariableSpec `ebpf:"unused_imds_event"`
+	UnusedImdsKind     *ebpf.VariableSpec `ebpf:"unused_imds_kind"`
 	UnusedLlService    *ebpf.VariableSpec `ebpf:"unused_ll_service"`
 	UnusedLossKind     *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
 	UnusedOrigin       *ebpf.VariableSpec `ebpf:"unused_origin"`
@@ -185,6 +193,8 @@ type ProbeBenchMaps struct {
 	FlowUsed6     *ebpf.Map `ebpf:"flow_used6"`
 	Flows4        *ebpf.Map `ebpf:"flows4"`
 	Flows6        *ebpf.Map `ebpf:"flows6"`
+	ImdsEvents    *ebpf.Map `ebpf:"imds_events"`
+	ImdsScratch   *ebpf.Map `ebpf:"imds_scratch"`
 	SizeSlices    *ebpf.Map `ebpf:"size_slices"`
 	WindowEvents  *ebpf.Map `ebpf:"window_events"`
 }
@@ -200,6 +210,8 @@ func (m *ProbeBenchMaps) Close() error {
 		m.FlowUsed6,
 		m.Flows4,
 		m.Flows6,
+		m.ImdsEvents,
+		m.ImdsScratch,
 		m.SizeSlices,
 		m.WindowEvents,
 	)
@@ -227,6 +239,8 @@ type ProbeBenchVariables struct {
 	UnusedDirection    *ebpf.Variable `ebpf:"unused_direction"`
 	UnusedFlowEviction *ebpf.Variable `ebpf:"unused_flow_eviction"`
 	UnusedFlowKey4     *ebpf.Variable `ebpf:"unused_flow_key4"`
+	UnusedImdsEvent    *ebpf.Variable `ebpf:"unused_imds_event"`
+	UnusedImdsKind     *ebpf.Variable `ebpf:"unused_imds_kind"`
 	UnusedLlService    *ebpf.Variable `ebpf:"unused_ll_service"`
 	UnusedLossKind     *ebpf.Variable `ebpf:"unused_loss_kind"`
 	UnusedOrigin       *ebpf.Variable `ebpf:"unused_origin"`

@@ -26,6 +26,8 @@ const (
 	ProbePerCPUMapFlowUsed6              = "flow_used6"
 	ProbePerCPUMapFlows4                 = "flows4"
 	ProbePerCPUMapFlows6                 = "flows6"
+	ProbePerCPUMapImdsEvents             = "imds_events"
+	ProbePerCPUMapImdsScratch            = "imds_scratch"
 	ProbePerCPUMapSizeSlices             = "size_slices"
 	ProbePerCPUMapWindowEvents           = "window_events"
 	ProbePerCPUProgEnaprobeEgress        = "enaprobe_egress"
@@ -49,6 +51,8 @@ const (
 	ProbePerCPUVarUnusedDirection        = "unused_direction"
 	ProbePerCPUVarUnusedFlowEviction     = "unused_flow_eviction"
 	ProbePerCPUVarUnusedFlowKey4         = "unused_flow_key4"
+	ProbePerCPUVarUnusedImdsEvent        = "unused_imds_event"
+	ProbePerCPUVarUnusedImdsKind         = "unused_imds_kind"
 	ProbePerCPUVarUnusedLlService        = "unused_ll_service"
 	ProbePerCPUVarUnusedLossKind         = "unused_loss_kind"
 	ProbePerCPUVarUnusedOrigin           = "unused_origin"
@@ -119,6 +123,8 @@ type ProbePerCPUMapSpecs struct {
 	FlowUsed6     *ebpf.MapSpec `ebpf:"flow_used6"`
 	Flows4        *ebpf.MapSpec `ebpf:"flows4"`
 	Flows6        *ebpf.MapSpec `ebpf:"flows6"`
+	ImdsEvents    *ebpf.MapSpec `ebpf:"imds_events"`
+	ImdsScratch   *ebpf.MapSpec `ebpf:"imds_scratch"`
 	SizeSlices    *ebpf.MapSpec `ebpf:"size_slices"`
 	WindowEvents  *ebpf.MapSpec `ebpf:"window_events"`
 }
@@ -145,6 +151,8 @@ type ProbePerCPUVariableSpecs struct {
 	UnusedDirection    *ebpf.VariableSpec `ebpf:"unused_direction"`
 	UnusedFlowEviction *ebpf.VariableSpec `ebpf:"unused_flow_eviction"`
 	UnusedFlowKey4     *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
+	UnusedImdsEvent    *ebpf.VariableSpec `ebpf:"unused_imds_event"`
+	UnusedImdsKind     *ebpf.VariableSpec `ebpf:"unused_imds_kind"`
 	UnusedLlService    *ebpf.VariableSpec `ebpf:"unused_ll_service"`
 	UnusedLossKind     *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
 	UnusedOrigin       *ebpf.VariableSpec `ebpf:"unused_origin"`
@@ -184,6 +192,8 @@ type ProbePerCPUMaps struct {
 	FlowUsed6     *ebpf.Map `ebpf:"flow_used6"`
 	Flows4        *ebpf.Map `ebpf:"flows4"`
 	Flows6        *ebpf.Map `ebpf:"flows6"`
+	ImdsEvents    *ebpf.Map `ebpf:"imds_events"`
+	ImdsScratch   *ebpf.Map `ebpf:"imds_scratch"`
 	SizeSlices    *ebpf.Map `ebpf:"size_slices"`
 	WindowEvents  *ebpf.Map `ebpf:"window_events"`
 }
@@ -200,6 +210,8 @@ func (m *ProbePerCPUMaps) Close() error {
 		m.FlowUsed6,
 		m.Flows4,
 		m.Flows6,
+		m.ImdsEvents,
+		m.ImdsScratch,
 		m.SizeSlices,
 		m.WindowEvents,
 	)
@@ -227,6 +239,8 @@ type ProbePerCPUVariables struct {
 	UnusedDirection    *ebpf.Variable `ebpf:"unused_direction"`
 	UnusedFlowEviction *ebpf.Variable `ebpf:"unused_flow_eviction"`
 	UnusedFlowKey4     *ebpf.Variable `ebpf:"unused_flow_key4"`
+	UnusedImdsEvent    *ebpf.Variable `ebpf:"unused_imds_event"`
+	UnusedImdsKind     *ebpf.Variable `ebpf:"unused_imds_kind"`
 	UnusedLlService    *ebpf.Variable `ebpf:"unused_ll_service"`
 	UnusedLossKind     *ebpf.Variable `ebpf:"unused_loss_kind"`
 	UnusedOrigin       *ebpf.Variable `ebpf:"unused_origin"`

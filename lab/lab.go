@@ -27,6 +27,7 @@ type Lab struct {
 	inst, vpc         *namedns.NS
 	instNl, vpcNl     *netlink.Handle
 	instLink, vpcLink netlink.Link
+	containers        []*namedns.NS // AddContainer's
 	services          *serviceGroup
 	sinks             *sinks
 
@@ -139,6 +140,10 @@ func (l *Lab) Close() error {
 			}
 		}
 		l.vpcNl.Close()
+	}
+	// A container's veth goes with its namespace.
+	for _, ns := range l.containers {
+		errs = append(errs, ns.Close())
 	}
 	// A netdev table outlives its device: flush both rulesets before the
 	// namespaces go, so one held open elsewhere is left empty.

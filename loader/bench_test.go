@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/bpf"
 	"github.com/enaprobe/enaprobe/countrules"
+	"github.com/enaprobe/enaprobe/internal/frames"
 )
 
 // The datapath benchmarks report costs as ratios to an empty tc program
@@ -110,11 +112,27 @@ func benchFrames(b *testing.B) []struct {
 func BenchmarkDatapath(b *testing.B) {
 	floors := loadFloors(b)
 	empty, clock := floors.Programs[BenchEmpty], floors.Programs[BenchClock]
-	egress := loadProduct(b, DefaultOptions()).Programs["enaprobe_egress"]
+	product := loadProduct(b, DefaultOptions())
+	egress := product.Programs["enaprobe_egress"]
 	for _, f := range benchFrames(b) {
 		b.Run(f.name, func(b *testing.B) {
 			for b.Loop() {
 				r, ns := medianRatio(b, egress, empty, f.frame)
+				b.ReportMetric(r, "x_empty")
+				b.ReportMetric(ns, "prog_ns")
+			}
+		})
+	}
+	// IMDS requests and replies, the only packets imds_look reads further
+	// into: a GET searches its first 512 payload bytes for the token header.
+	for _, c := range frames.IMDS(b) {
+		if c.Name != "token request" && c.Name != "GET with a token" && c.Name != "reply with ttl 1" {
+			continue
+		}
+		prog := product.Programs["enaprobe_"+c.Dir.String()]
+		b.Run("imds_"+strings.ReplaceAll(c.Name, " ", "_"), func(b *testing.B) {
+			for b.Loop() {
+				r, ns := medianRatio(b, prog, empty, c.Frame)
 				b.ReportMetric(r, "x_empty")
 				b.ReportMetric(ns, "prog_ns")
 			}

@@ -63,6 +63,8 @@ type Collector struct {
 
 	ring      *ringbuf.Reader // window events
 	evictions *ringbuf.Reader // flows evicted from full buckets
+	imdsRing  *ringbuf.Reader // IMDS packets recognised
+	imds      []record.IMDSEvent
 	table     *flowTables
 	windowNs  int64
 	heavy     uint64
@@ -165,6 +167,10 @@ func NewCollector(p *Probe, iface string, nowNs int64) (*Collector, error) {
 		c.Close()
 		return nil, fmt.Errorf("open flow eviction ring of %s: %w", iface, err)
 	}
+	if c.imdsRing, err = ringbuf.NewReader(p.objs.ImdsEvents); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("open imds event ring of %s: %w", iface, err)
+	}
 	if c.table, err = mapFlowTables(flowMaps{p.objs.Flows4, p.objs.Flows6, p.objs.FlowUsed4, p.objs.FlowUsed6}); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("%s: %w", iface, err)
@@ -187,6 +193,10 @@ func (c *Collector) Close() error {
 	if c.evictions != nil {
 		errs = append(errs, c.evictions.Close())
 		c.evictions = nil
+	}
+	if c.imdsRing != nil {
+		errs = append(errs, c.imdsRing.Close())
+		c.imdsRing = nil
 	}
 	if c.table != nil {
 		errs = append(errs, c.table.close())
@@ -217,6 +227,9 @@ func (c *Collector) Drain(nowNs int64, final bool) error {
 		return err
 	}
 	if err := c.drainWindowEvents(); err != nil {
+		return err
+	}
+	if err := c.drainIMDSEvents(); err != nil {
 		return err
 	}
 	return c.readCPUStates()
@@ -365,6 +378,13 @@ func (c *Collector) drainWindowEvents() error {
 	})
 }
 
+func (c *Collector) drainIMDSEvents() error {
+	return drainRing(c.imdsRing, func(ev bpf.ProbeImdsEvent) {
+		c.imds = append(c.imds, record.IMDSEvent{Interface: c.iface, Direction: record.Direction(ev.Dir),
+			TimeNs: int64(ev.TsNs), Kind: record.IMDSKind(ev.Kind), Key: flowKey(ev.Key), TTL: ev.Ttl})
+	})
+}
+
 // drainRing reads every record waiting in ring as a T, without blocking.
 func drainRing[T any](ring *ringbuf.Reader, fn func(T)) error {
 	ring.SetDeadline(time.Now())
@@ -441,6 +461,7 @@ func (c *Collector) readCPUStates() error {
 		loss.RingbufFull += s.Loss[bpf.ProbeLossKindLOSS_RINGBUF_FULL]
 		loss.BucketOverwritten += s.Loss[bpf.ProbeLossKindLOSS_BUCKET_OVERWRITTEN]
 		loss.SliceOverwritten += s.Loss[bpf.ProbeLossKindLOSS_SLICE_OVERWRITTEN]
+		loss.IMDSEvents += s.Loss[bpf.ProbeLossKindLOSS_IMDS_EVENTS]
 	}
 	c.totals, c.loss = totals, loss
 	return nil
@@ -572,6 +593,7 @@ type Result struct {
 	Sizes   []record.SizeSlice
 	Flows   []record.FlowSnapshot
 	Windows []record.WindowEvent
+	IMDS    []record.IMDSEvent
 	Totals  []record.Totals
 	Loss    record.Loss
 }
@@ -603,7 +625,7 @@ func (c *Collector) Origins() []FlowOrigin {
 
 // Result returns the data gathered so far.
 func (c *Collector) Result() Result {
-	r := Result{Sizes: c.sizes, Flows: c.snapshots, Windows: c.windows, Loss: c.loss}
+	r := Result{Sizes: c.sizes, Flows: c.snapshots, Windows: c.windows, IMDS: c.imds, Loss: c.loss}
 	r.Loss.FlowsEvicted = c.evicted
 	for d := range c.series {
 		r.Series = append(r.Series, record.Series{Interface: c.iface, Direction: record.Direction(d), WidthNs: c.bucketNs, Buckets: c.series[d].all()})

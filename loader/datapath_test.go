@@ -11,6 +11,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/enaprobe/enaprobe/countrules"
+	"github.com/enaprobe/enaprobe/internal/frames"
 	"github.com/enaprobe/enaprobe/internal/privtest"
 	"github.com/enaprobe/enaprobe/record"
 )
@@ -34,6 +35,7 @@ func checkFrameOrRefused(t testing.TB, tp *testProbe, dir record.Direction, fram
 	t.Helper()
 	tp.deleteFlows(t)
 	tp.clearBuckets(t)
+	tp.imdsEvents(t)
 	before := tp.read(t)
 	if err := tp.tryRun(dir, frame, gsoSegs, gsoSize); err != nil {
 		return countrules.Packet{}, err
@@ -41,6 +43,7 @@ func checkFrameOrRefused(t testing.TB, tp *testProbe, dir record.Direction, fram
 	after := tp.read(t)
 	ref := countrules.Count(frame, gsoSegs, gsoSize, vpc)
 	w := ref.Wire
+	checkIMDS(t, tp, dir, frame, vpc)
 
 	for d := range after.totals {
 		for c := range after.totals[d].Packets {
@@ -104,6 +107,44 @@ func checkFrameOrRefused(t testing.TB, tp *testProbe, dir record.Direction, fram
 			ref.Key, v, w.Packets, w.Bytes, wantSyn, lo, hi, ref.TCPFlags, dir, ref.Service)
 	}
 	return ref, nil
+}
+
+// checkIMDS checks the IMDS event of the frame just run against the Go
+// reference: the same one, or none.
+func checkIMDS(t testing.TB, tp *testProbe, dir record.Direction, frame []byte, vpc netip.Addr) {
+	t.Helper()
+	evs := tp.imdsEvents(t)
+	want, ok := countrules.IMDS(frame, dir, vpc)
+	if !ok {
+		if len(evs) != 0 {
+			t.Errorf("imds: got %d events (%+v), want none", len(evs), evs[0])
+		}
+		return
+	}
+	if len(evs) != 1 {
+		t.Fatalf("imds: got %d events, want %+v", len(evs), want)
+	}
+	e := evs[0]
+	got := countrules.IMDSEvent{Kind: record.IMDSKind(e.Kind), Key: flowKey(e.Key), TTL: e.Ttl}
+	if got != want || record.Direction(e.Dir) != dir || e.TsNs == 0 {
+		t.Errorf("imds: got %+v dir %d at %d, want %+v dir %s", got, e.Dir, e.TsNs, want, dir)
+	}
+}
+
+// TestDatapathIMDS runs IMDS packets of each kind and their near misses
+// through the program: each must give the event the reference names, and
+// the reference the one the case names (so a bug shared by both fails).
+func TestDatapathIMDS(t *testing.T) {
+	tp := newTestProbe(t, testOptions())
+	for _, c := range frames.IMDS(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			want, ok := countrules.IMDS(c.Frame, c.Dir, netip.Addr{})
+			if ok != (c.Kind != 0) || want != (countrules.IMDSEvent{Kind: c.Kind, Key: c.Key, TTL: c.TTL}) {
+				t.Fatalf("reference: got %+v %v, want kind %s key %s ttl %d", want, ok, c.Kind, c.Key, c.TTL)
+			}
+			checkFrame(t, tp, c.Dir, c.Frame, 0, 0, netip.Addr{})
+		})
+	}
 }
 
 func TestDatapathParsePaths(t *testing.T) {

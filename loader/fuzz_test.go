@@ -4,11 +4,14 @@ package loader
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 	"testing"
 
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/enaprobe/enaprobe/internal/frames"
+	"github.com/enaprobe/enaprobe/limits"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -29,6 +32,9 @@ func FuzzDatapath(f *testing.F) {
 		f.Add(frame, false, uint16(0), uint16(0))
 		f.Add(frame, true, uint16(3), uint16(100))
 	}
+	for _, c := range frames.IMDS(f) {
+		f.Add(c.Frame, c.Dir == record.Ingress, uint16(0), uint16(0))
+	}
 	vpc := netip.MustParseAddr("10.1.0.2")
 	opts := testOptions()
 	opts.VPCResolver = vpc
@@ -48,5 +54,37 @@ func FuzzDatapath(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	})
+}
+
+// FuzzIMDSPayload fuzzes what the IMDS look reads: the payload of a TCP
+// segment to IMDS port 80 (egress) or from it (ingress), over IPv4 or IPv6,
+// against the Go reference. Random frames seldom reach IMDS's address and
+// port; these always do.
+//
+//	go test -run '^$' -fuzz FuzzIMDSPayload -fuzztime 60s ./loader
+func FuzzIMDSPayload(f *testing.F) {
+	for _, p := range []string{"PUT /latest/api/token HTTP/1.1\r\n", "GET / HTTP/1.1\r\nX-aws-ec2-metadata-token: A\r\n\r\n",
+		"GET / HTTP/1.1\r\nx-AWS-ec2-METADATA-token: A", "HTTP/1.1 200 OK\r\n", "GET /\r\nX-aws-ec2-metadata-toke"} {
+		f.Add([]byte(p), false, false)
+		f.Add([]byte(p), true, true)
+	}
+	tp := newTestProbe(f, testOptions())
+	imds4, imds6 := net.IP(limits.IMDSv4.AsSlice()), net.IP(limits.IMDSv6.AsSlice())
+	f.Fuzz(func(t *testing.T, payload []byte, ingress, v6 bool) {
+		if len(payload) > 1400 {
+			return
+		}
+		host, imds := v4A, imds4
+		if v6 {
+			host, imds = v6A, imds6
+		}
+		frame := frames.TCPPayload(t, host, imds, 41000, 80, 64, payload)
+		dir := record.Egress
+		if ingress {
+			dir = record.Ingress
+			frame = frames.TCPPayload(t, imds, host, 80, 41000, 1, payload)
+		}
+		checkFrame(t, tp, dir, frame, 0, 0, netip.Addr{})
 	})
 }

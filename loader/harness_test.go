@@ -13,6 +13,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/enaprobe/enaprobe/bpf"
@@ -24,6 +25,7 @@ import (
 type testProbe struct {
 	coll     *ebpf.Collection
 	tables   *flowTables
+	imds     *ringbuf.Reader
 	progs    map[record.Direction]*ebpf.Program
 	ctxSize  int
 	gsoSegs  int // offsets in __sk_buff, from the object's BTF
@@ -81,6 +83,11 @@ func newTestProbeOf(tb testing.TB, spec *ebpf.CollectionSpec, opts Options) *tes
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { tables.close() })
+	imds, err := ringbuf.NewReader(coll.Maps["imds_events"])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { imds.Close() })
 	var skb *btf.Struct
 	if err := spec.Types.TypeByName("__sk_buff", &skb); err != nil {
 		tb.Fatalf("find __sk_buff in the object's BTF: %v", err)
@@ -88,6 +95,7 @@ func newTestProbeOf(tb testing.TB, spec *ebpf.CollectionSpec, opts Options) *tes
 	tp := &testProbe{
 		coll:     coll,
 		tables:   tables,
+		imds:     imds,
 		progs:    map[record.Direction]*ebpf.Program{record.Ingress: coll.Programs["enaprobe_ingress"], record.Egress: coll.Programs["enaprobe_egress"]},
 		ctxSize:  int(skb.Size),
 		bucketNs: int64(opts.Bucket),
@@ -150,7 +158,7 @@ func (tp *testProbe) tryRun(dir record.Direction, frame []byte, gsoSegs, gsoSize
 // counts is everything the datapath counted, summed over CPUs and slots.
 type counts struct {
 	totals [record.NumDirections]bpf.ProbeDirTotals
-	loss   [4]uint64
+	loss   [bpf.ProbeLossKindNUM_LOSS]uint64
 	bucket [record.NumDirections]record.Bucket
 	sizes  [record.NumDirections][record.NumSizeClasses]uint64
 	supers [record.NumDirections]uint64
@@ -218,6 +226,16 @@ func (tp *testProbe) read(tb testing.TB) counts {
 		}
 	}
 	return c
+}
+
+// imdsEvents takes the IMDS events waiting in the ring.
+func (tp *testProbe) imdsEvents(tb testing.TB) []bpf.ProbeImdsEvent {
+	tb.Helper()
+	var evs []bpf.ProbeImdsEvent
+	if err := drainRing(tp.imds, func(ev bpf.ProbeImdsEvent) { evs = append(evs, ev) }); err != nil {
+		tb.Fatal(err)
+	}
+	return evs
 }
 
 // clearBuckets zeroes the bucket ring and the CPUs' open buckets, so a test

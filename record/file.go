@@ -25,6 +25,7 @@ type fileRecording struct {
 	Flows    []FlowSnapshot  `json:"flows"`
 	Owners   []FlowOwner     `json:"owners,omitempty"`
 	Windows  []WindowEvent   `json:"windows"`
+	IMDS     []IMDSEvent     `json:"imds,omitempty"`
 	Sizes    []SizeSlice     `json:"sizes"`
 	Totals   []Totals        `json:"totals"`
 	Loss     []Loss          `json:"loss"`
@@ -98,7 +99,7 @@ func (fs fileSeries) series() (Series, error) {
 
 // Write encodes r to w in the recording file format.
 func Write(w io.Writer, r *Recording) error {
-	f := fileRecording{Format: FormatVersion, Meta: &r.Meta, Flows: r.Flows, Owners: r.Owners, Windows: r.Windows,
+	f := fileRecording{Format: FormatVersion, Meta: &r.Meta, Flows: r.Flows, Owners: r.Owners, Windows: r.Windows, IMDS: r.IMDS,
 		Sizes: r.Sizes, Totals: r.Totals, Loss: r.Loss, Counters: r.Counters}
 	for _, s := range r.Series {
 		f.Series = append(f.Series, toFileSeries(s))
@@ -130,7 +131,7 @@ func Read(rd io.Reader) (*Recording, error) {
 	if f.Meta == nil {
 		return nil, errNoMeta
 	}
-	r := &Recording{Meta: *f.Meta, Flows: f.Flows, Owners: f.Owners, Windows: f.Windows, Sizes: f.Sizes,
+	r := &Recording{Meta: *f.Meta, Flows: f.Flows, Owners: f.Owners, Windows: f.Windows, IMDS: f.IMDS, Sizes: f.Sizes,
 		Totals: f.Totals, Loss: f.Loss, Counters: f.Counters}
 	for _, fs := range f.Series {
 		s, err := fs.series()

@@ -26,6 +26,8 @@ func TestRecordingRoundTrip(t *testing.T) {
 			Dst: netip.MustParseAddrPort("[fd00:ec2::253]:53")}, Owner: Owner{PID: 4121, Comm: "java",
 			Cgroup: "/system.slice/payments.service", Unit: "payments.service", How: "socket"}}},
 		Counters: []CounterSample{{Interface: "eth0", BeforeNs: 1, AfterNs: 2, Values: map[string]uint64{"bw_out_allowance_exceeded": 7}}},
+		IMDS: []IMDSEvent{{Interface: "eth0", Direction: Egress, TimeNs: 6e9, Kind: IMDSTimeExceeded, TTL: 1,
+			Key: FlowKey{Proto: 6, Src: netip.MustParseAddrPort("169.254.169.254:80"), Dst: netip.MustParseAddrPort("10.0.0.1:41000")}}},
 	}
 	var buf bytes.Buffer
 	if err := Write(&buf, rec); err != nil {
@@ -36,7 +38,7 @@ func TestRecordingRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got.Series, rec.Series) || !reflect.DeepEqual(got.Flows, rec.Flows) ||
-		!reflect.DeepEqual(got.Owners, rec.Owners) ||
+		!reflect.DeepEqual(got.Owners, rec.Owners) || !reflect.DeepEqual(got.IMDS, rec.IMDS) ||
 		!reflect.DeepEqual(got.Counters, rec.Counters) || !got.Meta.Start.Wall.Equal(start) {
 		t.Fatalf("round trip changed the recording:\n got %+v\nwant %+v", got, rec)
 	}

@@ -264,6 +264,53 @@ func (t Totals) SumBytes() uint64 {
 	return s
 }
 
+// IMDSKind is what the datapath recognised in a packet to or from IMDS.
+type IMDSKind uint8
+
+const (
+	IMDSTokenRequest IMDSKind = 1 // egress TCP to IMDS port 80: "PUT /latest/api/token"
+	// IMDSGetNoToken is an egress "GET " whose first IMDSPeekBytes payload
+	// bytes hold no X-aws-ec2-metadata-token header: IMDSv1, or a token
+	// header further in than the datapath looks.
+	IMDSGetNoToken   IMDSKind = 2
+	IMDSGetToken     IMDSKind = 3 // an egress "GET " with the token header
+	IMDSReply        IMDSKind = 4 // ingress TCP from IMDS port 80 whose payload starts "HTTP/"
+	IMDSTimeExceeded IMDSKind = 5 // egress ICMP/ICMPv6 time exceeded toward IMDS quoting a TCP packet
+)
+
+// IMDSPeekBytes is how many payload bytes of a GET the datapath searches
+// for the token header.
+const IMDSPeekBytes = 512
+
+func (k IMDSKind) String() string {
+	switch k {
+	case IMDSTokenRequest:
+		return "token_request"
+	case IMDSGetNoToken:
+		return "get_without_token"
+	case IMDSGetToken:
+		return "get_with_token"
+	case IMDSReply:
+		return "reply"
+	case IMDSTimeExceeded:
+		return "time_exceeded"
+	}
+	return fmt.Sprintf("imds_kind(%d)", uint8(k))
+}
+
+// IMDSEvent is one IMDS packet the datapath recognised. Key is the packet's
+// flow, except for a time exceeded, where it is the flow of the packet the
+// ICMP error quotes (a reply from IMDS the host could not forward). TTL is
+// the IP TTL / IPv6 hop limit of the packet, or of the quoted one.
+type IMDSEvent struct {
+	Interface string
+	Direction Direction
+	TimeNs    int64
+	Kind      IMDSKind
+	Key       FlowKey
+	TTL       uint8
+}
+
 // Loss counts what the datapath or the collector could not record. None of
 // it is silent: every report shows it.
 type Loss struct {
@@ -273,6 +320,7 @@ type Loss struct {
 	BucketOverwritten uint64 // packets in buckets reused before userspace read them
 	SliceOverwritten  uint64 // packets in size slices reused before userspace read them
 	FlowsEvicted      uint64 // idle flows whose table slot went to a new flow (counters kept)
+	IMDSEvents        uint64 `json:",omitempty"` // IMDS events dropped: their ring buffer was full
 }
 
 // CounterSample is one read of an interface's NIC counters. The read happened
@@ -420,8 +468,11 @@ type Recording struct {
 	Flows  []FlowSnapshot
 	// Owners are the flows whose owner was found (at most one entry per
 	// interface and key).
-	Owners   []FlowOwner `json:",omitempty"`
-	Windows  []WindowEvent
+	Owners  []FlowOwner `json:",omitempty"`
+	Windows []WindowEvent
+	// IMDS are the IMDS packets recognised (IMDSv2 diagnosis), in time
+	// order per interface.
+	IMDS     []IMDSEvent `json:",omitempty"`
 	Sizes    []SizeSlice
 	Totals   []Totals
 	Loss     []Loss

@@ -55,7 +55,7 @@ func Validate(r *Recording) error {
 		}
 	}
 	lo, hi := m.Start.MonoNs, m.End.MonoNs
-	records := len(r.Counters) + len(r.Flows) + len(r.Windows) + len(r.Sizes)
+	records := len(r.Counters) + len(r.Flows) + len(r.Windows) + len(r.Sizes) + len(r.IMDS)
 	type key struct {
 		iface string
 		dir   Direction
@@ -86,6 +86,13 @@ func Validate(r *Recording) error {
 		if w.WidthNs <= 0 || w.Direction >= NumDirections {
 			return fmt.Errorf("window event of %s: width %d ns, direction %d", w.Interface, w.WidthNs, w.Direction)
 		}
+	}
+	for _, e := range r.IMDS {
+		if e.Direction >= NumDirections || e.Kind < IMDSTokenRequest || e.Kind > IMDSTimeExceeded || e.Key.Proto != 6 {
+			return fmt.Errorf("imds event of %s: direction %d, kind %d, protocol %d (want a known kind of a tcp flow)",
+				e.Interface, e.Direction, e.Kind, e.Key.Proto)
+		}
+		lo, hi = min(lo, e.TimeNs), max(hi, e.TimeNs)
 	}
 	for _, s := range r.Sizes {
 		if s.WidthNs <= 0 || s.Direction >= NumDirections {

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,8 @@ func validRecording() *record.Recording {
 			{StartNs: 5_000_100_000, Packets: 3, Bytes: 4500}, {StartNs: 5_000_500_000, Packets: 1, Bytes: 60}}}},
 		Counters: []record.CounterSample{{Interface: "eth0", BeforeNs: 5e9, AfterNs: 5e9 + 1000,
 			Values: map[string]uint64{"bw_out_allowance_exceeded": 7}}},
+		IMDS: []record.IMDSEvent{{Interface: "eth0", Direction: record.Ingress, TimeNs: 6e9, Kind: record.IMDSReply, TTL: 1,
+			Key: record.FlowKey{Proto: 6, Src: netip.MustParseAddrPort("169.254.169.254:80"), Dst: netip.MustParseAddrPort("10.0.0.5:41000")}}},
 	}
 }
 
@@ -82,6 +85,11 @@ func TestReadRejectsImplausibleRecordings(t *testing.T) {
 			m["counters"].([]any)[0].(map[string]any)["AfterNs"] = 1
 		}, "ends"},
 		{"direction 7", func(m map[string]any) { m["series"].([]any)[0].(map[string]any)["direction"] = 7 }, "direction"},
+		{"imds event of no known kind", func(m map[string]any) { m["imds"].([]any)[0].(map[string]any)["Kind"] = 9 }, "imds event"},
+		{"imds event of a udp flow", func(m map[string]any) {
+			m["imds"].([]any)[0].(map[string]any)["Key"].(map[string]any)["Proto"] = 17
+		}, "imds event"},
+		{"imds event far away", func(m map[string]any) { m["imds"].([]any)[0].(map[string]any)["TimeNs"] = 4e18 }, "not plausible"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := encodeJSON(t, validRecording())

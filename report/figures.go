@@ -111,6 +111,9 @@ func (tl *timeline) zoom(n int, f analyzer.Finding) (figure, bool) {
 		if l := tl.res.Trace.Limits.LinkLocalPPS; l.Known {
 			limits = append(limits, chartLimit{Y: l.Value, Label: "limit " + fmtPPS(l.Value), Always: true})
 		}
+	case analyzer.KindIMDSHopLimit:
+		metric, what = metricLinkLocal(record.ServiceIMDS.Index()), "IMDS packet rate"
+		slot = tl.linkLocalSlotNs()
 	case analyzer.KindFlowAtCap:
 		if l := tl.res.Trace.Limits.FlowLimitBps; l.Known {
 			limits = append(limits, chartLimit{Y: l.Value, Label: "per-flow limit " + fmtBps(l.Value)})

@@ -28,21 +28,23 @@ var (
 )
 
 var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"bps":      fmtBps,
-	"pps":      fmtPPS,
-	"bytes":    func(v uint64) string { return fmtBytes(float64(v)) },
-	"count":    func(v uint64) string { return fmtCount(v) },
-	"int":      func(v int) string { return fmtCount(v) },
-	"share":    fmtShare,
-	"seconds":  fmtSeconds,
-	"offset":   fmtOffset,
-	"evidence": fmtEvidence,
-	"incident": incidentText,
-	"gauge":    gaugeText,
-	"limitpps": func(l analyzer.Limit) string { return fmtLimit(l, fmtPPS) },
-	"flow":     flowString,
-	"us":       func(v float64) string { return fmtSeconds(v / 1e6) },
-	"upper":    strings.ToUpper,
+	"bps":          fmtBps,
+	"pps":          fmtPPS,
+	"bytes":        func(v uint64) string { return fmtBytes(float64(v)) },
+	"count":        func(v uint64) string { return fmtCount(v) },
+	"int":          func(v int) string { return fmtCount(v) },
+	"share":        fmtShare,
+	"seconds":      fmtSeconds,
+	"offset":       fmtOffset,
+	"evidence":     fmtEvidence,
+	"incident":     incidentText,
+	"gauge":        gaugeText,
+	"imdsclient":   imdsClientText,
+	"imdsrequests": imdsRequestTexts,
+	"limitpps":     func(l analyzer.Limit) string { return fmtLimit(l, fmtPPS) },
+	"flow":         flowString,
+	"us":           func(v float64) string { return fmtSeconds(v / 1e6) },
+	"upper":        strings.ToUpper,
 }).Parse(htmlTemplate))
 
 // htmlPage is what the template renders.

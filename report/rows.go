@@ -102,6 +102,7 @@ func lossRows(l analyzer.LossInfo) (header []string, rows [][]string) {
 	row("ringbuf_full (window, eviction events)", l.Total.RingbufFull, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.RingbufFull })
 	row("bucket_overwritten (packets)", l.Total.BucketOverwritten, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.BucketOverwritten })
 	row("slice_overwritten (packets)", l.Total.SliceOverwritten, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.SliceOverwritten })
+	row("imds_events (IMDS events dropped)", l.Total.IMDSEvents, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.IMDSEvents })
 	row("flows_evicted (idle flows)", l.Total.FlowsEvicted, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.FlowsEvicted })
 	var reads uint64
 	for _, i := range l.Interfaces {

@@ -63,6 +63,9 @@ func counterDeltaText(c analyzer.CounterDelta) string {
 // findingCounterText says how the finding's counters moved over the trace.
 func findingCounterText(res *analyzer.Result, f analyzer.Finding) string {
 	names := findingCounters(f)
+	if f.Kind == analyzer.KindIMDSHopLimit {
+		return "none: a reply that dies one hop short moves no allowance counter; the IMDS packets show it"
+	}
 	if len(names) == 0 {
 		return "none: the per-flow limit has no counter, only the traffic shows it"
 	}
@@ -139,6 +142,16 @@ func textFindings(p *page, res *analyzer.Result) {
 		}
 		if len(f.Gauge) > 0 {
 			p.field(ind, "Gauge", lw, gaugeText(f.Gauge))
+		}
+		if d := f.IMDS; d != nil {
+			p.field(ind, "Client", lw, imdsClientText(d))
+			for j, l := range imdsRequestTexts(d) {
+				label := ""
+				if j == 0 {
+					label = "Requests"
+				}
+				p.field(ind, label, lw, l)
+			}
 		}
 		ev := &table{right: []bool{false, true}} // no header
 		for _, e := range f.Evidence {

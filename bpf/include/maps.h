@@ -103,6 +103,20 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } window_events SEC(".maps");
 
+/* IMDS events (imds_look): a few per IMDS request, and IMDS itself is
+ * throttled, so a small ring; a full one counts LOSS_IMDS_EVENTS. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} imds_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct imds_peek);
+	__uint(max_entries, 1);
+} imds_scratch SEC(".maps");
+
 #ifdef ENAPROBE_PERCPU_BUCKETS
 /* One flush timer per CPU; max_entries is set to the possible CPUs. */
 struct {

@@ -32,8 +32,23 @@ enum loss_kind {
 	LOSS_RINGBUF_FULL = 1,      /* window or flow-eviction events dropped */
 	LOSS_BUCKET_OVERWRITTEN = 2,/* packets in a bucket reused before it was read */
 	LOSS_SLICE_OVERWRITTEN = 3, /* packets in a size slice reused before it was read */
-	NUM_LOSS = 4,
+	LOSS_IMDS_EVENTS = 4,       /* IMDS events dropped: their ring was full */
+	NUM_LOSS = 5,
 };
+
+/* What an IMDS packet was (imds_look in probe.c). Only packets to or from
+ * 169.254.169.254 / fd00:ec2::254 are looked at. */
+enum imds_kind {
+	IMDS_TOKEN_REQUEST = 1, /* egress TCP to port 80, payload "PUT /latest/api/token" */
+	IMDS_GET_NO_TOKEN = 2,  /* egress "GET " without the token header in the bytes looked at */
+	IMDS_GET_TOKEN = 3,     /* egress "GET " with X-aws-ec2-metadata-token */
+	IMDS_REPLY = 4,         /* ingress TCP from port 80, payload "HTTP/" */
+	IMDS_TIME_EXCEEDED = 5, /* egress ICMP/ICMPv6 time exceeded quoting a TCP packet */
+};
+
+/* How many payload bytes of a GET are searched for the token header: a
+ * header further in is not seen, and the GET counts as token-less. */
+#define IMDS_PEEK 512
 
 #define NUM_SIZE_CLASSES 8
 
@@ -221,6 +236,23 @@ struct window_event {
 	__u32 packets;
 	__u8 dir;
 	__u8 pad[3];
+};
+
+/* One IMDS packet. key is the packet's flow, except for a time exceeded,
+ * where it is the flow of the packet it quotes (the reply that died). ttl
+ * is the IP TTL / IPv6 hop limit of the packet, or of the quoted one. */
+struct imds_event {
+	__u64 ts_ns;
+	struct flow_key key;
+	__u8 kind; /* enum imds_kind */
+	__u8 dir;
+	__u8 ttl;
+	__u8 pad[5];
+};
+
+/* The bytes of a request imds_look searches. */
+struct imds_peek {
+	__u8 buf[IMDS_PEEK];
 };
 
 #endif

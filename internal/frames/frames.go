@@ -84,3 +84,36 @@ func TCP(tb testing.TB, src, dst net.IP, sport, dport uint16, syn, ack bool, pay
 	}
 	return overIP(tb, src, dst, layers.IPProtocolTCP, tc, payload)
 }
+
+// TCPPayload is a TCP segment (ACK, PSH) carrying payload over IPv4 or IPv6
+// (by src), with the given IP TTL / hop limit.
+func TCPPayload(tb testing.TB, src, dst net.IP, sport, dport uint16, ttl uint8, payload []byte) []byte {
+	tb.Helper()
+	tc := &layers.TCP{SrcPort: layers.TCPPort(sport), DstPort: layers.TCPPort(dport), ACK: true, PSH: true, Seq: 1, Ack: 1, Window: 502}
+	if src.To4() != nil {
+		ip := IPv4(src, dst, layers.IPProtocolTCP)
+		ip.TTL = ttl
+		_ = tc.SetNetworkLayerForChecksum(ip)
+		return Serialize(tb, Eth(layers.EthernetTypeIPv4), ip, tc, gopacket.Payload(payload))
+	}
+	ip := IPv6(src, dst, layers.IPProtocolTCP)
+	ip.HopLimit = ttl
+	_ = tc.SetNetworkLayerForChecksum(ip)
+	return Serialize(tb, Eth(layers.EthernetTypeIPv6), ip, tc, gopacket.Payload(payload))
+}
+
+// TimeExceeded is the ICMP (IPv4) or ICMPv6 time exceeded a router at src
+// sends to dst about the packet quoted: an IP packet, of which it quotes
+// what fits (IPv4: its header and 8 bytes, as Linux sends at least).
+func TimeExceeded(tb testing.TB, src, dst net.IP, quoted []byte) []byte {
+	tb.Helper()
+	if src.To4() != nil {
+		ip := IPv4(src, dst, layers.IPProtocolICMPv4)
+		ic := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeTimeExceeded, 0)}
+		return Serialize(tb, Eth(layers.EthernetTypeIPv4), ip, ic, gopacket.Payload(quoted))
+	}
+	ip := IPv6(src, dst, layers.IPProtocolICMPv6)
+	ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeTimeExceeded, 0)}
+	_ = ic.SetNetworkLayerForChecksum(ip)
+	return Serialize(tb, Eth(layers.EthernetTypeIPv6), ip, ic, gopacket.Payload(append(make([]byte, 4), quoted...)))
+}
