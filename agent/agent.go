@@ -359,6 +359,7 @@ func (a *Agent) onData(iface string, r loader.Result) {
 	addLoss(metrics.LossBucketOverwritten, loss.BucketOverwritten, p.BucketOverwritten)
 	addLoss(metrics.LossSliceOverwritten, loss.SliceOverwritten, p.SliceOverwritten)
 	addLoss(metrics.LossFlowsEvicted, loss.FlowsEvicted, p.FlowsEvicted)
+	addLoss(metrics.LossIMDSEvents, loss.IMDSEvents, p.IMDSEvents)
 	st.loss = loss
 }
 

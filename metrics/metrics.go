@@ -36,10 +36,11 @@ const (
 	LossBucketOverwritten = "bucket_overwritten"
 	LossSliceOverwritten  = "slice_overwritten"
 	LossFlowsEvicted      = "flows_evicted"
+	LossIMDSEvents        = "imds_events"
 )
 
 // LossReasons lists the reason label values.
-var LossReasons = []string{LossFlowMapFull, LossRingbufFull, LossBucketOverwritten, LossSliceOverwritten, LossFlowsEvicted}
+var LossReasons = []string{LossFlowMapFull, LossRingbufFull, LossBucketOverwritten, LossSliceOverwritten, LossFlowsEvicted, LossIMDSEvents}
 
 // FindingKinds lists the finding kinds of the kind label.
 var FindingKinds = []string{

@@ -1,10 +1,13 @@
 package metrics
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/enaprobe/enaprobe/record"
 )
 
 // TestEveryFamilyGathered: a registry from New lists every name of Names,
@@ -68,5 +71,14 @@ func TestLint(t *testing.T) {
 			continue // the name issue 16 gives: network rates are in bits
 		}
 		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestLossReasonPerField: the loss counter has one reason per field of
+// record.Loss (but the interface), so a loss the datapath learns to count
+// is exported too.
+func TestLossReasonPerField(t *testing.T) {
+	if n := reflect.TypeFor[record.Loss]().NumField() - 1; len(LossReasons) != n {
+		t.Errorf("%d loss reasons %v, record.Loss has %d counters", len(LossReasons), LossReasons, n)
 	}
 }
