@@ -83,6 +83,8 @@ type Agent struct {
 	// trigger's Suppressed and the ring's Dropped.
 	suppressed int
 	dropped    uint64
+	// originsDropped is what the metrics counted of origins.dropped.
+	originsDropped uint64
 	// owners resolves the owners of a bundle's flows from the origins
 	// kept (nil when owners are not looked for).
 	owners  *owner.Session
@@ -243,6 +245,8 @@ func (a *Agent) loop(ctx context.Context) {
 			a.m.RecorderDropped.Add(float64(d - a.dropped))
 			a.dropped = d
 			a.origins.expire(oldest)
+			a.m.OriginsDropped.Add(float64(a.origins.dropped - a.originsDropped))
+			a.originsDropped = a.origins.dropped
 			a.mu.Unlock()
 		}
 	}
