@@ -8,7 +8,9 @@ import (
 	"net/netip"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -310,15 +312,27 @@ func TestReanchorUnderTraffic(t *testing.T) {
 			sink := newUDPSink(t, pair.NSA, dst)
 			tr := startTrace(t, pair, mode, DefaultOptions())
 			rx0 := rxPackets(t, pair.NSA, pair.IfA)
-			const n, payload = 20000, 32
+			// Traffic runs until enough moves happened under it (an attach
+			// can take longer than a fixed burst lasts on a loaded machine),
+			// bounded in packets and time.
+			const minPackets, maxPackets, chunk, payload, wantMoves = 20000, 400000, 1000, 32, 4
+			var stop atomic.Bool
+			var sentTotal atomic.Int64
 			sent := make(chan struct{})
 			go func() {
 				defer close(sent)
-				sendUDP(t, pair.NSB, dst, n, payload)
+				for !stop.Load() && sentTotal.Load() < maxPackets {
+					sendUDP(t, pair.NSB, dst, chunk, payload)
+					sentTotal.Add(chunk)
+				}
 			}()
+			deadline := time.Now().Add(30 * time.Second)
 			moves := 0
 			var detachPrev func()
 			for k := 0; ; k++ {
+				if moves >= wantMoves && sentTotal.Load() >= minPackets || time.Now().After(deadline) {
+					stop.Store(true)
+				}
 				select {
 				case <-sent:
 				default:
@@ -341,7 +355,8 @@ func TestReanchorUnderTraffic(t *testing.T) {
 				}
 				break
 			}
-			sink.received(n)
+			n := uint64(sentTotal.Load())
+			sink.received(int(n))
 			rx := rxPackets(t, pair.NSA, pair.IfA) - rx0
 			notes := tr.att.Notes()
 			res := tr.stopBeside(t, "cni_standin", false)
