@@ -58,7 +58,7 @@ func (s *Session) Resolve(origins []loader.FlowOrigin, final bool) ([]record.Flo
 		}
 		errs = append(errs, s.tracker.Read())
 	}
-	owners, notes := s.resolver.Resolve(origins)
+	owners, notes := s.resolver.Resolve(origins, final)
 	return owners, notes, errors.Join(errs...)
 }
 
