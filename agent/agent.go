@@ -30,6 +30,7 @@ import (
 	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/loader"
 	"github.com/enaprobe/enaprobe/metrics"
+	"github.com/enaprobe/enaprobe/owner"
 	"github.com/enaprobe/enaprobe/record"
 	"github.com/enaprobe/enaprobe/report"
 )
@@ -82,6 +83,12 @@ type Agent struct {
 	// trigger's Suppressed and the ring's Dropped.
 	suppressed int
 	dropped    uint64
+	// originsDropped is what the metrics counted of origins.dropped.
+	originsDropped uint64
+	// owners resolves the owners of a bundle's flows from the origins
+	// kept (nil when owners are not looked for).
+	owners  *owner.Session
+	origins *origins
 
 	snapshots chan chan snapshotReply
 	writeMu   sync.Mutex // one bundle at a time
@@ -124,6 +131,7 @@ func Run(ctx context.Context, cfg Config) error {
 		trigger:   flightrec.Trigger{After: cfg.After, MinGap: cfg.MinGap, MaxSpan: maxSpan(cfg)},
 		ifaces:    map[string]*ifaceState{},
 		snapshots: make(chan chan snapshotReply),
+		origins:   newOrigins(originBound(cfg.RecorderBytes)),
 	}
 	for _, n := range cfg.Capture.Interfaces {
 		a.ifaces[n] = &ifaceState{}
@@ -149,6 +157,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Sample:           a.onSample,
 		Health:           a.onHealth,
 		ForgetFlowsAfter: cfg.History + maxSpan(cfg),
+		Owners:           a.onOwners,
 	}
 	attached := ccfg.Attached
 	ccfg.Attached = func() {
@@ -231,9 +240,13 @@ func (a *Agent) loop(ctx context.Context) {
 			}
 			a.m.RecorderRingBytes.Set(float64(a.ring.Bytes()))
 			d := a.ring.Dropped()
+			oldest := a.ring.OldestNs()
 			a.mu.Lock()
 			a.m.RecorderDropped.Add(float64(d - a.dropped))
 			a.dropped = d
+			a.origins.expire(oldest)
+			a.m.OriginsDropped.Add(float64(a.origins.dropped - a.originsDropped))
+			a.originsDropped = a.origins.dropped
 			a.mu.Unlock()
 		}
 	}
@@ -314,6 +327,12 @@ func (a *Agent) onMeta(m record.Meta) {
 	}
 }
 
+func (a *Agent) onOwners(s *owner.Session) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.owners = s
+}
+
 func (a *Agent) onData(iface string, r loader.Result) {
 	now := monoclock.Now()
 	loss := r.Loss
@@ -322,6 +341,7 @@ func (a *Agent) onData(iface string, r loader.Result) {
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.origins.add(now, iface, r.Origins, r.Flows)
 	st := a.ifaces[iface]
 	if st == nil {
 		return
@@ -491,6 +511,7 @@ func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, what []string) 
 	fromNs = max(fromNs, meta.Start.MonoNs)
 	end := record.ClockPair{MonoNs: monoclock.Now(), Wall: time.Now()}
 	rec := a.ring.Recording(meta, ifaces, fromNs, toNs, end)
+	a.resolveOwners(rec)
 	res := analyzer.Analyze(rec, a.cfg.Analysis)
 	rec.Meta.Analysis = analyzer.Inputs(res, a.cfg.Analysis)
 
@@ -543,6 +564,30 @@ func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, what []string) 
 		return path, fmt.Errorf("keep %s within budget: %w", a.cfg.BundleDir, err)
 	}
 	return path, nil
+}
+
+// resolveOwners names the owners of rec's flows, only those, as a trace
+// names its flows' at its end: the expensive part of owner attribution
+// runs when a bundle is written, not as the flows come.
+func (a *Agent) resolveOwners(rec *record.Recording) {
+	if a.cfg.Capture.NoOwners {
+		rec.Meta.OwnerNotes = []string{capture.NoOwnersNote}
+		return
+	}
+	a.mu.Lock()
+	s, origins, dropped := a.owners, a.origins.of(rec), a.origins.dropped
+	a.mu.Unlock()
+	if s == nil {
+		return // not attached
+	}
+	owners, notes, err := s.Resolve(origins, false)
+	if err != nil {
+		a.log.Warn().Err(err).Msg("owners of the bundle's flows")
+	}
+	if dropped > 0 {
+		notes = append(notes, fmt.Sprintf("owners: %d flows' origins were not kept (the flight recorder keeps at most %d, one per flow snapshot it can hold): their flows have no owner (raise --recorder-bytes)", dropped, a.origins.max))
+	}
+	rec.Owners, rec.Meta.OwnerNotes = owners, notes
 }
 
 func fileExists(p string) bool {

@@ -27,6 +27,7 @@ func newTestAgent() *Agent {
 		log:     zerolog.Nop(),
 		trigger: flightrec.Trigger{After: time.Second, MinGap: time.Minute},
 		ifaces:  map[string]*ifaceState{"eth0": {}},
+		origins: newOrigins(originBound(1 << 20)),
 	}
 }
 

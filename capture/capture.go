@@ -69,6 +69,9 @@ type Config struct {
 	SampleBackoff ena.Backoff
 }
 
+// NoOwnersNote is the recording's owner note when owners were turned off.
+const NoOwnersNote = "owners: not looked for (turned off)"
+
 // Stream receives a trace's data as it is gathered. Its functions run on
 // the trace's goroutines (Sample on each interface's sampler) and should
 // return quickly.
@@ -88,6 +91,11 @@ type Stream struct {
 	// ForgetFlowsAfter is how long the collectors remember a flow that
 	// left the flow table (loader.Collector.PruneFlows); 0 keeps them all.
 	ForgetFlowsAfter time.Duration
+	// Owners, when owners are looked for (not Config.NoOwners), is called
+	// once before Meta with the trace's owner session: the reader resolves
+	// the origins it kept (loader.Result.Origins) when it needs owners. The
+	// trace ticks the session every second and closes it when it ends.
+	Owners func(*owner.Session)
 }
 
 // Health is the state of one interface's probe.
@@ -165,12 +173,6 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 			err = errors.Join(err, ti.close())
 		}
 	}()
-	// Owners are resolved once, when a trace ends; a streaming trace
-	// (serve) hands its flows on as they come and keeps none to resolve,
-	// so it looks for none.
-	if cfg.Stream != nil {
-		cfg.NoOwners = true
-	}
 	cfg.Datapath.NoOrigins = cfg.NoOwners
 	for _, name := range cfg.Interfaces {
 		ti, err := setUp(cfg, name)
@@ -190,17 +192,17 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	// The cgroup programs first: sockets created as the trace starts are
 	// seen. Without them the trace runs on, and the report says why its
 	// flows are named less precisely.
-	var owners *owner.Tracker
-	var resolver *owner.Resolver
+	var owners *owner.Session
 	if !cfg.NoOwners {
 		var startErr error
-		owners, startErr = owner.Start(cfg.OwnerSockets)
+		owners, startErr = owner.StartSession(cfg.OwnerSockets)
 		if startErr != nil {
 			cfg.notice(fmt.Sprintf("owners: %v", startErr))
-		} else {
-			defer func() { err = errors.Join(err, owners.Close()) }()
 		}
-		resolver = owner.NewResolver(owners, startErr)
+		defer func() { err = errors.Join(err, owners.Close()) }()
+		if cfg.Stream != nil && cfg.Stream.Owners != nil {
+			cfg.Stream.Owners(owners)
+		}
 	}
 
 	start := clockPair()
@@ -243,7 +245,7 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 	// From here on the trace has run: whatever fails, what was counted is
 	// returned with the error, so that its report is still written.
 	var errs []error
-	if err := loop(ctx, cfg, traced, owners, resolver, start.MonoNs); err != nil {
+	if err := loop(ctx, cfg, traced, owners, start.MonoNs); err != nil {
 		errs = append(errs, err)
 	}
 	// Detach first so the final drain sees every bucket complete.
@@ -264,25 +266,19 @@ func Run(ctx context.Context, cfg Config) (rec *record.Recording, err error) {
 		ti.stream.take(ti)
 	}
 	rec = assemble(cfg, traced, start, end)
-	if cfg.NoOwners {
-		rec.Meta.OwnerNotes = []string{"owners: not looked for (turned off, or a streaming trace)"}
-	} else {
-		if owners != nil {
-			// Stopped first: the programs see every process of the host,
-			// and a socket recorded after the last read would count as
-			// evicted.
-			if err := owners.Detach(); err != nil {
-				errs = append(errs, err)
-			}
-			if err := owners.Read(); err != nil {
-				errs = append(errs, err)
-			}
-		}
+	switch {
+	case cfg.NoOwners:
+		rec.Meta.OwnerNotes = []string{NoOwnersNote}
+	case cfg.Stream == nil: // a streaming trace's reader resolves what it kept
 		var origins []loader.FlowOrigin
 		for _, ti := range traced {
 			origins = append(origins, ti.col.Origins()...)
 		}
-		rec.Owners, rec.Meta.OwnerNotes = resolver.Resolve(origins)
+		var oerr error
+		rec.Owners, rec.Meta.OwnerNotes, oerr = owners.Resolve(origins, true)
+		if oerr != nil {
+			errs = append(errs, oerr)
+		}
 	}
 	if cfg.Progress != nil {
 		cfg.Progress(progress(traced, end.MonoNs-start.MonoNs, 0))
@@ -311,6 +307,9 @@ func setUp(cfg Config, name string) (*tracedInterface, error) {
 	ti.col, err = loader.NewCollector(ti.probe, name, monoclock.Now())
 	if err != nil {
 		return ti, err
+	}
+	if cfg.Stream != nil && !cfg.NoOwners {
+		ti.col.StreamOrigins()
 	}
 
 	src, ok := cfg.CounterSources[name]
@@ -407,7 +406,7 @@ func (ti *tracedInterface) close() error {
 }
 
 // loop drains on timers until the duration is over or ctx ends.
-func loop(ctx context.Context, cfg Config, traced []*tracedInterface, owners *owner.Tracker, resolver *owner.Resolver, startNs int64) error {
+func loop(ctx context.Context, cfg Config, traced []*tracedInterface, owners *owner.Session, startNs int64) error {
 	var deadline <-chan time.Time
 	if cfg.Duration > 0 {
 		t := time.NewTimer(cfg.Duration)
@@ -422,10 +421,7 @@ func loop(ctx context.Context, cfg Config, traced []*tracedInterface, owners *ow
 	defer status.Stop()
 	anchor := time.NewTicker(cmp.Or(cfg.AnchorInterval, time.Second))
 	defer anchor.Stop()
-	// The owner map is read every second, so that a socket the bounded map
-	// evicts later is still known (a failed read is retried at the next),
-	// and who is in the other network namespaces is noted, so that a
-	// container that exits before the end is still named.
+	// The owner session is ticked every second (owner.Session.Tick).
 	ownerTick := time.NewTicker(time.Second)
 	defer ownerTick.Stop()
 	var healthC <-chan time.Time
@@ -481,10 +477,7 @@ func loop(ctx context.Context, cfg Config, traced []*tracedInterface, owners *ow
 			}
 		case <-ownerTick.C:
 			if owners != nil {
-				_ = owners.Read()
-			}
-			if resolver != nil {
-				resolver.Observe()
+				owners.Tick()
 			}
 		case <-status.C:
 			if cfg.Progress != nil {

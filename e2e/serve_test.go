@@ -355,18 +355,9 @@ func TestServePrometheus(t *testing.T) {
 	s.stop(t)
 }
 
-// checkSameFindings: analyze on a bundle serve wrote gives the findings of
-// the bundle's own report.
-func checkSameFindings(t *testing.T, bundle string) {
+// bundleReport reads the report.json of a bundle.
+func bundleReport(t *testing.T, bundle string) analyzer.Result {
 	t.Helper()
-	out, err := exec.Command(binary, "analyze", "--format", "json", bundle).Output()
-	if err != nil {
-		t.Fatalf("analyze %s: %v", bundle, err)
-	}
-	var again analyzer.Result
-	if err := json.Unmarshal(out, &again); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	if err := exec.Command("tar", "-xzf", bundle, "-C", dir).Run(); err != nil {
 		t.Fatal(err)
@@ -379,10 +370,26 @@ func checkSameFindings(t *testing.T, bundle string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var orig analyzer.Result
-	if err := json.Unmarshal(b, &orig); err != nil {
+	var res analyzer.Result
+	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
+	return res
+}
+
+// checkSameFindings: analyze on a bundle serve wrote gives the findings of
+// the bundle's own report.
+func checkSameFindings(t *testing.T, bundle string) {
+	t.Helper()
+	out, err := exec.Command(binary, "analyze", "--format", "json", bundle).Output()
+	if err != nil {
+		t.Fatalf("analyze %s: %v", bundle, err)
+	}
+	var again analyzer.Result
+	if err := json.Unmarshal(out, &again); err != nil {
+		t.Fatal(err)
+	}
+	orig := bundleReport(t, bundle)
 	kinds := func(r analyzer.Result) []string {
 		var k []string
 		for _, f := range r.Findings {

@@ -75,6 +75,9 @@ type Collector struct {
 	totals  [record.NumDirections]record.Totals
 	loss    record.Loss
 	evicted uint64
+
+	streamOrigins bool         // StreamOrigins was called
+	origins       []FlowOrigin // noted since the last Take, when streamed
 }
 
 // stateKey names a flow across both flow tables: IPv4 keys are widened to
@@ -526,6 +529,9 @@ func (c *Collector) observe(nowNs int64, sk stateKey, fs *flowState, v bpf.Probe
 	if fs.origin.Kind == bpf.ProbeOriginORIGIN_UNKNOWN && bpf.ProbeOrigin(v.Origin) != bpf.ProbeOriginORIGIN_UNKNOWN {
 		fs.origin = FlowOrigin{Interface: c.iface, Key: flowKey(sk.key), Kind: bpf.ProbeOrigin(v.Origin),
 			Cookie: v.SockCookie, Cgroup: v.SockCgroup, InIfindex: v.InIfindex}
+		if c.streamOrigins {
+			c.origins = append(c.origins, fs.origin)
+		}
 	}
 	cum := addStats(fs.base, fs.last)
 	if cum.Packets != fs.lastPackets {
@@ -596,6 +602,9 @@ type Result struct {
 	IMDS    []record.IMDSEvent
 	Totals  []record.Totals
 	Loss    record.Loss
+	// Origins are those noted since the last Take, after StreamOrigins
+	// (a trace reads them once at the end: Origins).
+	Origins []FlowOrigin
 }
 
 // Finish is the last read of a trace, once the programs are detached: a
@@ -623,9 +632,14 @@ func (c *Collector) Origins() []FlowOrigin {
 	return out
 }
 
+// StreamOrigins makes Take hand on each flow's origin once, when first
+// noted (again when a pruned flow comes back), for a reader that keeps
+// them with the flows it keeps.
+func (c *Collector) StreamOrigins() { c.streamOrigins = true }
+
 // Result returns the data gathered so far.
 func (c *Collector) Result() Result {
-	r := Result{Sizes: c.sizes, Flows: c.snapshots, Windows: c.windows, IMDS: c.imds, Loss: c.loss}
+	r := Result{Sizes: c.sizes, Flows: c.snapshots, Windows: c.windows, IMDS: c.imds, Loss: c.loss, Origins: c.origins}
 	r.Loss.FlowsEvicted = c.evicted
 	for d := range c.series {
 		r.Series = append(r.Series, record.Series{Interface: c.iface, Direction: record.Direction(d), WidthNs: c.bucketNs, Buckets: c.series[d].all()})

@@ -5,16 +5,19 @@ package loader
 import (
 	"testing"
 
+	"github.com/enaprobe/enaprobe/bpf"
 	"github.com/enaprobe/enaprobe/internal/monoclock"
 )
 
 // TestTakeForgets: Take hands over what was gathered since the last Take
-// and keeps totals cumulative; Health reports the flow table's fill; flows
+// (each flow's origin once, after StreamOrigins) and keeps totals
+// cumulative; Health reports the flow table's fill; flows
 // still in the table are never pruned.
 func TestTakeForgets(t *testing.T) {
 	opts := testOptions()
 	opts.FlowEntries = 1024
 	f := newFlowTableProbe(t, opts)
+	f.col.StreamOrigins()
 	frames, _ := flowFrames(t, 10)
 	for _, fr := range frames {
 		f.send(t, fr, 2)
@@ -29,6 +32,10 @@ func TestTakeForgets(t *testing.T) {
 	first := f.col.Take()
 	if len(first.Flows) != 10 {
 		t.Errorf("first Take: %d flow snapshots, want 10", len(first.Flows))
+	}
+	// Each egress flow's origin once, when first noted.
+	if len(first.Origins) != 10 || first.Origins[0].Kind != bpf.ProbeOriginORIGIN_SOCKET {
+		t.Errorf("first Take: origins %+v, want the 10 flows' sockets", first.Origins)
 	}
 	if h := f.col.Health(now); h.FlowTableFill <= 0 || h.FlowTableFill > 1 {
 		t.Errorf("flow table fill %v with 10 flows", h.FlowTableFill)
@@ -46,6 +53,9 @@ func TestTakeForgets(t *testing.T) {
 	second := f.col.Take()
 	if len(second.Flows) != 3 {
 		t.Errorf("second Take: %d flow snapshots, want the 3 that moved", len(second.Flows))
+	}
+	if len(second.Origins) != 0 {
+		t.Errorf("second Take: %d origins, want none (handed on already)", len(second.Origins))
 	}
 	if len(r.Flows) != 3 {
 		t.Errorf("Result after a Take: %d flow snapshots, want 3", len(r.Flows))

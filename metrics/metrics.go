@@ -82,6 +82,7 @@ type Metrics struct {
 	RecorderRingCapacity prometheus.Gauge         // bytes at most
 	RecorderHistory      prometheus.Gauge         // seconds kept
 	RecorderDropped      prometheus.Counter
+	OriginsDropped       prometheus.Counter
 	Attached             *prometheus.GaugeVec // interface
 }
 
@@ -111,6 +112,7 @@ var descs = map[string]desc{
 	"skipped":   {"bundles_skipped_total", "Bundles not written, by reason (min_gap: within --min-gap of the last one)."},
 	"removed":   {"bundles_removed_total", "Old bundles removed to stay within --max-bundles and --max-bytes."},
 	"dropped":   {"recorder_dropped_total", "Recorder chunks dropped before they left --history, to stay within the recorder's memory bound."},
+	"origins":   {"owner_origins_dropped_total", "Flows whose origin (socket or ingress interface) the agent did not keep, over its bound: a bundle names no owner for them."},
 	"peak":      {"peak_bits_per_second", "Highest 1 ms rate since the previous scrape: what a 1-minute average hides."},
 	"lost":      {"lost_total", "What the probe could not record, by reason (never silent)."},
 	"flowfill":  {"flow_table_fill_ratio", "Share of the flow table's slots in use at the last read."},
@@ -169,6 +171,7 @@ func New(interfaces []string) *Metrics {
 		RecorderRingCapacity: g("ringcap"),
 		RecorderHistory:      g("history"),
 		RecorderDropped:      prometheus.NewCounter(prometheus.CounterOpts{Name: name("dropped"), Help: help("dropped")}),
+		OriginsDropped:       prometheus.NewCounter(prometheus.CounterOpts{Name: name("origins"), Help: help("origins")}),
 		Attached:             gv("attached", "interface"),
 	}
 	m.Registry.MustRegister(
@@ -177,7 +180,7 @@ func New(interfaces []string) *Metrics {
 		m.AllowanceExceeded, m.ConntrackAllowanceAvailable, m.Packets, m.Bytes, m.SYNs,
 		m.LinklocalPackets, m.Findings, m.BundlesWritten, m.BundleErrors, m.BundlesSkipped, m.BundlesRemoved, m.PeakBitsPerSecond,
 		m.Lost, m.FlowTableFill, m.RingUse, m.CounterReadSeconds, m.CounterReadErrors,
-		m.CounterReadInterval, m.RecorderRingBytes, m.RecorderRingCapacity, m.RecorderHistory, m.RecorderDropped, m.Attached,
+		m.CounterReadInterval, m.RecorderRingBytes, m.RecorderRingCapacity, m.RecorderHistory, m.RecorderDropped, m.OriginsDropped, m.Attached,
 	)
 	m.BundlesSkipped.WithLabelValues(SkippedMinGap)
 	for _, iface := range interfaces {

@@ -47,8 +47,11 @@ func NewResolver(t *Tracker, err error) *Resolver {
 }
 
 // Resolve names the owner of every origin it can, and says once for each
-// reason why the others have none.
-func (r *Resolver) Resolve(origins []loader.FlowOrigin) ([]record.FlowOwner, []string) {
+// reason why the others have none. The evictions, counted since the
+// programs started, are noted always at the end of a trace (final), and
+// in a part of a longer run (a serve bundle) only when a flow of its own
+// lacks its process.
+func (r *Resolver) Resolve(origins []loader.FlowOrigin, final bool) ([]record.FlowOwner, []string) {
 	var out []record.FlowOwner
 	var unseen, lost, forwardedLost int
 	walked := false
@@ -91,7 +94,7 @@ func (r *Resolver) Resolve(origins []loader.FlowOrigin) ([]record.FlowOwner, []s
 	if r.Tracker == nil && r.TrackerErr != nil {
 		notes = append(notes, fmt.Sprintf("owners: the cgroup programs did not run (%v): flows are named by their socket's cgroup, veth or address only, without process", r.TrackerErr))
 	}
-	if r.Tracker != nil {
+	if r.Tracker != nil && (final || unseen+lost > 0) {
 		if c, err := r.Tracker.Counts(); err == nil && c.Evicted > 0 {
 			notes = append(notes, fmt.Sprintf("owners: %d of %d sockets were evicted from the owner map (%d entries) before they were read: their flows are named by cgroup only (raise --owner-sockets)", c.Evicted, c.Inserted, r.Tracker.maxEnt))
 		}
