@@ -61,6 +61,11 @@ func TestRingRecording(t *testing.T) {
 	// A straggler of the bucket at 100 ms, swept again later.
 	r.Add(21*50*ms, bucketChunk("eth0", 100*ms, 1))
 	r.Add(22*50*ms, Chunk{Interface: "eth0", Counters: []record.CounterSample{{Interface: "eth0", BeforeNs: 500 * ms, AfterNs: 501 * ms}}})
+	// IMDS events: one in the span, one before it, one of another interface.
+	r.Add(22*50*ms, Chunk{Interface: "eth0", IMDS: []record.IMDSEvent{
+		{Interface: "eth0", TimeNs: 300 * ms, Kind: record.IMDSReply, TTL: 1},
+		{Interface: "eth0", TimeNs: 50 * ms, Kind: record.IMDSTokenRequest}}})
+	r.Add(22*50*ms, Chunk{Interface: "eth1", IMDS: []record.IMDSEvent{{Interface: "eth1", TimeNs: 300 * ms, Kind: record.IMDSReply}}})
 	meta := record.Meta{Interfaces: []record.InterfaceInfo{{Name: "eth0"}, {Name: "eth1"}}}
 	end := record.ClockPair{MonoNs: 2000 * ms, Wall: time.Unix(1000, 0)}
 	rec := r.Recording(meta, []string{"eth0"}, 100*ms, 600*ms, end)
@@ -85,6 +90,9 @@ func TestRingRecording(t *testing.T) {
 	}
 	if len(rec.Counters) != 1 {
 		t.Errorf("%d counter samples, want 1", len(rec.Counters))
+	}
+	if len(rec.IMDS) != 1 || rec.IMDS[0].TimeNs != 300*ms || rec.IMDS[0].Interface != "eth0" {
+		t.Errorf("IMDS events %+v, want eth0's reply at 300 ms", rec.IMDS)
 	}
 	// Totals: the last within the span (chunk at 600 ms: 600) less the last
 	// before it (chunk at 50 ms: 50).

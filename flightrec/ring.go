@@ -24,6 +24,7 @@ type Chunk struct {
 	Sizes     []record.SizeSlice
 	Flows     []record.FlowSnapshot
 	Windows   []record.WindowEvent
+	IMDS      []record.IMDSEvent
 	Counters  []record.CounterSample
 	// Totals and Loss are cumulative since attach; nil in a counter chunk.
 	Totals []record.Totals
@@ -35,6 +36,7 @@ const (
 	bucketBytes   = int64(unsafe.Sizeof(record.Bucket{}))
 	flowBytes     = int64(unsafe.Sizeof(record.FlowSnapshot{}))
 	windowBytes   = int64(unsafe.Sizeof(record.WindowEvent{}))
+	imdsBytes     = int64(unsafe.Sizeof(record.IMDSEvent{}))
 	sliceBytes    = int64(unsafe.Sizeof(record.SizeSlice{}))
 	sampleBytes   = int64(unsafe.Sizeof(record.CounterSample{}))
 	mapEntryBytes = 48 // a map[string]uint64 entry with its share of buckets, about
@@ -51,6 +53,7 @@ func (c *Chunk) bytes() int64 {
 	}
 	n += int64(len(c.Totals))*totalsBytes + lossBytes
 	n += int64(len(c.Sizes))*sliceBytes + int64(len(c.Flows))*flowBytes + int64(len(c.Windows))*windowBytes
+	n += int64(len(c.IMDS)) * imdsBytes
 	for _, s := range c.Counters {
 		n += sampleBytes + int64(len(s.Values))*mapEntryBytes + int64(len(s.Err))
 	}
@@ -102,7 +105,7 @@ func (c *Chunk) empty() bool {
 			return false
 		}
 	}
-	return len(c.Sizes)+len(c.Flows)+len(c.Windows)+len(c.Counters)+len(c.Totals) == 0 && c.Loss == nil
+	return len(c.Sizes)+len(c.Flows)+len(c.Windows)+len(c.IMDS)+len(c.Counters)+len(c.Totals) == 0 && c.Loss == nil
 }
 
 // expire drops entries older than the history, then the oldest while over
@@ -226,6 +229,11 @@ func (r *Ring) Recording(meta record.Meta, ifaces []string, fromNs, toNs int64, 
 				rec.Windows = append(rec.Windows, v)
 			}
 		}
+		for _, v := range c.IMDS {
+			if in(v.TimeNs) {
+				rec.IMDS = append(rec.IMDS, v)
+			}
+		}
 		for _, v := range c.Counters {
 			if in(v.BeforeNs) {
 				rec.Counters = append(rec.Counters, v)
@@ -258,6 +266,7 @@ func (r *Ring) Recording(meta record.Meta, ifaces []string, fromNs, toNs int64, 
 		rec.Series = append(rec.Series, *s)
 	}
 	sort.SliceStable(rec.Windows, func(i, j int) bool { return rec.Windows[i].StartNs < rec.Windows[j].StartNs })
+	sort.SliceStable(rec.IMDS, func(i, j int) bool { return rec.IMDS[i].TimeNs < rec.IMDS[j].TimeNs })
 	sort.SliceStable(rec.Counters, func(i, j int) bool { return rec.Counters[i].BeforeNs < rec.Counters[j].BeforeNs })
 	sort.SliceStable(rec.Sizes, func(i, j int) bool { return rec.Sizes[i].StartNs < rec.Sizes[j].StartNs })
 	sort.SliceStable(rec.Flows, func(i, j int) bool { return rec.Flows[i].TimeNs < rec.Flows[j].TimeNs })

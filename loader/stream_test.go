@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/enaprobe/enaprobe/bpf"
+	"github.com/enaprobe/enaprobe/internal/frames"
 	"github.com/enaprobe/enaprobe/internal/monoclock"
+	"github.com/enaprobe/enaprobe/record"
 )
 
 // TestTakeForgets: Take hands over what was gathered since the last Take
@@ -18,10 +20,18 @@ func TestTakeForgets(t *testing.T) {
 	opts.FlowEntries = 1024
 	f := newFlowTableProbe(t, opts)
 	f.col.StreamOrigins()
+	var tokenRequest []byte // its own flow, and an IMDS event
+	for _, c := range frames.IMDS(t) {
+		if c.Dir == record.Egress && c.Kind == record.IMDSTokenRequest {
+			tokenRequest = c.Frame
+			break
+		}
+	}
 	frames, _ := flowFrames(t, 10)
 	for _, fr := range frames {
 		f.send(t, fr, 2)
 	}
+	f.send(t, tokenRequest, 1)
 	now := monoclock.Now()
 	if err := f.col.Drain(now, false); err != nil {
 		t.Fatal(err)
@@ -30,12 +40,15 @@ func TestTakeForgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := f.col.Take()
-	if len(first.Flows) != 10 {
-		t.Errorf("first Take: %d flow snapshots, want 10", len(first.Flows))
+	if len(first.IMDS) != 1 {
+		t.Errorf("first Take: %d IMDS events, want the token request", len(first.IMDS))
+	}
+	if len(first.Flows) != 11 {
+		t.Errorf("first Take: %d flow snapshots, want 11", len(first.Flows))
 	}
 	// Each egress flow's origin once, when first noted.
-	if len(first.Origins) != 10 || first.Origins[0].Kind != bpf.ProbeOriginORIGIN_SOCKET {
-		t.Errorf("first Take: origins %+v, want the 10 flows' sockets", first.Origins)
+	if len(first.Origins) != 11 || first.Origins[0].Kind != bpf.ProbeOriginORIGIN_SOCKET {
+		t.Errorf("first Take: origins %+v, want the 11 flows' sockets", first.Origins)
 	}
 	if h := f.col.Health(now); h.FlowTableFill <= 0 || h.FlowTableFill > 1 {
 		t.Errorf("flow table fill %v with 10 flows", h.FlowTableFill)
@@ -43,8 +56,8 @@ func TestTakeForgets(t *testing.T) {
 	if n := f.col.PruneFlows(now + 1); n != 0 {
 		t.Errorf("pruned %d flows still in the table", n)
 	}
-	if len(f.col.flows) != 10 {
-		t.Errorf("%d flows remembered, want 10", len(f.col.flows))
+	if len(f.col.flows) != 11 {
+		t.Errorf("%d flows remembered, want 11", len(f.col.flows))
 	}
 	for _, fr := range frames[:3] {
 		f.send(t, fr, 1)
@@ -53,6 +66,9 @@ func TestTakeForgets(t *testing.T) {
 	second := f.col.Take()
 	if len(second.Flows) != 3 {
 		t.Errorf("second Take: %d flow snapshots, want the 3 that moved", len(second.Flows))
+	}
+	if len(second.IMDS) != 0 {
+		t.Errorf("second Take: %d IMDS events, want none (handed on already)", len(second.IMDS))
 	}
 	if len(second.Origins) != 0 {
 		t.Errorf("second Take: %d origins, want none (handed on already)", len(second.Origins))
@@ -64,8 +80,8 @@ func TestTakeForgets(t *testing.T) {
 	for _, tot := range second.Totals {
 		packets += tot.SumPackets()
 	}
-	if packets != 23 {
-		t.Errorf("totals %d packets, want 23 (cumulative)", packets)
+	if packets != 24 {
+		t.Errorf("totals %d packets, want 24 (cumulative)", packets)
 	}
 	if third := f.col.Take(); len(third.Flows) != 0 {
 		t.Errorf("a Take after a Take: %d flow snapshots", len(third.Flows))
