@@ -4,9 +4,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -31,14 +29,7 @@ func TestServeOwners(t *testing.T) {
 	bundle := bundles(t, s.dir)[0]
 	s.stop(t)
 
-	out, err := exec.Command(binary, "analyze", "--format", "json", bundle).Output()
-	if err != nil {
-		t.Fatalf("analyze %s: %v", bundle, err)
-	}
-	var again analyzer.Result
-	if err := json.Unmarshal(out, &again); err != nil {
-		t.Fatal(err)
-	}
+	again := analyzeBundle(t, bundle)
 	pid := uint32(os.Getpid())
 	for name, res := range map[string]analyzer.Result{"the bundle's report": bundleReport(t, bundle), "analyze of the bundle": again} {
 		var found bool

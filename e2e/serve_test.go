@@ -381,14 +381,7 @@ func bundleReport(t *testing.T, bundle string) analyzer.Result {
 // the bundle's own report.
 func checkSameFindings(t *testing.T, bundle string) {
 	t.Helper()
-	out, err := exec.Command(binary, "analyze", "--format", "json", bundle).Output()
-	if err != nil {
-		t.Fatalf("analyze %s: %v", bundle, err)
-	}
-	var again analyzer.Result
-	if err := json.Unmarshal(out, &again); err != nil {
-		t.Fatal(err)
-	}
+	again := analyzeBundle(t, bundle)
 	orig := bundleReport(t, bundle)
 	kinds := func(r analyzer.Result) []string {
 		var k []string
@@ -404,4 +397,18 @@ func checkSameFindings(t *testing.T, bundle string) {
 		t.Errorf("the incident bundle %s has no finding", bundle)
 	}
 	t.Logf("bundle %s: findings %v", filepath.Base(bundle), kinds(orig))
+}
+
+// analyzeBundle runs `enaprobe analyze` on a bundle and returns its JSON.
+func analyzeBundle(t *testing.T, bundle string) analyzer.Result {
+	t.Helper()
+	out, err := exec.Command(binary, "analyze", "--format", "json", bundle).Output()
+	if err != nil {
+		t.Fatalf("analyze %s: %v", bundle, err)
+	}
+	var res analyzer.Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/enaprobe/enaprobe/lab"
 	"github.com/enaprobe/enaprobe/lab/catalog"
 	"github.com/enaprobe/enaprobe/owner"
+	"github.com/enaprobe/enaprobe/owner/ownertest"
 )
 
 // The test binary is also the processes whose flows are attributed: run
@@ -193,40 +194,6 @@ func byRole(cs []*child, role string) *child {
 	return nil
 }
 
-// testCgroups makes a cgroup v2 directory per role under a fresh parent,
-// removed at the end of the test.
-func testCgroups(t *testing.T, roles ...string) (mount string, paths map[string]string) {
-	t.Helper()
-	mount, err := owner.Cgroup2Mount()
-	if err != nil {
-		t.Fatalf("cgroup v2: %v", err)
-	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	parent := "/enaprobe-test-" + hex.EncodeToString(b[:])
-	if err := os.Mkdir(filepath.Join(mount, parent), 0o755); err != nil {
-		t.Fatalf("make test cgroup: %v", err)
-	}
-	paths = make(map[string]string)
-	for _, r := range roles {
-		paths[r] = parent + "/" + r
-		if err := os.Mkdir(filepath.Join(mount, paths[r]), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, p := range paths {
-			if err := os.Remove(filepath.Join(mount, p)); err != nil {
-				t.Errorf("remove test cgroup: %v", err)
-			}
-		}
-		if err := os.Remove(filepath.Join(mount, parent)); err != nil {
-			t.Errorf("remove test cgroup: %v", err)
-		}
-	})
-	return mount, paths
-}
-
 // start runs the test binary as role in network namespace netns, born in
 // cgroup (clone3 CLONE_INTO_CGROUP: its first socket is already there).
 func start(ctx context.Context, mount, cgroup, netns, role string) (*exec.Cmd, *child, error) {
@@ -321,7 +288,7 @@ func container(t *testing.T, l *lab.Lab, role string) string {
 // their address before NAT.
 func TestOwnersNameCulprits(t *testing.T) {
 	privtest.RequireRoot(t, "ip", "nft")
-	mount, cgroups := testCgroups(t, "dns", "conns", "bulk", "fwd", "brd")
+	mount, cgroups := ownertest.Cgroups(t, "dns", "conns", "bulk", "fwd", "brd")
 
 	var children []*child
 	ctrNetns := make(map[string]string)

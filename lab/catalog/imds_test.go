@@ -5,8 +5,6 @@ package catalog_test
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +25,7 @@ import (
 	"github.com/enaprobe/enaprobe/lab"
 	"github.com/enaprobe/enaprobe/lab/catalog"
 	"github.com/enaprobe/enaprobe/owner"
+	"github.com/enaprobe/enaprobe/owner/ownertest"
 	"github.com/enaprobe/enaprobe/record"
 )
 
@@ -147,34 +146,13 @@ func (ch *imdsChild) stop() error {
 	return ch.cmd.Wait()
 }
 
-// testCgroup makes a cgroup v2 directory for the client, removed at the
-// end of the test.
-func testCgroup(t *testing.T) (mount, path string) {
-	t.Helper()
-	mount, err := owner.Cgroup2Mount()
-	if err != nil {
-		t.Fatalf("cgroup v2: %v", err)
-	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	path = "/enaprobe-imds-" + hex.EncodeToString(b[:])
-	if err := os.Mkdir(filepath.Join(mount, path), 0o755); err != nil {
-		t.Fatalf("make test cgroup: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := os.Remove(filepath.Join(mount, path)); err != nil {
-			t.Errorf("remove test cgroup: %v", err)
-		}
-	})
-	return mount, path
-}
-
 // traceIMDSClient traces the lab's instance while the client, in a
 // container behind it, reads metadata from an IMDS whose token replies
 // leave with TTL hopLimit.
 func traceIMDSClient(t *testing.T, hopLimit int) (*record.Recording, *analyzer.Result, string, int) {
 	t.Helper()
-	mount, cgroup := testCgroup(t)
+	mount, cgroups := ownertest.Cgroups(t, "imds-client")
+	cgroup := cgroups["imds-client"]
 	var child *imdsChild
 	t.Cleanup(func() {
 		if child != nil {
