@@ -208,37 +208,13 @@ func (r *Ring) Recording(meta record.Meta, ifaces []string, fromNs, toNs int64, 
 				series[k] = dst
 				order = append(order, k)
 			}
-			for _, b := range s.Buckets {
-				if in(b.StartNs) {
-					dst.Buckets = append(dst.Buckets, b)
-				}
-			}
+			dst.Buckets = appendIn(dst.Buckets, s.Buckets, in, func(b record.Bucket) int64 { return b.StartNs })
 		}
-		for _, v := range c.Sizes {
-			if in(v.StartNs) {
-				rec.Sizes = append(rec.Sizes, v)
-			}
-		}
-		for _, v := range c.Flows {
-			if in(v.TimeNs) {
-				rec.Flows = append(rec.Flows, v)
-			}
-		}
-		for _, v := range c.Windows {
-			if in(v.StartNs) {
-				rec.Windows = append(rec.Windows, v)
-			}
-		}
-		for _, v := range c.IMDS {
-			if in(v.TimeNs) {
-				rec.IMDS = append(rec.IMDS, v)
-			}
-		}
-		for _, v := range c.Counters {
-			if in(v.BeforeNs) {
-				rec.Counters = append(rec.Counters, v)
-			}
-		}
+		rec.Sizes = appendIn(rec.Sizes, c.Sizes, in, func(v record.SizeSlice) int64 { return v.StartNs })
+		rec.Flows = appendIn(rec.Flows, c.Flows, in, func(v record.FlowSnapshot) int64 { return v.TimeNs })
+		rec.Windows = appendIn(rec.Windows, c.Windows, in, func(v record.WindowEvent) int64 { return v.StartNs })
+		rec.IMDS = appendIn(rec.IMDS, c.IMDS, in, func(v record.IMDSEvent) int64 { return v.TimeNs })
+		rec.Counters = appendIn(rec.Counters, c.Counters, in, func(v record.CounterSample) int64 { return v.BeforeNs })
 	}
 	r.mu.Unlock()
 	for _, m := range rec.Meta.Interfaces {
@@ -309,4 +285,14 @@ func subLoss(a, b record.Loss) record.Loss {
 	a.SliceOverwritten -= min(b.SliceOverwritten, a.SliceOverwritten)
 	a.FlowsEvicted -= min(b.FlowsEvicted, a.FlowsEvicted)
 	return a
+}
+
+// appendIn appends to dst the items of src whose time is in the span.
+func appendIn[T any](dst, src []T, in func(int64) bool, at func(T) int64) []T {
+	for _, v := range src {
+		if in(at(v)) {
+			dst = append(dst, v)
+		}
+	}
+	return dst
 }
