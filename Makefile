@@ -7,7 +7,7 @@ BIN       := bin/enaprobe
 DIST      ?= dist
 ARCHES    ?= amd64 arm64
 # Benchmarks: packages with BPF_PROG_TEST_RUN and overhead benchmarks.
-BENCH_PKGS ?= ./loader ./analyzer ./ena ./lab/... ./e2e
+BENCH_PKGS ?= ./loader ./analyzer ./internal/ena ./internal/lab/... ./test/e2e
 
 export BPF2GO_CFLAGS := -O2 -g -Wall -Werror
 
@@ -21,7 +21,7 @@ deps: ## install what the tests need from Debian (iproute2, nftables, ethtool, c
 
 generate: ## rebuild the eBPF objects and their Go bindings with clang (installs clang, llvm, libbpf-dev)
 	./.ci/deps --generate
-	$(GO) generate ./bpf/... ./lab/...
+	$(GO) generate ./bpf/... ./internal/lab/...
 
 build: ## build bin/enaprobe
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/enaprobe
@@ -41,17 +41,17 @@ kernels: ## the kernel matrix: datapath tests and a trace on 5.10, 6.1, 6.12, ar
 	./scripts/kernels $(ARGS)
 
 test-short: ## unit tests only: no root, no kernel
-	$(GO) test -short ./record ./countrules ./counters ./analyzer ./limits ./report/... ./capture
+	$(GO) test -short ./internal/record ./bpf/countrules ./internal/ena/counters ./analyzer ./internal/limits ./internal/report/... ./internal/capture
 
 bench: ## benchmarks with ratios measured in one run (see BENCHMARKS.md)
 	$(GO) test -p 1 -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
 
 soak: ## serve's soak test, long form: 10 minutes of mixed traffic in the lab (CI runs 90 s); SOAK=30m to change
-	ENAPROBE_SOAK=$${SOAK:-10m} $(GO) test -p 1 -count=1 -timeout 2h -run TestServeSoak -v ./e2e
+	ENAPROBE_SOAK=$${SOAK:-10m} $(GO) test -p 1 -count=1 -timeout 2h -run TestServeSoak -v ./test/e2e
 
 fuzz: ## fuzz the datapath against the Go reference, then the recording reader, 2 minutes each
 	$(GO) test -run '^$$' -fuzz FuzzDatapath -fuzztime 2m ./loader
-	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 2m ./record
+	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 2m ./internal/record
 
 lint: ## gofmt, go vet, staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // TestAttachNotes: what the trace noted about its place among other tc

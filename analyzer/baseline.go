@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // baselineFindings looks, per direction, at the aggregate rate of the

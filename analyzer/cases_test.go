@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // counterKinds are the findings that rest on an allowance counter.

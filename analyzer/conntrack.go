@@ -6,8 +6,8 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/enaprobe/enaprobe/counters"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // conntrackFindings reports jumps of conntrack_allowance_exceeded, located

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // What culprit flows are ranked by (Finding.FlowsRankedBy).

@@ -6,8 +6,8 @@ import (
 	"math"
 	"slices"
 
-	"github.com/enaprobe/enaprobe/counters"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // flowCapFindings looks for flows whose throughput per PlateauBin stayed

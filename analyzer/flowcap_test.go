@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // TestFlowPlateauUnknownLimit: with no per-flow limit known, the capped flow

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // flowRef names one flow of one interface.

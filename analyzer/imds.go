@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // The IMDS hop-limit rule, from the IMDS packets the datapath recognised

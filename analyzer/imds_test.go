@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // imdsRec is a recording of IMDS events only, on eth0, from t=1 s to 10 s.

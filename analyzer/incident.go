@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/enaprobe/enaprobe/counters"
+	"github.com/enaprobe/enaprobe/internal/ena/counters"
 )
 
 // Where an incident's counter lag came from (Incident.CounterLagSource).

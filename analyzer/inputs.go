@@ -3,7 +3,7 @@ package analyzer
 import (
 	"time"
 
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // Inputs are what to record of an analysis so that analyzing the recording

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // TestJumboLeavingVPC: only the egress flow that sent packets over 1500

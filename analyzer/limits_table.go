@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"strings"
 
-	"github.com/enaprobe/enaprobe/limits"
+	"github.com/enaprobe/enaprobe/internal/limits"
 )
 
 // Limit sources (Limit.Source).

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/enaprobe/enaprobe/counters"
-	"github.com/enaprobe/enaprobe/countrules"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/bpf/countrules"
+	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // linkLocalDirection is the direction an interface sees the packets sent to

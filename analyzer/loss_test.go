@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // TestReadFailuresSummarised: reads that keep failing the same way are one

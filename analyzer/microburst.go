@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/enaprobe/enaprobe/counters"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // bandwidthCounter ties a direction to its allowance counter and finding kind.

@@ -3,7 +3,7 @@ package analyzer
 import (
 	"time"
 
-	"github.com/enaprobe/enaprobe/limits"
+	"github.com/enaprobe/enaprobe/internal/limits"
 )
 
 // Options are the limits the trace is compared with and the thresholds of

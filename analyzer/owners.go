@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/enaprobe/enaprobe/countrules"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/bpf/countrules"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // ownerIndex finds the owner of a flow of the recording. An owner found for

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 func key(src, dst string) record.FlowKey {

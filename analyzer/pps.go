@@ -3,8 +3,8 @@ package analyzer
 import (
 	"fmt"
 
-	"github.com/enaprobe/enaprobe/counters"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 var bothDirections = []record.Direction{record.Ingress, record.Egress}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
-	"github.com/enaprobe/enaprobe/countrules"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/bpf/countrules"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // TestProfileSteady compares the profile of the steady recording with the

@@ -3,7 +3,7 @@ package analyzer
 import (
 	"fmt"
 
-	"github.com/enaprobe/enaprobe/limits"
+	"github.com/enaprobe/enaprobe/internal/limits"
 )
 
 // Recommendations, each drawn from /work/shared/AWS-LIMITS.md.

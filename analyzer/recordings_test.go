@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/recordings from the scenarios")

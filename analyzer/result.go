@@ -3,7 +3,7 @@ package analyzer
 import (
 	"time"
 
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // SchemaVersion is the version of the Result JSON. Bump the major part when a

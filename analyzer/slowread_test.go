@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // TestConntrackSlowRead: a read takes 15 ms and the SYN flood happens while

@@ -1,6 +1,6 @@
 package analyzer
 
-import "github.com/enaprobe/enaprobe/record"
+import "github.com/enaprobe/enaprobe/internal/record"
 
 // grid is the fine-window time axis shared by every interface and direction:
 // window i covers [originNs + i*widthNs, originNs + (i+1)*widthNs). Windows

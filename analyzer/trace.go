@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/enaprobe/enaprobe/counters"
-	"github.com/enaprobe/enaprobe/limits"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/limits"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // allowanceCounters are the ENA counters findings rest on; a report says

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/enaprobe/enaprobe/capture"
+	"github.com/enaprobe/enaprobe/internal/capture"
 )
 
 // decodeStrict decodes a manifest into its API type, refusing unknown or

@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/enaprobe/enaprobe/analyzer"
-	"github.com/enaprobe/enaprobe/internal/privtest"
-	"github.com/enaprobe/enaprobe/metrics"
+	"github.com/enaprobe/enaprobe/internal/serve/metrics"
+	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
 )
 
 // exported is what serve exports: every family of its registry (gathered

@@ -17,8 +17,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
-	"github.com/enaprobe/enaprobe/capture"
-	"github.com/enaprobe/enaprobe/internal/privtest"
+	"github.com/enaprobe/enaprobe/internal/capture"
+	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
 )
 
 const unitPath = "systemd/enaprobe.service"

@@ -12,15 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enaprobe/enaprobe/internal/privtest"
+	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/enaprobe/enaprobe/bpf"
-	"github.com/enaprobe/enaprobe/countrules"
-	"github.com/enaprobe/enaprobe/internal/frames"
+	"github.com/enaprobe/enaprobe/bpf/countrules"
+	"github.com/enaprobe/enaprobe/internal/testutil/frames"
 )
 
 // The datapath benchmarks report costs as ratios to an empty tc program

@@ -12,8 +12,8 @@ import (
 
 	"github.com/enaprobe/enaprobe/bpf"
 	"github.com/enaprobe/enaprobe/internal/monoclock"
-	"github.com/enaprobe/enaprobe/internal/privtest"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
 )
 
 // TestBucketModeResolves: the feature probe finds pinned BPF timers on a

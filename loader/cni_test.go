@@ -19,9 +19,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/enaprobe/enaprobe/internal/monoclock"
-	"github.com/enaprobe/enaprobe/internal/privtest"
-	"github.com/enaprobe/enaprobe/internal/vethpair"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
+	"github.com/enaprobe/enaprobe/internal/testutil/vethpair"
 )
 
 // Tests beside a CNI: small programs stand for the CNI's (drop everything,

@@ -19,7 +19,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/bpf"
 	"github.com/enaprobe/enaprobe/internal/monoclock"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // lateBuckets is how many already swept buckets each drain sweeps again, at

@@ -10,10 +10,10 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/enaprobe/enaprobe/countrules"
-	"github.com/enaprobe/enaprobe/internal/frames"
-	"github.com/enaprobe/enaprobe/internal/privtest"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/bpf/countrules"
+	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/testutil/frames"
+	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
 )
 
 // checkFrame runs one frame through the program and checks every counter it

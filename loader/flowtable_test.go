@@ -12,10 +12,10 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/enaprobe/enaprobe/internal/monoclock"
-	"github.com/enaprobe/enaprobe/internal/privtest"
+	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
 
 	"github.com/enaprobe/enaprobe/bpf"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // TestFlowLayout: the table has at least 4/3 of the requested capacity in

@@ -6,7 +6,7 @@ import (
 	"net"
 	"testing"
 
-	"github.com/enaprobe/enaprobe/internal/frames"
+	"github.com/enaprobe/enaprobe/internal/testutil/frames"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 )

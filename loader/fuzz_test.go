@@ -10,9 +10,9 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/enaprobe/enaprobe/internal/frames"
-	"github.com/enaprobe/enaprobe/limits"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/limits"
+	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/testutil/frames"
 )
 
 // FuzzDatapath feeds the same arbitrary frame and GSO metadata to the eBPF

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enaprobe/enaprobe/internal/privtest"
+	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -17,7 +17,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/enaprobe/enaprobe/bpf"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // testProbe is the datapath loaded for BPF_PROG_TEST_RUN, with tiny rings so

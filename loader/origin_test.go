@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/enaprobe/enaprobe/bpf"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // TestDatapathOrigin runs frames with BPF_PROG_TEST_RUN, which gives each

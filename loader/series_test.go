@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // TestChunkedSeries adds buckets mostly in order, with stragglers from up

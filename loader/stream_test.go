@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/enaprobe/enaprobe/bpf"
-	"github.com/enaprobe/enaprobe/internal/frames"
 	"github.com/enaprobe/enaprobe/internal/monoclock"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/testutil/frames"
 )
 
 // TestTakeForgets: Take hands over what was gathered since the last Take

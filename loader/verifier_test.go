@@ -12,7 +12,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
-	"github.com/enaprobe/enaprobe/internal/privtest"
+	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
 )
 
 // TestVerifierStats loads each program of the datapath object this kernel

@@ -19,9 +19,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/enaprobe/enaprobe/internal/monoclock"
-	"github.com/enaprobe/enaprobe/internal/privtest"
-	"github.com/enaprobe/enaprobe/internal/vethpair"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
+	"github.com/enaprobe/enaprobe/internal/testutil/vethpair"
 )
 
 // Integration tests: real traffic through a veth pair in namespaces the test

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/internal/monoclock"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // windowTestWidth is the fine window of TestWindowEvents: wide enough that

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/enaprobe/enaprobe/report"
+	"github.com/enaprobe/enaprobe/internal/report"
 )
 
 type analyzeFlags struct {

@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/enaprobe/enaprobe/capture"
-	"github.com/enaprobe/enaprobe/ena"
-	"github.com/enaprobe/enaprobe/lab"
-	"github.com/enaprobe/enaprobe/lab/catalog"
+	"github.com/enaprobe/enaprobe/internal/capture"
+	"github.com/enaprobe/enaprobe/internal/ena"
+	"github.com/enaprobe/enaprobe/internal/lab"
+	"github.com/enaprobe/enaprobe/internal/lab/catalog"
 	"github.com/enaprobe/enaprobe/loader"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/enaprobe/enaprobe/capture"
+	"github.com/enaprobe/enaprobe/internal/capture"
 )
 
 // version is set at build time: -ldflags "-X main.version=v1.2.3".

@@ -18,10 +18,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/enaprobe/enaprobe/analyzer"
-	"github.com/enaprobe/enaprobe/capture"
-	"github.com/enaprobe/enaprobe/counters"
-	"github.com/enaprobe/enaprobe/record"
-	"github.com/enaprobe/enaprobe/report"
+	"github.com/enaprobe/enaprobe/internal/capture"
+	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/report"
 )
 
 // execute runs the command line in this process and returns its exit code

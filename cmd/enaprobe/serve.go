@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/enaprobe/enaprobe/agent"
-	"github.com/enaprobe/enaprobe/ena"
+	"github.com/enaprobe/enaprobe/internal/ena"
+	"github.com/enaprobe/enaprobe/internal/serve/agent"
 )
 
 // serveReadInterval is serve's default ENA counter read interval: see the

@@ -19,14 +19,14 @@ import (
 	"golang.org/x/term"
 
 	"github.com/enaprobe/enaprobe/analyzer"
-	"github.com/enaprobe/enaprobe/capture"
-	"github.com/enaprobe/enaprobe/counters"
-	"github.com/enaprobe/enaprobe/ena"
-	"github.com/enaprobe/enaprobe/limits"
+	"github.com/enaprobe/enaprobe/internal/capture"
+	"github.com/enaprobe/enaprobe/internal/ena"
+	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/limits"
+	"github.com/enaprobe/enaprobe/internal/owner"
+	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/report"
 	"github.com/enaprobe/enaprobe/loader"
-	"github.com/enaprobe/enaprobe/owner"
-	"github.com/enaprobe/enaprobe/record"
-	"github.com/enaprobe/enaprobe/report"
 )
 
 type traceFlags struct {

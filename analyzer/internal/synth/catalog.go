@@ -4,9 +4,9 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/enaprobe/enaprobe/counters"
-	"github.com/enaprobe/enaprobe/limits"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/limits"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // Expect is a finding a case must produce: its kind, where, its window

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/enaprobe/enaprobe/counters"
-	"github.com/enaprobe/enaprobe/countrules"
-	"github.com/enaprobe/enaprobe/limits"
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/bpf/countrules"
+	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/limits"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // isRequest tells a packet to a link-local service from its answer.

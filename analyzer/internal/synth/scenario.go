@@ -10,7 +10,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/enaprobe/enaprobe/record"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // Spec describes one trace.

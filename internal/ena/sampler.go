@@ -1,0 +1,160 @@
+package ena
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/enaprobe/enaprobe/internal/monoclock"
+	"github.com/enaprobe/enaprobe/internal/record"
+)
+
+// DefaultInterval is the time between two counter reads unless told
+// otherwise. A counter jump is only known to lie between two reads, so the
+// interval is the time resolution at which an allowance counter can be tied
+// to what the eBPF buckets saw: 10 ms places a pps or bandwidth jump within a
+// window of a few fine buckets, where 50 ms (the most the design allows) would
+// blur a short burst into its surroundings and 1 s (the CloudWatch agent's
+// finest) hides it. The price is 100 reads a second; on ENA each read is one
+// or two synchronous admin commands to the device, one at a time from a
+// sampler, with no cache and no rate limit in the driver. That cost has not
+// been measured on every instance type: counters.Latency over the recorded
+// samples shows it, and NewSampler takes a longer interval where it matters.
+const DefaultInterval = 10 * time.Millisecond
+
+// MinInterval is the shortest interval a Sampler accepts.
+const MinInterval = time.Millisecond
+
+// Sampler reads one Source at a fixed interval and stamps each read with
+// CLOCK_MONOTONIC just before and just after it.
+type Sampler struct {
+	iface    string
+	source   Source
+	interval time.Duration
+	backoff  Backoff
+	current  atomic.Int64 // the interval in use, ns
+}
+
+// Backoff makes a sampler gentle on a slow device: when Slow reads in a
+// row each take more than Share of the interval (the device spends that
+// share of its time answering us), the interval doubles, up to Max; after
+// Recover reads in a row that took under a quarter of that, it halves back
+// toward the interval it was made with. One slow read is not enough: a
+// read's stamps include the time the sampler's thread waited for a CPU.
+// The zero Backoff keeps the interval fixed (a trace).
+type Backoff struct {
+	Max     time.Duration
+	Share   float64
+	Slow    int
+	Recover int
+}
+
+// NewSampler samples source, the counters of interface iface, every
+// interval; 0 means DefaultInterval.
+func NewSampler(iface string, source Source, interval time.Duration) (*Sampler, error) {
+	if source == nil {
+		return nil, errors.New("new sampler: nil source")
+	}
+	if interval == 0 {
+		interval = DefaultInterval
+	}
+	if interval < MinInterval {
+		return nil, fmt.Errorf("new sampler for %s: interval %v below the minimum %v", iface, interval, MinInterval)
+	}
+	sa := &Sampler{iface: iface, source: source, interval: interval}
+	sa.current.Store(int64(interval))
+	return sa, nil
+}
+
+// SetBackoff turns backing off on, before Run.
+func (s *Sampler) SetBackoff(b Backoff) { s.backoff = b }
+
+// Interval is the time between two reads the sampler was made with.
+func (s *Sampler) Interval() time.Duration { return s.interval }
+
+// Current is the interval in use: Interval, or longer while backing off.
+// Safe to call while Run runs.
+func (s *Sampler) Current() time.Duration { return time.Duration(s.current.Load()) }
+
+// next is the interval after a read that took took, given the interval in
+// use and the run of reads before it: n > 0 fast reads in a row, n < 0
+// slow ones.
+func (b Backoff) next(base, cur, took time.Duration, n int) (time.Duration, int) {
+	if b.Max <= base || b.Share <= 0 {
+		return cur, 0
+	}
+	limit := time.Duration(float64(cur) * b.Share)
+	switch {
+	case took > limit:
+		slow := -min(n, 0) + 1
+		if slow >= max(b.Slow, 1) {
+			return min(2*cur, b.Max), 0
+		}
+		return cur, -slow
+	case took <= limit/4 && cur > base:
+		fast := max(n, 0) + 1
+		if fast >= max(b.Recover, 1) {
+			return max(cur/2, base), 0
+		}
+		return cur, fast
+	}
+	return cur, 0
+}
+
+// Sample reads the source once. A failed read carries Err and no values.
+func (s *Sampler) Sample() record.CounterSample {
+	before := monoclock.Now()
+	values, err := s.source.Read()
+	after := monoclock.Now()
+	cs := record.CounterSample{Interface: s.iface, BeforeNs: before, AfterNs: after}
+	if err != nil {
+		cs.Err = err.Error()
+	} else {
+		cs.Values = values
+	}
+	return cs
+}
+
+// Run samples at once, then at every tick of the interval, and hands each
+// sample to emit, until ctx is done. Reads never overlap: when a read (or
+// emit, which runs on the sampling goroutine and should be quick) outlasts
+// the interval, the missed ticks are dropped instead of queued, so a slow
+// device is not flooded with catch-up reads.
+func (s *Sampler) Run(ctx context.Context, emit func(record.CounterSample)) {
+	if ctx.Err() != nil {
+		return
+	}
+	cur, fast := s.interval, 0
+	sample := func() {
+		cs := s.Sample()
+		emit(cs)
+		next, f := s.backoff.next(s.interval, cur, time.Duration(cs.AfterNs-cs.BeforeNs), fast)
+		fast = f
+		if next != cur {
+			cur = next
+			s.current.Store(int64(cur))
+		}
+	}
+	sample()
+	ticker := time.NewTicker(cur)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			// When the tick and the cancellation are both ready, select
+			// picks either: stopping wins.
+			if ctx.Err() != nil {
+				return
+			}
+			was := cur
+			sample()
+			if cur != was {
+				ticker.Reset(cur)
+			}
+		}
+	}
+}

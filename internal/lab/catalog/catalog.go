@@ -1,0 +1,213 @@
+//go:build linux
+
+// Package catalog is the lab's catalogue of scenarios. It reproduces EC2 network limits in the lab: each scenario
+// brings a lab up, traces its instance interface with the lab's emulated
+// allowance counters, drives traffic, and returns the recording with the
+// truth the traffic generators know, so tests and users can check that the
+// report finds what happened.
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/internal/capture"
+	"github.com/enaprobe/enaprobe/internal/ena"
+	"github.com/enaprobe/enaprobe/internal/lab"
+	"github.com/enaprobe/enaprobe/internal/record"
+)
+
+// Scenario is one reproducible situation.
+type Scenario struct {
+	Name    string
+	Summary string
+	// Expect is what the report should show, for people.
+	Expect string
+	// Lab returns the lab's allowances.
+	Lab func() lab.Config
+	// Drive makes the traffic once the trace is attached; it returns what
+	// it knows about what it did.
+	Drive func(ctx context.Context, l *lab.Lab) (Truth, error)
+	// CounterLag makes the lab's counters show a drop this long after it
+	// happened, as an ENA device's can (0: at once, read as the trace
+	// samples). With a lag, the kernel counters are polled back to back
+	// and a trace can sample them every SampleInterval.
+	CounterLag time.Duration
+	// SampleInterval is the counter read interval the scenario is meant
+	// to be traced with (0: the caller's choice); Run takes cfg's.
+	SampleInterval time.Duration
+}
+
+// Truth is what the traffic generators know, to compare a report with.
+type Truth struct {
+	// Culprit is the flow (source) the expected finding should name first.
+	Culprit netip.AddrPort
+	// Bursts are the deliberate bursts, each from its own socket.
+	Bursts []Burst
+	// Incidents are when the allowance dropped packets, first to last
+	// drop, by what the generators recorded (Src: the culprit).
+	Incidents []Burst
+	// CounterAgeMaxNs is, with lagged counters, the most a read showed a
+	// drop late (the lag, and the age of the poll it read).
+	CounterAgeMaxNs int64
+	Notes           []string
+}
+
+// Burst is one burst as its sender saw it: CLOCK_MONOTONIC just before the
+// first packet and just after the last, and the socket it came from.
+type Burst struct {
+	StartNs, EndNs int64
+	Src            netip.AddrPort
+}
+
+// Outcome is a finished scenario.
+type Outcome struct {
+	Recording *record.Recording
+	Truth     Truth
+	// Analysis holds the lab's allowances as analyzer options, since the
+	// lab is an instance scaled down from any real type.
+	Analysis analyzer.Options
+	// Interrupted: ctx ended (Ctrl-C) while the traffic ran; the recording
+	// holds what ran until then.
+	Interrupted bool
+}
+
+// All lists the scenarios by name.
+func All() []Scenario {
+	s := []Scenario{microBurst(), flowAtCap(), linkLocal(), linkLocalMild(), connFlood(), clean(), imdsHopLimit()}
+	sort.Slice(s, func(i, j int) bool { return s[i].Name < s[j].Name })
+	return s
+}
+
+// Lookup finds a scenario by name.
+func Lookup(name string) (Scenario, bool) {
+	for _, s := range All() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
+
+// Names lists the scenario names.
+func Names() []string {
+	var n []string
+	for _, s := range All() {
+		n = append(n, s.Name)
+	}
+	return n
+}
+
+// Run brings the lab up, traces its instance interface while Drive runs,
+// and tears everything down. cfg carries the trace settings (bucket, window,
+// sample interval, meta); interfaces and counter sources are the lab's.
+func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err error) {
+	lcfg := s.Lab()
+	l, err := lab.Up(ctx, lcfg)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
+	}
+	defer func() { err = errors.Join(err, l.Close()) }()
+	lcfg = l.Config()
+
+	iface := l.InstanceInterface()
+	cfg.Interfaces = []string{iface}
+	cfg.CounterSources = map[string]ena.Source{iface: l.Counters()}
+	var lagged *lab.LaggedCounters
+	if s.CounterLag > 0 {
+		if lagged, err = l.LaggedCounters(s.CounterLag); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
+		}
+		defer func() { err = errors.Join(err, lagged.Close()) }()
+		cfg.CounterSources[iface] = lagged
+	}
+
+	cfg.Duration = 0 // until Drive is done
+	if cfg.Meta.InstanceType == "" {
+		cfg.Meta.InstanceType = "lab"
+	}
+	cfg.Meta.FlowLimitBps = float64(lcfg.FlowRate)
+	cfg.Datapath.HeavyBytes = capture.HeavyWindowBytes(float64(lcfg.FlowRate), 0.5, cfg.Datapath.Window)
+
+	traceCtx, stopTrace := context.WithCancel(ctx)
+	defer stopTrace()
+	attached := make(chan struct{})
+	userAttached := cfg.Attached
+	cfg.Attached = func() {
+		if userAttached != nil {
+			userAttached()
+		}
+		close(attached)
+	}
+	var rec *record.Recording
+	var traceErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		traceErr = l.InInstance(func() error {
+			var err error
+			rec, err = capture.Run(traceCtx, cfg)
+			return err
+		})
+		if traceErr != nil {
+			select {
+			case <-attached:
+			default:
+				close(attached) // unblock the wait below
+			}
+		}
+	}()
+	select {
+	case <-attached:
+	case <-ctx.Done():
+		stopTrace()
+		wg.Wait()
+		return nil, ctx.Err()
+	}
+	if traceErr != nil {
+		wg.Wait()
+		return nil, traceErr
+	}
+
+	// A quiet lead-in and tail, so findings are not at the trace's edges.
+	time.Sleep(300 * time.Millisecond)
+	truth, driveErr := s.Drive(ctx, l)
+	interrupted := ctx.Err() != nil
+	if !interrupted {
+		time.Sleep(300 * time.Millisecond)
+	}
+	stopTrace()
+	wg.Wait()
+	if interrupted && traceErr == nil && rec != nil {
+		// Ctrl-C ends the scenario early, as it ends a trace: what ran is
+		// reported, whatever the traffic generators made of the cancel.
+		truth.Notes = append(truth.Notes, "interrupted: the traffic was stopped early")
+		driveErr = nil
+	}
+	if driveErr != nil {
+		return nil, fmt.Errorf("scenario %s: drive traffic: %w", s.Name, driveErr)
+	}
+	if traceErr != nil {
+		return nil, fmt.Errorf("scenario %s: %w", s.Name, traceErr)
+	}
+	if lagged != nil {
+		truth.CounterAgeMaxNs = int64(lagged.MaxAge())
+	}
+	opts := analyzer.DefaultOptions()
+	opts.InstanceType = cfg.Meta.InstanceType
+	opts.BaselineBps = float64(lcfg.OutRate)
+	opts.BurstBps = float64(max(lcfg.OutPeakRate, lcfg.OutRate))
+	opts.FlowLimitBps = float64(lcfg.FlowRate)
+	opts.LinkLocalPPS = float64(lcfg.LinkLocalPPS)
+	opts.PPSAllowance = float64(lcfg.PPS)
+	opts.Sources = analyzer.LimitSources{InstanceType: "lab", Baseline: "lab", Burst: "lab", FlowLimit: "lab",
+		LinkLocal: "lab", PPSAllowance: "lab"}
+	return &Outcome{Recording: rec, Truth: truth, Analysis: opts, Interrupted: interrupted}, nil
+}

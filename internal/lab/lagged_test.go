@@ -1,0 +1,69 @@
+package lab
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/monoclock"
+	"github.com/enaprobe/enaprobe/internal/record"
+)
+
+// TestLaggedCounters: the lagged source shows a drop no sooner than its
+// lag after the plain source does, and a read of it is cheap enough to
+// sample every 10 ms.
+func TestLaggedCounters(t *testing.T) {
+	// Longer than the client runs (100 ms, then 500 ms for answers).
+	const lag = 800 * time.Millisecond
+	l := upLab(t, Config{LinkLocalPPS: 100, LinkLocalBurst: 5})
+	src, err := l.LaggedCounters(lag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := src.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	before := readCounters(t, l)[counters.LinklocalAllowanceExceeded]
+	// 100 queries in 100 ms against 100/s with a bucket of 5: the drops
+	// begin with the first queries.
+	sentNs := monoclock.Now()
+	if _, err := l.LinkLocal(context.Background(), LinkLocalSpec{Service: record.ServiceDNS, Rate: 1000, Duration: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	var readTook time.Duration
+	reads := 0
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		start := time.Now()
+		v, err := src.Read()
+		readTook = max(readTook, time.Since(start))
+		reads++
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v[counters.LinklocalAllowanceExceeded] > before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lagged source never showed the drops")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	shownAfter := time.Duration(monoclock.Now() - sentNs)
+	t.Logf("drops shown %v after the first query (lag %v), %d reads, slowest %v; a poll takes %v", shownAfter, lag, reads, readTook, src.MeanPoll())
+	if now := readCounters(t, l)[counters.LinklocalAllowanceExceeded]; now <= before {
+		t.Fatalf("the plain source did not see the drops: %d -> %d", before, now)
+	}
+	if shownAfter < lag-20*time.Millisecond {
+		t.Errorf("drops shown %v after they happened, before the %v lag", shownAfter, lag)
+	}
+	if readTook > 5*time.Millisecond {
+		t.Errorf("a read of the lagged source took %v: too slow to sample every 10 ms", readTook)
+	}
+	if _, err := l.LaggedCounters(-time.Second); err == nil {
+		t.Error("a negative lag must fail")
+	}
+}

@@ -1,0 +1,141 @@
+//go:build linux
+
+package agent
+
+import (
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+
+	"github.com/enaprobe/enaprobe/internal/monoclock"
+	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/report"
+	"github.com/enaprobe/enaprobe/internal/serve/flightrec"
+	"github.com/enaprobe/enaprobe/internal/serve/metrics"
+)
+
+func newTestAgent() *Agent {
+	return &Agent{
+		cfg:     Config{After: time.Second, MinGap: time.Minute, History: time.Minute},
+		m:       metrics.New([]string{"eth0"}),
+		ring:    flightrec.NewRing(time.Minute, 1<<20),
+		log:     zerolog.Nop(),
+		trigger: flightrec.Trigger{After: time.Second, MinGap: time.Minute},
+		ifaces:  map[string]*ifaceState{"eth0": {}},
+		origins: newOrigins(originBound(1 << 20)),
+	}
+}
+
+func sample(atNs int64, pps, gauge uint64) record.CounterSample {
+	return record.CounterSample{Interface: "eth0", BeforeNs: atNs, AfterNs: atNs + 1000,
+		Values: map[string]uint64{"pps_allowance_exceeded": pps, "bw_in_allowance_exceeded": 1, "conntrack_allowance_available": gauge}}
+}
+
+// TestAllowanceCounterResets: the exported counter adds the jumps, never
+// goes down on a driver reset, skips an all-zero (failed) read, and the
+// first jump opens an incident.
+func TestAllowanceCounterResets(t *testing.T) {
+	a := newTestAgent()
+	s := int64(time.Second)
+	a.onSample(sample(1*s, 10, 500)) // the first read: a baseline, no increase
+	a.onSample(sample(2*s, 20, 400)) // +10
+	a.onSample(sample(3*s, 5, 300))  // reset: nothing
+	a.onSample(sample(4*s, 8, 200))  // +3
+	a.onSample(record.CounterSample{Interface: "eth0", BeforeNs: 5 * s, AfterNs: 5*s + 1000,
+		Values: map[string]uint64{"pps_allowance_exceeded": 0, "bw_in_allowance_exceeded": 0, "conntrack_allowance_available": 0}}) // failed read
+	a.onSample(sample(6*s, 9, 100)) // +1 from the last good read
+	pps := testutil.ToFloat64(a.m.AllowanceExceeded.WithLabelValues("eth0", metrics.AllowancePPS))
+	if pps != 14 {
+		t.Errorf("pps_allowance_exceeded exported %v, want 14 (10 + 3 + 1)", pps)
+	}
+	if v := testutil.ToFloat64(a.m.ConntrackAllowanceAvailable.WithLabelValues("eth0")); v != 100 {
+		t.Errorf("conntrack_allowance_available %v, want 100", v)
+	}
+	if v := testutil.ToFloat64(a.m.CounterReadErrors.WithLabelValues("eth0")); v != 1 {
+		t.Errorf("read errors %v, want 1", v)
+	}
+	due := a.trigger.Due(0, true)
+	if len(due) != 1 || due[0].FirstNs != 2*s {
+		t.Errorf("incidents %+v, want one from the first jump at 2 s", due)
+	}
+	if v := testutil.ToFloat64(a.m.BundlesSkipped.WithLabelValues(metrics.SkippedMinGap)); v != 0 {
+		t.Errorf("skipped %v within one incident", v)
+	}
+}
+
+// TestHealthz: unhealthy until attached, and while an interface with
+// counters has not read them lately.
+func TestHealthz(t *testing.T) {
+	a := newTestAgent()
+	s := int64(time.Second)
+	if ok, _ := a.healthy(10 * s); ok {
+		t.Error("healthy before attach")
+	}
+	a.onMeta(record.Meta{Start: record.ClockPair{MonoNs: s}, Interfaces: []record.InterfaceInfo{{Name: "eth0", ENA: true}}})
+	if ok, why := a.healthy(10 * s); ok {
+		t.Error("healthy before any counter read")
+	} else {
+		t.Log(why)
+	}
+	a.onSample(sample(10*s, 1, 1))
+	if ok, why := a.healthy(11 * s); !ok {
+		t.Errorf("unhealthy after a read: %s", why)
+	}
+	if ok, _ := a.healthy(30 * s); ok {
+		t.Error("healthy 20 s after the last read at a 0 s interval")
+	}
+}
+
+// TestSnapshotRedactedWithinBudget: a snapshot is a bundle that reads back,
+// with --redact its addresses pseudonymised, and the directory keeps at
+// most --max-bundles.
+func TestSnapshotRedactedWithinBudget(t *testing.T) {
+	a := newTestAgent()
+	a.cfg.BundleDir = t.TempDir()
+	a.cfg.Redact = true
+	a.cfg.MaxBundles = 2
+	now := monoclock.Now()
+	a.onMeta(record.Meta{Start: record.ClockPair{MonoNs: now - int64(time.Second), Wall: time.Now().Add(-time.Second)},
+		BucketNs: 100_000, WindowNs: 1_000_000, SliceNs: 10_000_000,
+		Interfaces: []record.InterfaceInfo{{Name: "eth0"}}})
+	secret := netip.MustParseAddrPort("10.1.2.3:4444")
+	key := record.FlowKey{Proto: 17, Src: secret, Dst: netip.MustParseAddrPort("10.9.9.9:53")}
+	a.ring.Add(now, flightrec.Chunk{Interface: "eth0",
+		Series: []record.Series{{Interface: "eth0", Direction: record.Egress, WidthNs: 100_000,
+			Buckets: []record.Bucket{{StartNs: now - int64(time.Millisecond), Packets: 1, Bytes: 100}}}},
+		Flows: []record.FlowSnapshot{{TimeNs: now - int64(time.Millisecond), Interface: "eth0", Key: key,
+			FlowStats: record.FlowStats{Packets: 1, Bytes: 100, FirstSeenNs: now - int64(time.Millisecond), LastSeenNs: now - int64(time.Millisecond)}}}})
+	var paths []string
+	for range 3 {
+		p, err := a.writeSnapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	left, _ := filepath.Glob(filepath.Join(a.cfg.BundleDir, "*.tar.gz"))
+	if len(left) != 2 || !slices.Contains(left, paths[2]) {
+		t.Errorf("bundles left %v, want the 2 newest of %v", left, paths)
+	}
+	rec, _, err := report.ReadBundle(paths[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Flows) != 1 {
+		t.Fatalf("%d flows in the bundle, want 1", len(rec.Flows))
+	}
+	if rec.Flows[0].Key.Src.Addr() == secret.Addr() {
+		t.Errorf("--redact left %v in the bundle", secret)
+	}
+	if v := testutil.ToFloat64(a.m.BundlesWritten); v != 3 {
+		t.Errorf("bundles_written_total %v, want 3", v)
+	}
+	if v := testutil.ToFloat64(a.m.BundlesRemoved); v != 1 {
+		t.Errorf("bundles_removed_total %v, want 1", v)
+	}
+}

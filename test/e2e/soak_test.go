@@ -1,0 +1,246 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/enaprobe/enaprobe/internal/lab"
+	"github.com/enaprobe/enaprobe/internal/record"
+)
+
+// soakDuration is the soak's length: ENAPROBE_SOAK (make soak: 10m), or
+// 90 s, the short form CI runs.
+func soakDuration(t *testing.T) time.Duration {
+	if v := os.Getenv("ENAPROBE_SOAK"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 30*time.Second {
+			t.Fatalf("ENAPROBE_SOAK=%q: want a duration of 30s or more", v)
+		}
+		return d
+	}
+	return 90 * time.Second
+}
+
+// TestServeSoak runs serve in a lab under mixed traffic (many short UDP
+// flows, repeated bursts over the bandwidth allowance, steady link-local
+// DNS) and checks that it stays bounded: RSS flat after warm-up, every
+// packet sent counted or its loss counted, the recorder within its bound,
+// the bundles within their budget. It logs RSS and CPU for BENCHMARKS.md.
+func TestServeSoak(t *testing.T) {
+	d := soakDuration(t)
+	const maxBundles, maxBytes = 3, 4 << 20
+	// The history fills within the warm-up (the first third): serve's
+	// default 60 s in the long form, less in the short one.
+	history := min(d/6, time.Minute).Round(time.Second)
+	s := startServedLab(t, "--history", history.String(), "--after", "1s", "--min-gap", "5s",
+		"--max-bundles", strconv.Itoa(maxBundles), "--max-bytes", strconv.Itoa(maxBytes))
+	pid := s.cmd.Process.Pid
+	labBefore, err := s.l.Counters().Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
+	defer cancel()
+	end := time.Now().Add(d)
+
+	var sent uint64 // packets the generators sent from the instance
+	errs := make(chan error, 3)
+	go func() { // many short flows: 100 new source ports every second
+		var n uint64
+		var err error
+		defer func() { sent += n; errs <- err }()
+		for time.Now().Before(end) && err == nil {
+			var r lab.UDPFlowsResult
+			r, err = s.l.UDPFlows(ctx, lab.UDPFlowsSpec{Flows: 100, Rate: 16_000, PacketSize: 200, Duration: time.Second})
+			n += r.Sent
+		}
+	}()
+	burstsSent := make(chan uint64, 1)
+	go func() { // a burst over the bandwidth allowance every 3 s
+		var n uint64
+		var err error
+		defer func() { burstsSent <- n; errs <- err }()
+		for time.Now().Before(end) && err == nil {
+			var b lab.BurstResult
+			b, err = s.l.Burst(ctx, lab.BurstSpec{Packets: 500, PacketSize: 1200})
+			n += b.Sent
+			wait := time.NewTimer(3 * time.Second)
+			select {
+			case <-wait.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	llSent := make(chan uint64, 1)
+	go func() { // link-local DNS, 50 requests/s
+		var n uint64
+		var err error
+		defer func() { llSent <- n; errs <- err }()
+		for time.Now().Before(end) && err == nil {
+			var r lab.LinkLocalResult
+			r, err = s.l.LinkLocal(ctx, lab.LinkLocalSpec{Service: record.ServiceDNS, Rate: 50, Duration: 5 * time.Second})
+			n += r.Sent
+		}
+	}()
+
+	type point struct {
+		at  time.Duration
+		rss int64
+		cpu float64
+	}
+	var points []point
+	start := time.Now()
+	tick := time.NewTicker(time.Second)
+	for time.Now().Before(end) {
+		<-tick.C
+		points = append(points, point{time.Since(start), rssBytes(t, pid), processCPU(t, pid)})
+	}
+	tick.Stop()
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatalf("traffic: %v", err)
+		}
+	}
+	sent += <-burstsSent
+	ll := <-llSent
+
+	// RSS after the warm-up (the first third): the median of the last third
+	// against the second's shows a trend (a leak grows it); the highest
+	// against the highest bounds the peaks, which come while a bundle is
+	// analysed and written and vary with the bundle, so they get more room.
+	third := len(points) / 3
+	rssOf := func(ps []point) (median, highest int64) {
+		v := make([]int64, len(ps))
+		for i, p := range ps {
+			v[i] = p.rss
+		}
+		slices.Sort(v)
+		return v[len(v)/2], v[len(v)-1]
+	}
+	warmMed, warm := rssOf(points[third : 2*third])
+	lastMed, last := rssOf(points[2*third:])
+	cpu := (points[len(points)-1].cpu - points[third].cpu) / (points[len(points)-1].at - points[third].at).Seconds()
+	t.Logf("soak %v, --history %v: RSS after warm-up median %.1f MiB, highest %.1f MiB; last third median %.1f MiB, highest %.1f MiB (first read %.1f MiB); CPU %.1f%% of one core after warm-up",
+		d, history, mib(warmMed), mib(warm), mib(lastMed), mib(last), mib(points[0].rss), 100*cpu)
+	if float64(lastMed) > 1.15*float64(warmMed)+(2<<20) {
+		t.Errorf("RSS grew after warm-up: median %d -> %d bytes", warmMed, lastMed)
+	}
+	if float64(last) > 1.3*float64(warm)+(4<<20) {
+		t.Errorf("RSS peaks grew after warm-up: %d -> %d bytes", warm, last)
+	}
+
+	// Every packet sent is counted (exact per-CPU totals) on the interface's
+	// egress; what the probe could not record in detail is counted.
+	m := scrape(t, s)
+	iface := s.l.InstanceInterface()
+	egress := m[fmt.Sprintf(`enaprobe_packets_total{direction="egress",interface=%q}`, iface)]
+	t.Logf("sent %d packets (and %d link-local requests); egress counted %.0f; lost: %s", sent, ll, egress, lossLine(m))
+	if egress < float64(sent+ll) {
+		t.Errorf("egress packets_total %.0f < %d sent", egress, sent+ll)
+	}
+	if r, c := m["enaprobe_recorder_ring_bytes"], m["enaprobe_recorder_ring_capacity_bytes"]; r > c || r == 0 {
+		t.Errorf("recorder holds %.0f bytes, bound %.0f", r, c)
+	}
+	t.Logf("recorder %.1f MiB of %.0f MiB; bundles written %.0f, removed %.0f, skipped for min-gap %.0f; read interval %.3fs",
+		m["enaprobe_recorder_ring_bytes"]/(1<<20), m["enaprobe_recorder_ring_capacity_bytes"]/(1<<20),
+		m["enaprobe_bundles_written_total"], m["enaprobe_bundles_removed_total"],
+		m[`enaprobe_bundles_skipped_total{reason="min_gap"}`], m["enaprobe_ena_read_interval_seconds"])
+	labAfter, err := s.l.Counters().Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the lab's bw_out_allowance_exceeded moved by %d, exported %.0f", labAfter["bw_out_allowance_exceeded"]-labBefore["bw_out_allowance_exceeded"],
+		m[fmt.Sprintf(`enaprobe_allowance_exceeded_total{allowance="bw_out",interface=%q}`, iface)])
+	if m["enaprobe_bundles_written_total"] < 2 {
+		t.Errorf("%.0f bundles written in %v of repeated bursts", m["enaprobe_bundles_written_total"], d)
+	}
+	s.stop(t)
+	if testing.Verbose() {
+		for _, line := range strings.Split(s.stderr.String(), "\n") {
+			if strings.Contains(line, "bundle") || strings.Contains(line, "jumped") {
+				t.Log(line)
+			}
+		}
+	}
+	bs := bundles(t, s.dir)
+	var total int64
+	for _, b := range bs {
+		st, err := os.Stat(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += st.Size()
+	}
+	if len(bs) > maxBundles || total > maxBytes && len(bs) > 1 {
+		t.Errorf("%d bundles of %d bytes in %s: over the budget of %d and %d", len(bs), total, s.dir, maxBundles, maxBytes)
+	}
+}
+
+// rssBytes reads a process's resident set.
+func rssBytes(t *testing.T, pid int) int64 {
+	t.Helper()
+	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS for %d", pid)
+	return 0
+}
+
+// scrape reads serve's /metrics into values by series.
+func scrape(t *testing.T, s *servedLab) map[string]float64 {
+	t.Helper()
+	code, body := s.get(t, "/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	m := map[string]float64{}
+	for _, line := range strings.Split(body, "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err == nil {
+			m[line[:i]] = v
+		}
+	}
+	return m
+}
+
+func lossLine(m map[string]float64) string {
+	var parts []string
+	for k, v := range m {
+		if strings.HasPrefix(k, "enaprobe_lost_total") && v > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%.0f", k, v))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
