@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/enaprobe/enaprobe/internal/report"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 type analyzeFlags struct {
@@ -37,7 +37,7 @@ recorded value, and the report notes it. Nothing is traced.`,
 			if err := f.analysis.check(); err != nil {
 				return err
 			}
-			rec, env, err := report.ReadBundle(args[0])
+			rec, env, err := record.ReadBundle(args[0])
 			if errors.Is(err, fs.ErrNotExist) {
 				return usageError{err}
 			}

@@ -130,7 +130,7 @@ func smallInput(t *testing.T) (report.Input, *record.Recording) {
 		t.Fatal(err)
 	}
 	res := analyzer.Analyze(rec, analyzer.DefaultOptions())
-	return report.Input{Result: res, Recording: rec, Env: report.EnvironmentOf(rec)}, rec
+	return report.Input{Result: res, Recording: rec, Env: record.EnvironmentOf(rec)}, rec
 }
 
 func firstRecording(t *testing.T) string {
@@ -150,7 +150,7 @@ func TestBundleNeverLosesTheTrace(t *testing.T) {
 	_, rec := smallInput(t)
 	var stdout bytes.Buffer
 	out := outputFlags{format: "json", output: "/dev/null/not-a-dir/b.tar.gz"}
-	err := writeReports(&stdout, rec, analyzer.DefaultOptions(), out, report.EnvironmentOf(rec), zerolog.Nop())
+	err := writeReports(&stdout, rec, analyzer.DefaultOptions(), out, record.EnvironmentOf(rec), zerolog.Nop())
 	if err == nil {
 		t.Fatal("writing under /dev/null succeeded")
 	}
@@ -162,7 +162,7 @@ func TestBundleNeverLosesTheTrace(t *testing.T) {
 	if len(saved) != 1 || !strings.Contains(err.Error(), saved[0]) {
 		t.Fatalf("fallback bundles %v; error %v", saved, err)
 	}
-	if _, _, err := report.ReadBundle(saved[0]); err != nil {
+	if _, _, err := record.ReadBundle(saved[0]); err != nil {
 		t.Errorf("fallback bundle: %v", err)
 	}
 }
@@ -218,8 +218,8 @@ func TestBundleBelongsToSudoUser(t *testing.T) {
 			t.Fatal(err)
 		}
 		check := []string{p}
-		if !report.IsArchive(p) {
-			check = append(check, filepath.Join(p, report.BundleRecording))
+		if !record.IsArchive(p) {
+			check = append(check, filepath.Join(p, record.BundleRecording))
 		} else {
 			check = append(check, filepath.Dir(p))
 		}

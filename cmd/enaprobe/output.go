@@ -18,8 +18,8 @@ import (
 )
 
 // environment describes the trace for the bundle.
-func environment(rec *record.Recording, commandLine string) report.Environment {
-	env := report.EnvironmentOf(rec)
+func environment(rec *record.Recording, commandLine string) record.Environment {
+	env := record.EnvironmentOf(rec)
 	env.CommandLine = commandLine
 	return env
 }
@@ -38,7 +38,7 @@ func checkBundlePath(p string) error {
 		return err
 	}
 	dir := p
-	if report.IsArchive(p) {
+	if record.IsArchive(p) {
 		dir = filepath.Dir(p)
 	}
 	created, err := mkdirAll(dir)
@@ -63,7 +63,7 @@ func checkBundleName(p string) error {
 		return nil
 	}
 	st, statErr := os.Stat(p)
-	if report.IsArchive(p) {
+	if record.IsArchive(p) {
 		if statErr == nil && st.IsDir() {
 			return usagef("-o %s: is a directory; name a .tar.gz file, or the directory without .tar.gz", p)
 		}
@@ -132,7 +132,7 @@ func writeBundle(p string, in report.Input) error {
 		return err
 	}
 	paths := []string{p}
-	if !report.IsArchive(p) {
+	if !record.IsArchive(p) {
 		entries, err := os.ReadDir(p)
 		if err != nil {
 			return err
@@ -148,7 +148,7 @@ func writeBundle(p string, in report.Input) error {
 // and writes the bundle when asked. The report is written whatever happens
 // to the bundle, and a bundle that cannot be written where asked goes to
 // the temporary directory instead: a trace that ran is never lost.
-func writeReports(w io.Writer, rec *record.Recording, opts analyzer.Options, out outputFlags, env report.Environment, log zerolog.Logger) error {
+func writeReports(w io.Writer, rec *record.Recording, opts analyzer.Options, out outputFlags, env record.Environment, log zerolog.Logger) error {
 	res := analyzer.Analyze(rec, opts)
 	rec.Meta.Analysis = analyzer.Inputs(res, opts)
 	in := report.Input{Result: res, Recording: rec, Env: env}

@@ -25,7 +25,6 @@ import (
 	"github.com/enaprobe/enaprobe/internal/limits"
 	"github.com/enaprobe/enaprobe/internal/owner"
 	"github.com/enaprobe/enaprobe/internal/record"
-	"github.com/enaprobe/enaprobe/internal/report"
 	"github.com/enaprobe/enaprobe/loader"
 )
 
@@ -390,7 +389,7 @@ func counterReplays(sources map[string]ena.Source, vals, ifaces []string) error 
 		if err != nil {
 			return err
 		}
-		rec, _, err := report.ReadBundle(path)
+		rec, _, err := record.ReadBundle(path)
 		if err != nil {
 			return usagef("--counters-replay %s: %v", v, err)
 		}

@@ -21,7 +21,7 @@ import (
 func bundleContents(t *testing.T, p string) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	if !IsArchive(p) {
+	if !record.IsArchive(p) {
 		entries, err := os.ReadDir(p)
 		if err != nil {
 			t.Fatal(err)
@@ -56,8 +56,8 @@ func bundleContents(t *testing.T, p string) map[string][]byte {
 		if h.Typeflag != tar.TypeReg {
 			continue
 		}
-		if dir := path.Dir(h.Name); dir != archiveRoot(p) {
-			t.Errorf("%s: in %q, want %q", h.Name, dir, archiveRoot(p))
+		if dir := path.Dir(h.Name); dir != strings.TrimSuffix(filepath.Base(p), ".tar.gz") {
+			t.Errorf("%s: in %q, want the directory named after the archive", h.Name, dir)
 		}
 		b, err := io.ReadAll(tr)
 		if err != nil {
@@ -68,7 +68,7 @@ func bundleContents(t *testing.T, p string) map[string][]byte {
 	return out
 }
 
-var bundleNames = []string{BundleEnvironment, BundleRecording, BundleReportHTML, BundleReportJSON, BundleReportText}
+var bundleNames = []string{record.BundleEnvironment, record.BundleRecording, BundleReportHTML, BundleReportJSON, BundleReportText}
 
 // TestBundleRoundTrip writes a bundle as a directory and as a .tar.gz,
 // reads it back, and analyzes the recording again: the report is the same
@@ -101,7 +101,7 @@ func TestBundleRoundTrip(t *testing.T) {
 			if got := string(files[BundleReportText]); got != renderText(t, in) {
 				t.Error("report.txt differs from Text")
 			}
-			rec, env, err := ReadBundle(p)
+			rec, env, err := record.ReadBundle(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,14 +126,14 @@ func TestBundleRoundTrip(t *testing.T) {
 // entry point, its environment taken from the recording's metadata.
 func TestReadBundleBareRecording(t *testing.T) {
 	in := loadInput(t, "steady")
-	rec, env, err := ReadBundle(filepath.Join(recordingsDir, "steady.rec.gz"))
+	rec, env, err := record.ReadBundle(filepath.Join(recordingsDir, "steady.rec.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(rec, in.Recording) {
 		t.Error("recording read back differs from the one written")
 	}
-	if want := EnvironmentOf(in.Recording); !reflect.DeepEqual(env, want) {
+	if want := record.EnvironmentOf(in.Recording); !reflect.DeepEqual(env, want) {
 		t.Errorf("environment %+v, want %+v", env, want)
 	}
 }
@@ -144,14 +144,14 @@ func TestBundleErrors(t *testing.T) {
 	if err := WriteBundle(filepath.Join(dir, "x"), Input{Result: in.Result}); err == nil {
 		t.Error("bundle written without a recording")
 	}
-	if _, _, err := ReadBundle(filepath.Join(dir, "missing")); err == nil {
+	if _, _, err := record.ReadBundle(filepath.Join(dir, "missing")); err == nil {
 		t.Error("missing bundle read")
 	}
 	plain := filepath.Join(dir, "report.txt")
 	if err := os.WriteFile(plain, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ReadBundle(plain); err == nil {
+	if _, _, err := record.ReadBundle(plain); err == nil {
 		t.Error("plain file read as a bundle")
 	} else if !strings.Contains(err.Error(), "neither a bundle") {
 		t.Errorf("plain file: %v, want it to say what is read", err)
@@ -161,21 +161,21 @@ func TestBundleErrors(t *testing.T) {
 	if err := WriteBundle(partial, in); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(filepath.Join(partial, BundleEnvironment)); err != nil {
+	if err := os.Remove(filepath.Join(partial, record.BundleEnvironment)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ReadBundle(partial); err == nil {
+	if _, _, err := record.ReadBundle(partial); err == nil {
 		t.Error("bundle without environment.json read")
 	}
 	archive := filepath.Join(dir, "partial.tar.gz")
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
-	rec, err := os.ReadFile(filepath.Join(partial, BundleRecording))
+	rec, err := os.ReadFile(filepath.Join(partial, record.BundleRecording))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tw.WriteHeader(&tar.Header{Name: "partial/" + BundleRecording, Mode: 0o644, Size: int64(len(rec))}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Name: "partial/" + record.BundleRecording, Mode: 0o644, Size: int64(len(rec))}); err != nil {
 		t.Fatal(err)
 	}
 	tw.Write(rec)
@@ -184,7 +184,7 @@ func TestBundleErrors(t *testing.T) {
 	if err := os.WriteFile(archive, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ReadBundle(archive); err == nil {
+	if _, _, err := record.ReadBundle(archive); err == nil {
 		t.Error("archive without environment.json read")
 	}
 }

@@ -27,7 +27,7 @@ func loadInput(t testing.TB, name string) Input {
 			return Input{}, err
 		}
 		res := analyzer.Analyze(rec, analyzer.DefaultOptions())
-		env := EnvironmentOf(rec)
+		env := record.EnvironmentOf(rec)
 		env.CommandLine = "enaprobe trace --duration 8s --bundle /tmp/trace.tar.gz " + strings.Join(res.Trace.Interfaces, " ")
 		return Input{Result: res, Recording: rec, Env: env}, nil
 	}))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // The page is one file that opens offline: the style sheet and the script
@@ -51,7 +52,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 type htmlPage struct {
 	Title       string
 	Res         *analyzer.Result
-	Env         Environment
+	Env         record.Environment
 	Header      []headerField
 	Findings    []htmlFinding
 	Interfaces  []htmlInterface

@@ -38,7 +38,7 @@ func imdsInput(t *testing.T) Input {
 	add(41000, record.IMDSTokenRequest, 2*s, 1, true)
 	add(41002, record.IMDSTokenRequest, 3*s, 1, true)
 	add(41004, record.IMDSGetNoToken, 3*s+s/4, 64, false)
-	return Input{Result: analyzer.Analyze(rec, analyzer.DefaultOptions()), Recording: rec, Env: EnvironmentOf(rec)}
+	return Input{Result: analyzer.Analyze(rec, analyzer.DefaultOptions()), Recording: rec, Env: record.EnvironmentOf(rec)}
 }
 
 // TestIMDSFindingRenders: text, HTML and JSON show the client, its

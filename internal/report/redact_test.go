@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 const (
@@ -92,7 +93,7 @@ func TestRedactBundle(t *testing.T) {
 				t.Fatal(err)
 			}
 			files := bundleContents(t, p)
-			zr, err := gzip.NewReader(bytes.NewReader(files[BundleRecording]))
+			zr, err := gzip.NewReader(bytes.NewReader(files[record.BundleRecording]))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +102,7 @@ func TestRedactBundle(t *testing.T) {
 				t.Fatal(err)
 			}
 			files["recording.json"] = recJSON
-			delete(files, BundleRecording)
+			delete(files, record.BundleRecording)
 			for fname, data := range files {
 				s := string(data)
 				for _, a := range secret {
@@ -114,7 +115,7 @@ func TestRedactBundle(t *testing.T) {
 						t.Errorf("%s still holds the host name %q", fname, h)
 					}
 				}
-				if fname != BundleEnvironment && !containsAddr(s, netip.MustParseAddr("169.254.169.253")) {
+				if fname != record.BundleEnvironment && !containsAddr(s, netip.MustParseAddr("169.254.169.253")) {
 					t.Errorf("%s lost the link-local address 169.254.169.253", fname)
 				}
 			}

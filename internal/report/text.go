@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // Text writes the report for a terminal (the default output of `enaprobe
@@ -49,7 +50,7 @@ func textHeader(p *page, in Input) {
 }
 
 // interfaceLine describes an interface's driver and allowance counters.
-func interfaceLine(e analyzer.InterfaceENA, env Environment) string {
+func interfaceLine(e analyzer.InterfaceENA, env record.Environment) string {
 	driver := cmp.Or(e.Driver, "driver unknown")
 	mtu := 0
 	for _, i := range env.Interfaces {

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 func renderText(t *testing.T, in Input) string {
@@ -215,7 +216,7 @@ func TestTextSaysWhatTheKernelChanged(t *testing.T) {
 	rec := *in.Recording
 	rec.Meta.AttachMode, rec.Meta.BucketMode = "tc", "shared"
 	res := analyzer.Analyze(&rec, analyzer.DefaultOptions())
-	env := EnvironmentOf(&rec)
+	env := record.EnvironmentOf(&rec)
 	text := renderText(t, Input{Result: res, Recording: &rec, Env: env})
 	for _, want := range []string{"tc attach; 100 µs buckets (shared)", "not tcx (Linux 6.6+)", "pinned BPF timers (Linux 6.7+)"} {
 		if !strings.Contains(strings.Join(strings.Fields(text), " "), want) {

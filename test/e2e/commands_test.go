@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/analyzer"
-	"github.com/enaprobe/enaprobe/internal/report"
+	"github.com/enaprobe/enaprobe/internal/record"
 	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
 	"github.com/enaprobe/enaprobe/internal/testutil/vethpair"
 )
@@ -144,11 +144,11 @@ func TestCountersReplay(t *testing.T) {
 		t.Fatalf("lab run: %v\n%s", err, out)
 	}
 	// The bundle says how the time buckets were counted, for a ticket.
-	raw, err := os.ReadFile(filepath.Join(bundle, report.BundleEnvironment))
+	raw, err := os.ReadFile(filepath.Join(bundle, record.BundleEnvironment))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var env report.Environment
+	var env record.Environment
 	if err := json.Unmarshal(raw, &env); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/enaprobe/enaprobe/internal/lab"
 	"github.com/enaprobe/enaprobe/internal/lab/catalog"
 	"github.com/enaprobe/enaprobe/internal/record"
-	"github.com/enaprobe/enaprobe/internal/report"
 	"github.com/enaprobe/enaprobe/internal/report/schema"
 )
 
@@ -56,7 +55,7 @@ func labRun(t *testing.T, name string, extra ...string) (*analyzer.Result, catal
 	if err := json.Unmarshal(b, &truth); err != nil {
 		t.Fatal(err)
 	}
-	rec, _, err := report.ReadBundle(bundle)
+	rec, _, err := record.ReadBundle(bundle)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -528,7 +528,7 @@ func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, what []string) 
 	if len(ifaces) == 1 {
 		iface = ifaces[0]
 	}
-	env := report.EnvironmentOf(rec)
+	env := record.EnvironmentOf(rec)
 	env.CommandLine = a.cfg.CommandLine
 	in := report.Input{Result: res, Recording: rec, Env: env}
 	if a.cfg.Redact {

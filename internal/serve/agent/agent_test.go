@@ -14,7 +14,6 @@ import (
 
 	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/internal/record"
-	"github.com/enaprobe/enaprobe/internal/report"
 	"github.com/enaprobe/enaprobe/internal/serve/flightrec"
 	"github.com/enaprobe/enaprobe/internal/serve/metrics"
 )
@@ -122,7 +121,7 @@ func TestSnapshotRedactedWithinBudget(t *testing.T) {
 	if len(left) != 2 || !slices.Contains(left, paths[2]) {
 		t.Errorf("bundles left %v, want the 2 newest of %v", left, paths)
 	}
-	rec, _, err := report.ReadBundle(paths[2])
+	rec, _, err := record.ReadBundle(paths[2])
 	if err != nil {
 		t.Fatal(err)
 	}
