@@ -23,7 +23,6 @@ import (
 	"github.com/enaprobe/enaprobe/internal/ena"
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/limits"
-	"github.com/enaprobe/enaprobe/internal/owner"
 	"github.com/enaprobe/enaprobe/internal/record"
 	"github.com/enaprobe/enaprobe/loader"
 )
@@ -92,7 +91,7 @@ func (f *traceFlags) registerCapture(fs *pflag.FlagSet, sampleInterval time.Dura
 	fs.Float64Var(&f.heavyShare, "heavy-share", 0.1, "a flow moving this share of the per-flow cap within one fine window is recorded as a heavy window, above 0 and at most 1, e.g. 0.1")
 	fs.Uint32Var(&f.flowEntries, "flow-entries", loader.DefaultOptions().FlowEntries, "flow table capacity per interface, in flows, e.g. 65536 (kernel memory: about 150 bytes a flow)")
 	fs.BoolVar(&f.noOwners, "no-owners", false, "do not look for the process, container or pod behind each flow (no cgroup programs are attached)")
-	fs.Uint32Var(&f.ownerSockets, "owner-sockets", owner.DefaultSockets, "sockets whose owner is remembered at once, e.g. 16384 (kernel memory: about 100 bytes each; read every second, the least recently used evicted, and counted)")
+	fs.Uint32Var(&f.ownerSockets, "owner-sockets", loader.DefaultSockets, "sockets whose owner is remembered at once, e.g. 16384 (kernel memory: about 100 bytes each; read every second, the least recently used evicted, and counted)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolVar(&f.debug, "debug", false, "debug logs, and the verifier's whole log on stderr if the kernel rejects the programs")
 	fs.StringVar(&f.verifierLog, "verifier-log", "", "if the kernel rejects the programs, write the verifier's whole log to this file (e.g. /tmp/verifier.log)")
@@ -187,7 +186,7 @@ func prepareCapture(ctx context.Context, cmd *cobra.Command, f *traceFlags, chec
 		return fail(usagef("--flow-entries 0: want a flow table capacity, e.g. %d", loader.DefaultOptions().FlowEntries))
 	}
 	if f.ownerSockets == 0 {
-		return fail(usagef("--owner-sockets 0: want a capacity, e.g. %d (or --no-owners)", owner.DefaultSockets))
+		return fail(usagef("--owner-sockets 0: want a capacity, e.g. %d (or --no-owners)", loader.DefaultSockets))
 	}
 	if err := checkLogLevel(f.logLevel); err != nil {
 		return fail(err)

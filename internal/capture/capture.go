@@ -57,7 +57,7 @@ type Config struct {
 	Notice func(msg string)
 	// NoOwners turns owner attribution off: no cgroup programs, no origin
 	// noted per flow, Recording.Owners empty. OwnerSockets bounds the owner
-	// map (0: owner.DefaultSockets).
+	// map (0: loader.DefaultSockets).
 	NoOwners     bool
 	OwnerSockets uint32
 	// Stream, when set, hands what is gathered to a long-running reader as

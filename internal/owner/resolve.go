@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/enaprobe/enaprobe/bpf"
+	"github.com/enaprobe/enaprobe/internal/cgroup2"
 	"github.com/enaprobe/enaprobe/internal/record"
 	"github.com/enaprobe/enaprobe/loader"
 )
@@ -40,7 +41,7 @@ func NewResolver(t *Tracker, err error) *Resolver {
 	r := &Resolver{Tracker: t, TrackerErr: err, Pods: DefaultPodDirs, pods: make(map[string]string)}
 	if t != nil {
 		r.paths = t.paths
-	} else if mount, err := Cgroup2Mount(); err == nil {
+	} else if mount, err := cgroup2.Mount(); err == nil {
 		r.paths = newCgroupPaths(mount)
 	}
 	return r
@@ -96,7 +97,7 @@ func (r *Resolver) Resolve(origins []loader.FlowOrigin, final bool) ([]record.Fl
 	}
 	if r.Tracker != nil && (final || unseen+lost > 0) {
 		if c, err := r.Tracker.Counts(); err == nil && c.Evicted > 0 {
-			notes = append(notes, fmt.Sprintf("owners: %d of %d sockets were evicted from the owner map (%d entries) before they were read: their flows are named by cgroup only (raise --owner-sockets)", c.Evicted, c.Inserted, r.Tracker.maxEnt))
+			notes = append(notes, fmt.Sprintf("owners: %d of %d sockets were evicted from the owner map (%d entries) before they were read: their flows are named by cgroup only (raise --owner-sockets)", c.Evicted, c.Inserted, r.Tracker.Capacity()))
 		}
 	}
 	if unseen > 0 && r.Tracker != nil {

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/enaprobe/enaprobe/internal/owner"
+	"github.com/enaprobe/enaprobe/internal/cgroup2"
 )
 
 // Cgroups makes a cgroup v2 directory per role under a fresh parent at the
@@ -20,7 +20,7 @@ import (
 // from the cgroup root, as owners name cgroups.
 func Cgroups(t *testing.T, roles ...string) (mount string, paths map[string]string) {
 	t.Helper()
-	mount, err := owner.Cgroup2Mount()
+	mount, err := cgroup2.Mount()
 	if err != nil {
 		t.Fatalf("cgroup v2: %v", err)
 	}
