@@ -11,6 +11,7 @@ import (
 	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/internal/limits"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/upload"
 )
 
 // rateValue is a flag in bits per second written with units: 40Mbit, 5Gbit,
@@ -200,17 +201,26 @@ type outputFlags struct {
 	format string
 	output string
 	redact bool
+	upload uploadFlags // for -o s3://...
 }
 
 func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.format, "format", "text", "report on stdout: text or json")
-	fs.StringVarP(&o.output, "output", "o", "", "also write a bundle for a support ticket: a directory, or a file ending in .tar.gz")
+	fs.StringVarP(&o.output, "output", "o", "", "also write a bundle for a support ticket: a directory, a file ending in .tar.gz, or s3://BUCKET/PREFIX (uploaded with the AWS SDK's default credentials)")
 	fs.BoolVar(&o.redact, "redact", false, "replace every address that is not link-local with a stable pseudonym, in every output")
+	o.upload.register(fs)
 }
 
 func (o *outputFlags) validate() error {
 	if o.format != "text" && o.format != "json" {
 		return usagef("--format %q: want text or json", o.format)
+	}
+	if isUpload(o.output) {
+		_, err := upload.ParseURL(o.output)
+		if err != nil {
+			return usageError{err}
+		}
+		return nil
 	}
 	return checkBundleName(o.output)
 }

@@ -61,12 +61,13 @@ func exitCode(err error) int {
 	var ue usageError
 	var pe privilegeError
 	var mc *capture.MissingCapabilitiesError
+	var se *capture.SeccompError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ue):
 		return exitUsage
-	case errors.As(err, &pe), errors.As(err, &mc):
+	case errors.As(err, &pe), errors.As(err, &mc), errors.As(err, &se):
 		return exitPrivileges
 	}
 	return exitError

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,9 @@ var fileExtensions = []string{".zip", ".tar", ".gz", ".bz2", ".xz", ".zst", ".7z
 // directory the bundle goes to, so a trace never ends on a path it cannot
 // use.
 func checkBundlePath(p string) error {
+	if isUpload(p) {
+		return nil // written to the temporary directory, then uploaded
+	}
 	if err := checkBundleName(p); err != nil || p == "" {
 		return err
 	}
@@ -166,6 +170,10 @@ func writeReports(w io.Writer, rec *record.Recording, opts analyzer.Options, out
 	}
 	if out.output == "" {
 		return reportErr
+	}
+	if isUpload(out.output) {
+		err := uploadBundle(context.Background(), out.output, out.upload, func(p string) error { return writeBundle(p, in) }, in.Recording, log)
+		return errors.Join(reportErr, err)
 	}
 	err := writeBundle(out.output, in)
 	if err == nil {

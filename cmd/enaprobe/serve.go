@@ -14,6 +14,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/internal/ena"
 	"github.com/enaprobe/enaprobe/internal/serve/agent"
+	"github.com/enaprobe/enaprobe/internal/upload"
 )
 
 // serveReadInterval is serve's default ENA counter read interval: see the
@@ -36,6 +37,8 @@ type serveFlags struct {
 	maxBytes      int64
 	recorderBytes int64
 	redact        bool
+	upload        string
+	uploadOpts    uploadFlags
 }
 
 func newServeCommand() *cobra.Command {
@@ -74,6 +77,8 @@ It needs root (or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON).`,
 	fs.Int64Var(&f.maxBytes, "max-bytes", 500<<20, "keep the bundles in --bundle-dir within this many bytes, the oldest removed first (0: no limit)")
 	fs.Int64Var(&f.recorderBytes, "recorder-bytes", 64<<20, "memory bound of the flight recorder in bytes; beyond it the oldest of the history goes first (counted)")
 	fs.BoolVar(&f.redact, "redact", false, "pseudonymize addresses and host names in the bundles (as trace --redact)")
+	fs.StringVar(&f.upload, "upload", "", "also upload every bundle to s3://BUCKET/PREFIX, under PREFIX/CLUSTER/NODE/, with the AWS SDK's default credentials (instance role, IRSA, EKS Pod Identity); a bundle stays in --bundle-dir until uploaded")
+	f.uploadOpts.register(fs)
 	f.registerCapture(fs, serveReadInterval, "1s")
 	return cmd
 }
@@ -99,6 +104,11 @@ func runServe(ctx context.Context, cmd *cobra.Command, f *serveFlags) error {
 	}
 	if _, _, err := net.SplitHostPort(f.listen); err != nil {
 		return usagef("--listen %s: want host:port, e.g. 127.0.0.1:9464", f.listen)
+	}
+	if f.upload != "" {
+		if _, err := upload.ParseURL(f.upload); err != nil {
+			return usageError{err}
+		}
 	}
 	if st, err := os.Stat(f.bundleDir); err == nil && !st.IsDir() {
 		return usagef("--bundle-dir %s: is a file, not a directory", f.bundleDir)
@@ -128,7 +138,16 @@ func runServe(ctx context.Context, cmd *cobra.Command, f *serveFlags) error {
 		}
 	}()
 
+	var up *upload.Config
+	if f.upload != "" {
+		c, err := f.uploadOpts.config(f.upload, cfg.Meta.InstanceType, log)
+		if err != nil {
+			return err
+		}
+		up = &c
+	}
 	err = agent.Run(ctx, agent.Config{
+		Upload:        up,
 		Capture:       cfg,
 		Analysis:      aopts,
 		Listen:        f.listen,

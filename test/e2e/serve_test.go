@@ -43,6 +43,23 @@ type servedLab struct {
 // starts serve on its interface with extra flags.
 func startServedLab(t *testing.T, extra ...string) *servedLab {
 	t.Helper()
+	return startServedLabWith(t, serveOptions{}, extra...)
+}
+
+// serveOptions change how startServedLabWith runs serve.
+type serveOptions struct {
+	// launch makes the command that runs serve with args in the lab's
+	// instance namespace, dirs mounted at the same paths where it runs
+	// apart (a container); nil: ip netns exec.
+	launch func(l *lab.Lab, args []string, dirs []string) *exec.Cmd
+	env    []string // added to serve's environment
+	// beforeStart runs once the lab is up, before serve starts (a server
+	// serve talks to), and returns more flags for serve.
+	beforeStart func(l *lab.Lab) []string
+}
+
+func startServedLabWith(t *testing.T, o serveOptions, extra ...string) *servedLab {
+	t.Helper()
 	privtest.RequireRoot(t, "ip", "nft")
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := lab.DefaultConfig()
@@ -53,6 +70,9 @@ func startServedLab(t *testing.T, extra ...string) *servedLab {
 		t.Fatal(err)
 	}
 	s := &servedLab{l: l, dir: t.TempDir(), stopWrite: cancel}
+	if o.beforeStart != nil {
+		extra = append(extra, o.beforeStart(l)...)
+	}
 	t.Cleanup(func() {
 		cancel()
 		if s.cmd != nil && s.cmd.ProcessState == nil {
@@ -81,11 +101,18 @@ func startServedLab(t *testing.T, extra ...string) *servedLab {
 	s.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: l.DialInstance}}
 	ready := filepath.Join(tmp, "ready")
 	c := l.Config()
-	args := append([]string{"netns", "exec", l.InstanceNetns(), binary, "serve", "-i", l.InstanceInterface(),
+	args := append([]string{"serve", "-i", l.InstanceInterface(),
 		"--counters-file", counters, "--no-imds", "--baseline", fmt.Sprintf("%dbit", c.OutRate),
 		"--flow-limit", fmt.Sprintf("%dbit", c.FlowRate), "--sample-interval", "100ms",
 		"--bundle-dir", s.dir, "--listen", "127.0.0.1:0", "--ready-file", ready}, extra...)
-	s.cmd = exec.Command("ip", args...)
+	if o.launch != nil {
+		s.cmd = o.launch(l, args, []string{s.dir, tmp})
+	} else {
+		s.cmd = exec.Command("ip", append([]string{"netns", "exec", l.InstanceNetns(), binary}, args...)...)
+	}
+	if o.env != nil {
+		s.cmd.Env = append(os.Environ(), o.env...)
+	}
 	s.stderr = &bytes.Buffer{}
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {

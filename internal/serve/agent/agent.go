@@ -32,6 +32,7 @@ import (
 	"github.com/enaprobe/enaprobe/internal/report"
 	"github.com/enaprobe/enaprobe/internal/serve/flightrec"
 	"github.com/enaprobe/enaprobe/internal/serve/metrics"
+	"github.com/enaprobe/enaprobe/internal/upload"
 	"github.com/enaprobe/enaprobe/loader"
 )
 
@@ -57,6 +58,9 @@ type Config struct {
 	Snapshot <-chan struct{}
 	// Ready is called once attached and listening, with the address.
 	Ready func(addr string)
+	// Upload, when set, uploads every bundle (and those BundleDir holds at
+	// start); a bundle stays out of the budget's reach until uploaded.
+	Upload *upload.Config
 }
 
 // FlowInterval is how often serve snapshots the flow tables: the per-flow
@@ -92,6 +96,7 @@ type Agent struct {
 
 	snapshots chan chan snapshotReply
 	writeMu   sync.Mutex // one bundle at a time
+	uploader  *upload.Uploader // nil without --upload
 }
 
 type snapshotReply struct {
@@ -171,6 +176,29 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.Ready != nil {
 			cfg.Ready(ln.Addr().String())
 		}
+	}
+
+	if cfg.Upload != nil {
+		ucfg := *cfg.Upload
+		ucfg.OnResult = func(r upload.Result) { a.m.BundleUploads.WithLabelValues(string(r)).Inc() }
+		for _, r := range []upload.Result{upload.Uploaded, upload.Skipped, upload.Retried, upload.Failed} {
+			a.m.BundleUploads.WithLabelValues(string(r))
+		}
+		u, err := upload.New(ctx, ucfg)
+		if err != nil {
+			return err
+		}
+		a.uploader = u
+		upCtx, stopUploads := context.WithCancel(context.Background())
+		defer stopUploads()
+		// Bundles a previous serve left (a restarted pod): the uploader
+		// skips those the bucket holds already.
+		if old, err := filepath.Glob(filepath.Join(cfg.BundleDir, flightrec.BundlePrefix+"*"+flightrec.BundleSuffix)); err == nil {
+			for _, p := range old {
+				u.Enqueue(p)
+			}
+		}
+		go u.Run(upCtx, func(string) { a.prune() })
 	}
 
 	loopCtx, stopLoop := context.WithCancel(context.Background())
@@ -266,6 +294,12 @@ func (a *Agent) mux() *http.ServeMux {
 			return
 		}
 		fmt.Fprintln(w, "ok")
+		if u := a.uploader; u != nil {
+			// An unreachable bucket is not the probe failing: still 200.
+			if err, at := u.LastError(); err != nil {
+				fmt.Fprintf(w, "upload: last attempt failed at %s: %v\n", at.UTC().Format(time.RFC3339), err)
+			}
+		}
 	})
 	mux.HandleFunc("/snapshot", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -555,15 +589,28 @@ func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, what []string) 
 	// Analyzing and rendering a bundle takes tens of MiB for a moment;
 	// hand them back, so an agent's RSS stays what its ring needs.
 	debug.FreeOSMemory()
-	removed, _, err := flightrec.Prune(a.cfg.BundleDir, a.cfg.MaxBundles, a.cfg.MaxBytes)
+	if u := a.uploader; u != nil {
+		u.Enqueue(path)
+	}
+	return path, a.prune()
+}
+
+// prune keeps the bundle directory within budget, never removing a bundle
+// that waits for its upload.
+func (a *Agent) prune() error {
+	var keep func(string) bool
+	if u := a.uploader; u != nil {
+		keep = u.Pending
+	}
+	removed, _, err := flightrec.Prune(a.cfg.BundleDir, a.cfg.MaxBundles, a.cfg.MaxBytes, keep)
 	for _, p := range removed {
 		a.log.Info().Str("bundle", p).Msg("removed the oldest bundle: over --max-bundles or --max-bytes")
 	}
 	a.m.BundlesRemoved.Add(float64(len(removed)))
 	if err != nil {
-		return path, fmt.Errorf("keep %s within budget: %w", a.cfg.BundleDir, err)
+		return fmt.Errorf("keep %s within budget: %w", a.cfg.BundleDir, err)
 	}
-	return path, nil
+	return nil
 }
 
 // resolveOwners names the owners of rec's flows, only those, as a trace

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -157,21 +158,42 @@ func TestPrune(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	removed, kept, err := Prune(dir, 3, 0)
+	removed, kept, err := Prune(dir, 3, 0, nil)
 	if err != nil || len(removed) != 1 || filepath.Base(removed[0]) != names[0] || kept != 3000 {
 		t.Fatalf("max 3: removed %v, kept %d, %v", removed, kept, err)
 	}
-	removed, kept, err = Prune(dir, 0, 1500)
+	removed, kept, err = Prune(dir, 0, 1500, nil)
 	if err != nil || len(removed) != 2 || kept != 1000 {
 		t.Fatalf("max 1500 bytes: removed %v, kept %d, %v", removed, kept, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, names[3])); err != nil {
 		t.Error("the newest bundle went")
 	}
-	if removed, _, _ := Prune(dir, 0, 10); len(removed) != 0 {
+	if removed, _, _ := Prune(dir, 0, 10, nil); len(removed) != 0 {
 		t.Errorf("removed the newest bundle %v", removed)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
 		t.Error("a file not a bundle went")
+	}
+}
+
+// TestPruneKeeps: a bundle keep holds (one waiting for its upload) stays
+// whatever the budget, and older ones go first.
+func TestPruneKeeps(t *testing.T) {
+	dir := t.TempDir()
+	var names []string
+	for i := range 4 {
+		n := filepath.Join(dir, BundlePrefix+strconv.Itoa(i)+BundleSuffix)
+		if err := os.WriteFile(n, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	removed, _, err := Prune(dir, 1, 0, func(p string) bool { return p == names[0] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := names[1:3]; !slices.Equal(removed, want) {
+		t.Errorf("removed %v, want %v (the kept oldest and the newest stay)", removed, want)
 	}
 }

@@ -3,6 +3,7 @@ package flightrec
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -17,9 +18,11 @@ const BundleSuffix = ".tar.gz"
 // Prune removes the oldest bundles of dir (by name: their names start with
 // the UTC time) until at most maxBundles remain and they take at most
 // maxBytes; 0 is no limit. The newest bundle is never removed, so the last
-// incident's evidence stays whatever the budget. It returns the removed
-// paths and the bytes the rest take.
-func Prune(dir string, maxBundles int, maxBytes int64) (removed []string, kept int64, err error) {
+// incident's evidence stays whatever the budget, and neither is a bundle
+// keep holds (nil: none), such as one waiting for its upload: it counts
+// toward the budget, and older ones go first. It returns the removed paths
+// and the bytes the rest take.
+func Prune(dir string, maxBundles int, maxBytes int64, keep func(path string) bool) (removed []string, kept int64, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, 0, err
@@ -43,14 +46,21 @@ func Prune(dir string, maxBundles int, maxBytes int64) (removed []string, kept i
 		total += info.Size()
 	}
 	sort.Slice(bundles, func(i, j int) bool { return bundles[i].path < bundles[j].path })
-	for len(bundles) > 1 && (maxBundles > 0 && len(bundles) > maxBundles || maxBytes > 0 && total > maxBytes) {
-		b := bundles[0]
+	over := func() bool {
+		return maxBundles > 0 && len(bundles) > maxBundles || maxBytes > 0 && total > maxBytes
+	}
+	for i := 0; i < len(bundles)-1 && over(); {
+		b := bundles[i]
+		if keep != nil && keep(b.path) {
+			i++
+			continue
+		}
 		if err := os.Remove(b.path); err != nil && !os.IsNotExist(err) {
 			return removed, total, err
 		}
 		removed = append(removed, b.path)
 		total -= b.size
-		bundles = bundles[1:]
+		bundles = slices.Delete(bundles, i, i+1)
 	}
 	return removed, total, nil
 }

@@ -70,6 +70,7 @@ type Metrics struct {
 	BundleErrors                prometheus.Counter
 	BundlesSkipped              *prometheus.CounterVec // reason
 	BundlesRemoved              prometheus.Counter
+	BundleUploads               *prometheus.CounterVec // result
 	PeakBitsPerSecond           *prometheus.GaugeVec // interface, direction, window
 
 	Lost                 *prometheus.CounterVec   // interface, reason
@@ -111,6 +112,7 @@ var descs = map[string]desc{
 	"bundleerr": {"bundle_errors_total", "Bundles the flight recorder failed to write."},
 	"skipped":   {"bundles_skipped_total", "Bundles not written, by reason (min_gap: within --min-gap of the last one)."},
 	"removed":   {"bundles_removed_total", "Old bundles removed to stay within --max-bundles and --max-bytes."},
+	"uploads":   {"bundle_uploads_total", "Bundle upload attempts to --upload, by result (uploaded, skipped: already there, retried, failed: given up, the bundle stays on disk)."},
 	"dropped":   {"recorder_dropped_total", "Recorder chunks dropped before they left --history, to stay within the recorder's memory bound."},
 	"origins":   {"owner_origins_dropped_total", "Flows whose origin (socket or ingress interface) the agent did not keep, over its bound: a bundle names no owner for them."},
 	"peak":      {"peak_bits_per_second", "Highest 1 ms rate since the previous scrape: what a 1-minute average hides."},
@@ -159,6 +161,7 @@ func New(interfaces []string) *Metrics {
 		BundleErrors:                prometheus.NewCounter(prometheus.CounterOpts{Name: name("bundleerr"), Help: help("bundleerr")}),
 		BundlesSkipped:              cv("skipped", "reason"),
 		BundlesRemoved:              prometheus.NewCounter(prometheus.CounterOpts{Name: name("removed"), Help: help("removed")}),
+		BundleUploads:               cv("uploads", "result"),
 		PeakBitsPerSecond:           gv("peak", "interface", "direction", "window"),
 		Lost:                        cv("lost", "interface", "reason"),
 		FlowTableFill:               gv("flowfill", "interface"),
@@ -178,7 +181,7 @@ func New(interfaces []string) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.AllowanceExceeded, m.ConntrackAllowanceAvailable, m.Packets, m.Bytes, m.SYNs,
-		m.LinklocalPackets, m.Findings, m.BundlesWritten, m.BundleErrors, m.BundlesSkipped, m.BundlesRemoved, m.PeakBitsPerSecond,
+		m.LinklocalPackets, m.Findings, m.BundlesWritten, m.BundleErrors, m.BundlesSkipped, m.BundlesRemoved, m.BundleUploads, m.PeakBitsPerSecond,
 		m.Lost, m.FlowTableFill, m.RingUse, m.CounterReadSeconds, m.CounterReadErrors,
 		m.CounterReadInterval, m.RecorderRingBytes, m.RecorderRingCapacity, m.RecorderHistory, m.RecorderDropped, m.OriginsDropped, m.Attached,
 	)
