@@ -90,7 +90,7 @@ evidence and a fix.`,
 	// --version prints what `enaprobe version` prints.
 	root.SetVersionTemplate("enaprobe {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newTraceCommand(), newServeCommand(), newAnalyzeCommand(), newCountersCommand(), newVersionCommand(), newLabCommand(), newCleanupCommand())
+	root.AddCommand(newTraceCommand(), newServeCommand(), newAnalyzeCommand(), newCountersCommand(), newVersionCommand(), newLabCommand(), newCleanupCommand(), newSeccompCommand())
 	argsAreUsage(root)
 	return root
 }

@@ -14,6 +14,7 @@
 // Docker's, and the kubelet's Localhost profiles all read.
 //
 //	go generate ./deploy/seccomp   # reads /usr/share/containers/seccomp.json
+//	go run gen.go OUT              # writes OUT instead of enaprobe.json
 package main
 
 import (
@@ -21,10 +22,9 @@ import (
 	"fmt"
 	"os"
 	"slices"
-)
 
-// The source profile; ./.ci/deps installs it (golang-github-containers-common).
-const source = "/usr/share/containers/seccomp.json"
+	"github.com/enaprobe/enaprobe/deploy/seccomp"
+)
 
 var (
 	caps   = []string{"CAP_BPF", "CAP_NET_ADMIN", "CAP_PERFMON"}
@@ -74,13 +74,13 @@ type outRule struct {
 }
 
 func main() {
-	b, err := os.ReadFile(source)
+	b, err := os.ReadFile(seccomp.Source)
 	if err != nil {
 		fail("read the runtimes' default profile: %v (install golang-github-containers-common: ./.ci/deps)", err)
 	}
 	var p profile
 	if err := json.Unmarshal(b, &p); err != nil {
-		fail("decode %s: %v", source, err)
+		fail("decode %s: %v", seccomp.Source, err)
 	}
 	o := out{DefaultAction: p.DefaultAction, DefaultErrnoRet: p.DefaultErrnoRet}
 	for _, a := range p.ArchMap {
@@ -109,8 +109,12 @@ func main() {
 	if err != nil {
 		fail("encode: %v", err)
 	}
-	if err := os.WriteFile("enaprobe.json", append(enc, '\n'), 0o644); err != nil {
-		fail("write enaprobe.json: %v", err)
+	dest := "enaprobe.json"
+	if len(os.Args) > 1 {
+		dest = os.Args[1]
+	}
+	if err := os.WriteFile(dest, append(enc, '\n'), 0o644); err != nil {
+		fail("write %s: %v", dest, err)
 	}
 }
 

@@ -15,6 +15,10 @@ import (
 // binary is the enaprobe built once for all tests.
 var binary string
 
+// atExit runs after every test: the removal of what tests share (the
+// container image).
+var atExit []func()
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "enaprobe-e2e")
 	if err != nil {
@@ -28,6 +32,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	for _, f := range atExit {
+		f()
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
