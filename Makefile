@@ -11,7 +11,7 @@ BENCH_PKGS ?= ./loader ./analyzer ./internal/ena ./internal/lab/... ./test/e2e
 
 export BPF2GO_CFLAGS := -O2 -g -Wall -Werror
 
-.PHONY: help deps generate build release test test-short kernels bench soak fuzz lint clean
+.PHONY: help deps generate build release image test test-short kernels bench soak fuzz lint clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -33,6 +33,9 @@ release: ## static binaries for linux amd64 and arm64, version-stamped, with SHA
 	    -o $(DIST)/enaprobe-linux-$$arch ./cmd/enaprobe || exit 1; \
 	done
 	cd $(DIST) && sha256sum enaprobe-linux-* > SHA256SUMS
+
+image: release ## the container image for linux/amd64 and arm64 with buildah (reproducible), as dist/enaprobe-image.tar: scripts/image
+	DIST=$(DIST) VERSION=$(VERSION) ./scripts/image
 
 test: ## run every test and every benchmark once, as root (through sudo when not root): scripts/test
 	./scripts/test

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +41,11 @@ func TestKubernetesManifests(t *testing.T) {
 	decodeStrict(t, "kubernetes/daemonset.yaml", &ds)
 	var pm monitoringv1.PodMonitor
 	decodeStrict(t, "kubernetes/podmonitor.yaml", &pm)
+	var sa corev1.ServiceAccount
+	decodeStrict(t, "kubernetes/serviceaccount.yaml", &sa)
+	if sa.Kind != "ServiceAccount" || sa.Namespace != ns.Name || ds.Spec.Template.Spec.ServiceAccountName != sa.Name {
+		t.Errorf("service account %s/%s (%s), the DaemonSet's %q", sa.Namespace, sa.Name, sa.Kind, ds.Spec.Template.Spec.ServiceAccountName)
+	}
 
 	if ds.APIVersion != "apps/v1" || ds.Kind != "DaemonSet" || pm.APIVersion != "monitoring.coreos.com/v1" || pm.Kind != "PodMonitor" || ns.Kind != "Namespace" {
 		t.Errorf("kinds: %s %s, %s %s, %s", ds.APIVersion, ds.Kind, pm.APIVersion, pm.Kind, ns.Kind)
@@ -91,9 +97,7 @@ func TestKubernetesManifests(t *testing.T) {
 	if !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 		t.Errorf("capabilities dropped %v, want [ALL]", sc.Capabilities.Drop)
 	}
-	if sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-		t.Errorf("seccomp profile %v, want RuntimeDefault", sc.SeccompProfile)
-	}
+	checkSeccomp(t, pod, sc)
 	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		if q, ok := c.Resources.Requests[r]; !ok || q.IsZero() {
 			t.Errorf("no %s request", r)
@@ -105,7 +109,7 @@ func TestKubernetesManifests(t *testing.T) {
 	// Mounts: the bundle directory on the host and a scratch /tmp only. No
 	// bpffs (nothing is pinned), no /sys, /proc or /dev from the host.
 	for _, v := range pod.Volumes {
-		if hp := v.HostPath; hp != nil && hp.Path != "/var/lib/enaprobe" {
+		if hp := v.HostPath; hp != nil && hp.Path != "/var/lib/enaprobe" && hp.Path != kubeletProfiles {
 			t.Errorf("volume %s mounts the host's %s", v.Name, hp.Path)
 		}
 	}
@@ -155,3 +159,55 @@ func TestKubernetesManifests(t *testing.T) {
 }
 
 func itoa(i int32) string { return strconv.Itoa(int(i)) }
+
+// The kubelet's directory of Localhost seccomp profiles, and the
+// profiles/ directory under it that the init container writes to.
+const (
+	kubeletSeccompRoot = "/var/lib/kubelet/seccomp"
+	kubeletProfiles    = kubeletSeccompRoot + "/profiles"
+)
+
+// checkSeccomp: the probe's container runs the Localhost profile that the
+// init container writes (the runtimes' default refuses bpf(2) without
+// CAP_SYS_ADMIN); the init container runs enaprobe seccomp-profile, with
+// nothing but the kubelet's profiles directory from the host.
+func checkSeccomp(t *testing.T, pod corev1.PodSpec, sc *corev1.SecurityContext) {
+	t.Helper()
+	p := sc.SeccompProfile
+	if p == nil || p.Type != corev1.SeccompProfileTypeLocalhost || p.LocalhostProfile == nil {
+		t.Fatalf("seccomp profile %v, want Localhost", p)
+	}
+	if len(pod.InitContainers) != 1 {
+		t.Fatalf("%d init containers, want the one that writes the profile", len(pod.InitContainers))
+	}
+	ic := pod.InitContainers[0]
+	var write string
+	for _, a := range ic.Args {
+		write, _ = strings.CutPrefix(a, "--write=")
+	}
+	if len(ic.Args) == 0 || ic.Args[0] != "seccomp-profile" || write == "" {
+		t.Fatalf("init container args %v, want seccomp-profile --write=FILE", ic.Args)
+	}
+	if ic.Image != pod.Containers[0].Image {
+		t.Errorf("init container image %s, the probe's %s: the profile must be the one of the release that runs", ic.Image, pod.Containers[0].Image)
+	}
+	hostPaths := map[string]string{}
+	for _, v := range pod.Volumes {
+		if v.HostPath != nil {
+			hostPaths[v.Name] = v.HostPath.Path
+		}
+	}
+	var onHost string
+	for _, m := range ic.VolumeMounts {
+		if rel, ok := strings.CutPrefix(write, m.MountPath+"/"); ok {
+			onHost = filepath.Join(hostPaths[m.Name], rel)
+		}
+	}
+	if want := filepath.Join(kubeletSeccompRoot, *p.LocalhostProfile); onHost != want {
+		t.Errorf("the init container writes %s on the host, the kubelet reads %s", onHost, want)
+	}
+	isc := ic.SecurityContext
+	if isc == nil || isc.Capabilities == nil || len(isc.Capabilities.Add) > 0 || isc.SeccompProfile == nil || isc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("init container security %+v: want no capability and the runtime's default profile", isc)
+	}
+}
