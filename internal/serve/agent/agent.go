@@ -95,7 +95,7 @@ type Agent struct {
 	origins *origins
 
 	snapshots chan chan snapshotReply
-	writeMu   sync.Mutex // one bundle at a time
+	writeMu   sync.Mutex       // one bundle at a time
 	uploader  *upload.Uploader // nil without --upload
 }
 

@@ -71,7 +71,7 @@ type Metrics struct {
 	BundlesSkipped              *prometheus.CounterVec // reason
 	BundlesRemoved              prometheus.Counter
 	BundleUploads               *prometheus.CounterVec // result
-	PeakBitsPerSecond           *prometheus.GaugeVec // interface, direction, window
+	PeakBitsPerSecond           *prometheus.GaugeVec   // interface, direction, window
 
 	Lost                 *prometheus.CounterVec   // interface, reason
 	FlowTableFill        *prometheus.GaugeVec     // interface: used/capacity
