@@ -49,7 +49,7 @@ type Options struct {
 	// CPU hands its buckets over itself; the timer is for the last one
 	// before it goes idle, and each expiry is an interrupt (two VM exits on
 	// some hypervisors): at 1 ms the timers cost 1% of a small-packet
-	// stream's throughput, at 10 ms 0.1% (BENCHMARKS.md).
+	// stream's throughput, at 10 ms 0.1% (docs/cost.md).
 	Buckets     BucketMode
 	FlushDelay  time.Duration
 	SliceSlots  uint32 // size-slice ring slots per direction (power of two)

@@ -17,7 +17,7 @@ import (
 )
 
 // serveReadInterval is serve's default ENA counter read interval: see the
-// README ("ENA counter reads in serve") for the measurement behind it.
+// docs/serve.md ("ENA counter reads") for the measurement behind it.
 const serveReadInterval = time.Second
 
 // serveBackoff is how serve lengthens its read interval while reads are

@@ -322,7 +322,7 @@ func TestHTMLInChromium(t *testing.T) {
 }
 
 // TestHTMLScreenshot renders one report to PNG; with -update-screenshot it
-// keeps it as testdata/sample-report.png (shown in the README).
+// keeps it as testdata/sample-report.png (shown in docs/findings.md).
 func TestHTMLScreenshot(t *testing.T) {
 	bin := needChromium(t)
 	dir := t.TempDir()
