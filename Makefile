@@ -19,9 +19,9 @@ help: ## list the targets (docs/development.md says what each does and costs)
 deps: ## install what the tests need from Debian (iproute2, nftables, ethtool, chromium)
 	./.ci/deps
 
-generate: ## rebuild the eBPF objects and their Go bindings with clang (installs clang, llvm, libbpf-dev)
+generate: ## rebuild the eBPF objects and their Go bindings with clang (installs clang, llvm, libbpf-dev), and docs/cli.md
 	./.ci/deps --generate
-	$(GO) generate ./bpf/... ./internal/lab/...
+	$(GO) generate ./bpf/... ./internal/lab/... ./cmd/enaprobe
 
 build: ## build bin/enaprobe
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/enaprobe
