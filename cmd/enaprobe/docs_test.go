@@ -1,6 +1,9 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -53,6 +56,53 @@ func TestDocLinks(t *testing.T) {
 		if !fromREADME[filepath.Clean(page)] {
 			t.Errorf("%s is not linked from README.md", rel(page))
 		}
+	}
+}
+
+// TestFindingKindsDocumented: docs/findings.md has a row for every finding
+// kind the analyzer declares (its Kind* constants), so a kind added without
+// its evidence and fix fails here.
+func TestFindingKindsDocumented(t *testing.T) {
+	files, err := filepath.Glob("../../analyzer/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	findings := readDoc(t, "../../docs/findings.md")
+	var kinds int
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range file.Decls {
+			gen, ok := decl.(*ast.GenDecl)
+			if !ok || gen.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gen.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if !strings.HasPrefix(name.Name, "Kind") || i >= len(vs.Values) {
+						continue
+					}
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						continue
+					}
+					kinds++
+					kind := strings.Trim(lit.Value, `"`)
+					if !strings.Contains(findings, "| `"+kind+"`") && !strings.Contains(findings, ", `"+kind+"` |") {
+						t.Errorf("finding kind %s (analyzer.%s) has no row in docs/findings.md", kind, name.Name)
+					}
+				}
+			}
+		}
+	}
+	if kinds < 10 {
+		t.Errorf("found %d finding kinds in analyzer/, want the Kind* constants", kinds)
 	}
 }
 
