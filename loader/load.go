@@ -26,8 +26,8 @@ import (
 
 // Options are the datapath's runtime knobs and map sizes.
 type Options struct {
-	Bucket     time.Duration // time bucket width, 10 µs to 10 ms
-	Window     time.Duration // fine window of the heavy-flow events
+	Bucket     time.Duration // time bucket width, MinBucket to MaxBucket
+	Window     time.Duration // fine window of the heavy-flow events, as CheckKnobs gives it
 	Slice      time.Duration // packet-size slice width
 	HeavyBytes uint64        // bytes per fine window that make a window event
 	// FlowEntries is the IPv4 flow table's capacity in flows (the table has
@@ -129,8 +129,8 @@ var timerPinSupported = sync.OnceValue(func() bool {
 // ring and the per-CPU state are per CPU (about 11 KiB per CPU).
 func DefaultOptions() Options {
 	return Options{
-		Bucket:      100 * time.Microsecond,
-		Window:      time.Millisecond,
+		Bucket:      DefaultBucket,
+		Window:      DefaultWindow,
 		Slice:       100 * time.Millisecond,
 		HeavyBytes:  62_500, // 10% of what a 5 Gbit/s flow moves in 1 ms
 		FlowEntries: 65536,
@@ -142,11 +142,13 @@ func DefaultOptions() Options {
 }
 
 func (o Options) validate() error {
-	if o.Bucket < 10*time.Microsecond || o.Bucket > 10*time.Millisecond {
-		return fmt.Errorf("bucket width %v out of range: 10µs to 10ms", o.Bucket)
+	window, err := CheckKnobs(o.Bucket, o.Window)
+	if err != nil {
+		return err
 	}
-	if o.Window < o.Bucket {
-		return fmt.Errorf("window %v shorter than the bucket %v", o.Window, o.Bucket)
+	if window != o.Window {
+		// The caller applies the rule and says so; the loader only checks.
+		return &WindowError{Window: o.Window, Bucket: o.Bucket}
 	}
 	if o.Slice < o.Window {
 		return fmt.Errorf("size slice %v shorter than the window %v", o.Slice, o.Window)

@@ -67,7 +67,11 @@ func TestExitCodes(t *testing.T) {
 		{"trace", "-o", filepath.Join(dir, "x.zip")},
 		{"trace", "-o", file},
 		{"trace", "--heavy-share", "0"},
-		{"trace", "--bucket", "10ms", "--window", "1ms"},
+		{"trace", "--bucket", "20ms"},
+		{"trace", "--window", "0s"},
+		{"lab", "run", "clean", "--bucket", "5us"},
+		{"lab", "run", "clean", "--window", "-1ms"},
+		{"lab", "run", "clean", "--attach", "xdp"},
 		{"trace", "-i", "nosuch0"},
 		{"trace", "-i", "lo", "--counters-file", garbage},
 		{"counters", "--count", "-1", "-i", "lo"},
@@ -348,6 +352,22 @@ func TestREADMEMatchesHelp(t *testing.T) {
 	for _, code := range []int{exitOK, exitError, exitUsage, exitPrivileges} {
 		if !strings.Contains(readme, fmt.Sprintf("| `%d` |", code)) {
 			t.Errorf("README exit-code table lacks %d", code)
+		}
+	}
+}
+
+// TestFineWindowRaised: a --window below --bucket, or not a whole number
+// of buckets, is raised (as the analysis would) rather than refused.
+func TestFineWindowRaised(t *testing.T) {
+	c := captureFlags{bucket: 2 * time.Millisecond}
+	for window, want := range map[time.Duration]time.Duration{
+		time.Millisecond:     2 * time.Millisecond,
+		3 * time.Millisecond: 4 * time.Millisecond,
+		4 * time.Millisecond: 4 * time.Millisecond,
+	} {
+		got, err := c.fineWindow(window, zerolog.Nop())
+		if err != nil || got != want {
+			t.Errorf("--bucket %v --window %v: %v, %v; want %v", c.bucket, window, got, err, want)
 		}
 	}
 }
