@@ -87,7 +87,7 @@ func (fs *fineSeries) linkLocalAt(i int) uint64 {
 // (knobs.Window: a whole number of buckets, so that no bucket straddles two
 // windows).
 func newGrid(rec *record.Recording, fineNs int64) grid {
-	w := int64(knobs.Window(time.Duration(rec.Meta.BucketNs), time.Duration(max(fineNs, 1))))
+	w := int64(knobs.Window(time.Duration(rec.GridBucketNs()), time.Duration(max(fineNs, 1))))
 	lo, hi := rec.Meta.Start.MonoNs, rec.Meta.End.MonoNs
 	for _, s := range rec.Series {
 		if n := len(s.Buckets); n > 0 {

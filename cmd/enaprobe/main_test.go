@@ -259,17 +259,20 @@ func TestStatusLineFixedDuration(t *testing.T) {
 	}
 }
 
-// TestAnalyzeStrict: analyze refuses a window below the recording's bucket,
-// as trace does, and notes an instance type the table lacks.
+// TestAnalyzeStrict: analyze raises a window below the recording's bucket
+// to the bucket and says so, as trace does, and notes an instance type the
+// table lacks.
 func TestAnalyzeStrict(t *testing.T) {
 	in, rec := smallInput(t)
 	bundle := filepath.Join(t.TempDir(), "b")
 	if err := report.WriteBundle(bundle, in); err != nil {
 		t.Fatal(err)
 	}
-	below := time.Duration(rec.Meta.BucketNs) / 2
-	if code, out := execute(t, "analyze", bundle, "--window", below.String()); code != exitUsage {
-		t.Errorf("analyze --window %v: exit %d, want %d\n%s", below, code, exitUsage, out)
+	bucket := time.Duration(rec.BucketNs())
+	below := bucket / 2
+	if code, out := execute(t, "analyze", bundle, "--window", below.String(), "--format", "json"); code != exitOK ||
+		!strings.Contains(out, fmt.Sprintf("raised to %v", bucket)) || !strings.Contains(out, fmt.Sprintf(`"fine_window_us": %d`, bucket.Microseconds())) {
+		t.Errorf("analyze --window %v: exit %d, want %d, the window raised to %v and said\n%.3000s", below, code, exitOK, bucket, out)
 	}
 	code, out := execute(t, "analyze", bundle, "--instance-type", "z9.huge", "--format", "json")
 	if code != exitOK {
