@@ -22,6 +22,7 @@ import (
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/record"
 	"github.com/enaprobe/enaprobe/internal/report"
+	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
 )
 
 // execute runs the command line in this process and returns its exit code
@@ -204,12 +205,7 @@ func TestCheckBundlePath(t *testing.T) {
 // TestBundleBelongsToSudoUser: under sudo the bundle goes to the invoking
 // user, files 0644, in both forms.
 func TestBundleBelongsToSudoUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root under CI")
-		}
-		t.Skip("needs root")
-	}
+	privtest.RequireRoot(t)
 	t.Setenv("SUDO_UID", "65534")
 	t.Setenv("SUDO_GID", "65533")
 	in, _ := smallInput(t)
