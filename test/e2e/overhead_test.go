@@ -552,23 +552,11 @@ func sendAlternating(tb testing.TB, pairs []*vethpair.Pair, d time.Duration) []p
 	defer closeAll()
 	for i, pair := range pairs {
 		dst := net.UDPAddrFromAddrPort(netip.AddrPortFrom(pair.AddrB, 9300))
-		var rx, tx *net.UDPConn
-		if err := vethpair.Do(pair.NSB, func() (err error) {
-			rx, err = net.ListenUDP("udp", dst)
-			return err
-		}); err != nil {
-			tb.Fatal(err)
-		}
+		rx := socketIn(tb, pair.NSB, func() (*net.UDPConn, error) { return net.ListenUDP("udp", dst) })
 		rxs = append(rxs, rx)
 		// A socket stays in the namespace it was made in: the sender
 		// thread can use every pair's without moving.
-		if err := vethpair.Do(pair.NSA, func() (err error) {
-			tx, err = net.DialUDP("udp", nil, dst)
-			return err
-		}); err != nil {
-			tb.Fatal(err)
-		}
-		txs = append(txs, tx)
+		txs = append(txs, socketIn(tb, pair.NSA, func() (*net.UDPConn, error) { return net.DialUDP("udp", nil, dst) }))
 		receivers.Add(1)
 		go func() {
 			defer receivers.Done()
@@ -587,10 +575,24 @@ func sendAlternating(tb testing.TB, pairs []*vethpair.Pair, d time.Duration) []p
 	}
 	payload := make([]byte, 64-42)
 	sendPhases(txs, payload, 32, len(payload), d, stats, &counting) // the clock read every 32 sends
-	time.Sleep(50 * time.Millisecond)                                 // the last packets reach the receivers
+	time.Sleep(50 * time.Millisecond)                               // the last packets reach the receivers
 	closeAll()
 	receivers.Wait()
 	return stats
+}
+
+// socketIn makes a socket in the network namespace ns, where it stays
+// whichever thread uses it; an error fails tb.
+func socketIn[S any](tb testing.TB, ns string, open func() (S, error)) S {
+	tb.Helper()
+	var s S
+	if err := vethpair.Do(ns, func() (err error) {
+		s, err = open()
+		return err
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }
 
 // sendPhases is the sender of sendAlternating and sendAlternatingTCP. On a
@@ -693,13 +695,7 @@ func sendAlternatingTCP(tb testing.TB, pairs []*vethpair.Pair, d time.Duration) 
 	}()
 	for i, pair := range pairs {
 		addr := netip.AddrPortFrom(pair.AddrB, 9301).String()
-		var ln net.Listener
-		if err := vethpair.Do(pair.NSB, func() (err error) {
-			ln, err = net.Listen("tcp", addr)
-			return err
-		}); err != nil {
-			tb.Fatal(err)
-		}
+		ln := socketIn(tb, pair.NSB, func() (net.Listener, error) { return net.Listen("tcp", addr) })
 		lns = append(lns, ln)
 		receivers.Add(1)
 		go func() {
@@ -722,14 +718,7 @@ func sendAlternatingTCP(tb testing.TB, pairs []*vethpair.Pair, d time.Duration) 
 				}
 			}
 		}()
-		var tx net.Conn
-		if err := vethpair.Do(pair.NSA, func() (err error) {
-			tx, err = net.DialTimeout("tcp", addr, 5*time.Second)
-			return err
-		}); err != nil {
-			tb.Fatal(err)
-		}
-		txs = append(txs, tx)
+		txs = append(txs, socketIn(tb, pair.NSA, func() (net.Conn, error) { return net.DialTimeout("tcp", addr, 5*time.Second) }))
 	}
 	sendPhases(txs, make([]byte, 16<<10), 1, tcpPayload, d, stats, &counting)
 	for i := range stats {
