@@ -56,10 +56,9 @@ recorded value, and the report notes it. Nothing is traced.`,
 			// The analysis applies the datapath's window rule to the
 			// recording's bucket; say so when it raises the window.
 			bucket := time.Duration(rec.GridBucketNs())
-			if w := loader.FineWindow(bucket, aopts.FineWindow); w != aopts.FineWindow {
-				log.Info().Dur("window", w).Msgf("--window %v: raised to %v, a whole number of the recording's %v buckets", aopts.FineWindow, w, bucket)
-				aopts.FineWindow = w
-			}
+			w := loader.FineWindow(bucket, aopts.FineWindow)
+			sayRaised(log, aopts.FineWindow, w, bucket, "the recording's ")
+			aopts.FineWindow = w
 			return writeReports(cmd.OutOrStdout(), rec, aopts, f.out, env, log)
 		},
 	}

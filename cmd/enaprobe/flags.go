@@ -267,10 +267,17 @@ func (c *captureFlags) fineWindow(window time.Duration, log zerolog.Logger) (tim
 	if err != nil {
 		return 0, knobUsage(err)
 	}
-	if w != window {
-		log.Info().Dur("window", w).Msgf("--window %v: raised to %v, a whole number of %v buckets", window, w, c.bucket)
-	}
+	sayRaised(log, window, w, c.bucket, "")
 	return w, nil
+}
+
+// sayRaised logs that the datapath's window rule raised the fine window
+// asked for to got, whole buckets of bucket (whose: of what, if not of
+// --bucket).
+func sayRaised(log zerolog.Logger, asked, got, bucket time.Duration, whose string) {
+	if got != asked {
+		log.Info().Dur("window", got).Msgf("--window %v: raised to %v, a whole number of %s%v buckets", asked, got, whose, bucket)
+	}
 }
 
 // ready writes the ready file, if asked for, with what it is to hold.
