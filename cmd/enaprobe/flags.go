@@ -223,7 +223,7 @@ func (o *outputFlags) validate() error {
 // registerWindow registers --window, which trace, serve, analyze and lab
 // run take.
 func registerWindow(fs *pflag.FlagSet, window *time.Duration) {
-	fs.DurationVar(window, "window", loader.DefaultWindow, fmt.Sprintf("fine window that findings are located with, a duration, e.g. %v (a whole number of buckets: rounded up to one)", loader.DefaultWindow))
+	fs.DurationVar(window, "window", loader.DefaultWindow, fmt.Sprintf("fine window that findings are located with, a duration, e.g. %v (rounded up to whole buckets)", loader.DefaultWindow))
 }
 
 // captureFlags are the datapath's knobs trace, serve and lab run take:
