@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/signal"
@@ -74,7 +73,7 @@ It needs root (or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON).`,
 	fs.Int64Var(&f.maxBytes, "max-bytes", 500<<20, "keep the bundles in --bundle-dir within this many bytes, the oldest removed first (0: no limit)")
 	fs.Int64Var(&f.recorderBytes, "recorder-bytes", 64<<20, "memory bound of the flight recorder in bytes; beyond it the oldest of the history goes first (counted)")
 	fs.BoolVar(&f.redact, "redact", false, "pseudonymize addresses and host names in the bundles (as trace --redact)")
-	f.registerCapture(fs, serveReadInterval, "1s")
+	f.registerCapture(fs, serveReadInterval, "each read is a device command")
 	return cmd
 }
 
@@ -144,11 +143,7 @@ func runServe(ctx context.Context, cmd *cobra.Command, f *serveFlags) error {
 		Log:           log,
 		Snapshot:      snapshot,
 		Ready: func(addr string) {
-			if f.readyFile != "" {
-				if err := os.WriteFile(f.readyFile, []byte(fmt.Sprintln(addr)), 0o644); err != nil {
-					log.Warn().Err(err).Msg("write ready file")
-				}
-			}
+			f.capture.ready(addr, log)
 		},
 	})
 	if err != nil {
