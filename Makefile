@@ -13,15 +13,15 @@ export BPF2GO_CFLAGS := -O2 -g -Wall -Werror
 
 .PHONY: help deps generate build release image test test-short kernels bench soak fuzz lint clean
 
-help: ## list the targets
+help: ## list the targets (docs/development.md says what each does and costs)
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 deps: ## install what the tests need from Debian (iproute2, nftables, ethtool, chromium)
 	./.ci/deps
 
-generate: ## rebuild the eBPF objects and their Go bindings with clang (installs clang, llvm, libbpf-dev)
+generate: ## rebuild the eBPF objects and their Go bindings with clang (installs clang, llvm, libbpf-dev), and docs/cli.md
 	./.ci/deps --generate
-	$(GO) generate ./bpf/... ./internal/lab/...
+	$(GO) generate ./bpf/... ./internal/lab/... ./cmd/enaprobe
 
 build: ## build bin/enaprobe
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/enaprobe
@@ -37,7 +37,7 @@ release: ## static binaries for linux amd64 and arm64, version-stamped, with SHA
 image: release ## the container image for linux/amd64 and arm64 with buildah (reproducible), as dist/enaprobe-image.tar: scripts/image
 	DIST=$(DIST) VERSION=$(VERSION) ./scripts/image
 
-test: ## run every test and every benchmark once, as root (through sudo when not root): scripts/test
+test: ## run every test and every benchmark once, as root (through sudo when not root), about 20 minutes: scripts/test
 	./scripts/test
 
 kernels: ## the kernel matrix: datapath tests and a trace on 5.10, 6.1, 6.12, arm64 6.1 (qemu) and the host; ARGS='-kernels 6.1 -repo DIR'
@@ -46,7 +46,7 @@ kernels: ## the kernel matrix: datapath tests and a trace on 5.10, 6.1, 6.12, ar
 test-short: ## unit tests only: no root, no kernel
 	$(GO) test -short ./internal/record ./bpf/countrules ./internal/ena/counters ./analyzer ./internal/limits ./internal/report/... ./internal/capture
 
-bench: ## benchmarks with ratios measured in one run (see BENCHMARKS.md)
+bench: ## benchmarks with ratios measured in one run (see docs/cost.md)
 	$(GO) test -p 1 -count=1 -run '^$$' -bench . -benchtime=1x $(BENCH_PKGS)
 
 soak: ## serve's soak test, long form: 10 minutes of mixed traffic in the lab (CI runs 90 s); SOAK=30m to change

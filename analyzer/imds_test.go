@@ -18,7 +18,7 @@ func newIMDSRec() *imdsRec {
 	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	const s = int64(time.Second)
 	return &imdsRec{rec: &record.Recording{Meta: record.Meta{
-		BucketNs: 100_000, WindowNs: 1_000_000,
+		WindowNs:   1_000_000,
 		Interfaces: []record.InterfaceInfo{{Name: "eth0", Driver: "ena"}},
 		Start:      record.ClockPair{MonoNs: s, Wall: start},
 		End:        record.ClockPair{MonoNs: 10 * s, Wall: start.Add(9 * time.Second)},

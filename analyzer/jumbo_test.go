@@ -14,7 +14,7 @@ func TestJumboLeavingVPC(t *testing.T) {
 	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	const s = int64(time.Second)
 	rec := &record.Recording{Meta: record.Meta{
-		BucketNs: 100_000, WindowNs: 1_000_000,
+		WindowNs:   1_000_000,
 		Interfaces: []record.InterfaceInfo{{Name: "eth0", Driver: "ena"}},
 		Start:      record.ClockPair{MonoNs: s, Wall: start},
 		End:        record.ClockPair{MonoNs: 5 * s, Wall: start.Add(4 * time.Second)},

@@ -10,7 +10,7 @@ import (
 // TestReadFailuresSummarised: reads that keep failing the same way are one
 // row with a count (a wrong counters file gave one row per sample).
 func TestReadFailuresSummarised(t *testing.T) {
-	rec := &record.Recording{Meta: record.Meta{BucketNs: 100_000,
+	rec := &record.Recording{Meta: record.Meta{
 		Start: record.ClockPair{MonoNs: 1e9, Wall: time.Unix(1e9, 0)}, End: record.ClockPair{MonoNs: 3e9, Wall: time.Unix(1e9+2, 0)}}}
 	for i := range 200 {
 		at := int64(1e9 + i*10e6)

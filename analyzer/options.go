@@ -3,6 +3,7 @@ package analyzer
 import (
 	"time"
 
+	"github.com/enaprobe/enaprobe/internal/knobs"
 	"github.com/enaprobe/enaprobe/internal/limits"
 )
 
@@ -162,7 +163,7 @@ func DefaultOptions() Options {
 		PeakWindow:           100 * time.Millisecond,
 		IncidentRefill:       250 * time.Millisecond,
 		LinkLocalPPS:         limits.LinkLocalPPSPerInterface,
-		FineWindow:           time.Millisecond,
+		FineWindow:           knobs.DefaultWindow,
 		StandOutFactor:       2,
 		StandOutPeakShare:    0.5,
 		SaturationShare:      0.9,

@@ -17,7 +17,7 @@ func TestConntrackSlowRead(t *testing.T) {
 	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	base := int64(10_000) * ms
 	rec := &record.Recording{Meta: record.Meta{
-		BucketNs: int64(100 * time.Microsecond), WindowNs: ms, SampleNs: 50 * ms,
+		WindowNs: ms, SampleNs: 50 * ms,
 		Interfaces: []record.InterfaceInfo{{Name: "eth0", Driver: "ena", ENA: true}},
 		Start:      record.ClockPair{MonoNs: base, Wall: start},
 		End:        record.ClockPair{MonoNs: base + 1000*ms, Wall: start.Add(time.Second)},

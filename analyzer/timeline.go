@@ -1,6 +1,11 @@
 package analyzer
 
-import "github.com/enaprobe/enaprobe/internal/record"
+import (
+	"time"
+
+	"github.com/enaprobe/enaprobe/internal/knobs"
+	"github.com/enaprobe/enaprobe/internal/record"
+)
 
 // grid is the fine-window time axis shared by every interface and direction:
 // window i covers [originNs + i*widthNs, originNs + (i+1)*widthNs). Windows
@@ -78,13 +83,11 @@ func (fs *fineSeries) linkLocalAt(i int) uint64 {
 }
 
 // newGrid spans the trace (and any bucket outside the recorded start and
-// end) with windows of the requested width, rounded up to a multiple of the
-// bucket width so that no bucket straddles two windows.
+// end) with windows of the requested width as the datapath's rule makes it
+// (knobs.Window: a whole number of buckets, so that no bucket straddles two
+// windows).
 func newGrid(rec *record.Recording, fineNs int64) grid {
-	w := max(fineNs, 1)
-	if b := rec.Meta.BucketNs; b > 0 && w%b != 0 {
-		w = (w/b + 1) * b
-	}
+	w := int64(knobs.Window(time.Duration(rec.GridBucketNs()), time.Duration(max(fineNs, 1))))
 	lo, hi := rec.Meta.Start.MonoNs, rec.Meta.End.MonoNs
 	for _, s := range rec.Series {
 		if n := len(s.Buckets); n > 0 {

@@ -20,7 +20,7 @@ func (a *analysis) traceInfo() TraceInfo {
 		End:           a.wall(m.End.MonoNs),
 		DurationS:     float64(a.durationNs()) / 1e9,
 		Interfaces:    nonNil(a.ifaces),
-		BucketUs:      m.BucketNs / 1000,
+		BucketUs:      a.rec.BucketNs() / 1000,
 		FineWindowUs:  a.g.widthNs / 1000,
 		SampleMs:      float64(m.SampleNs) / 1e6,
 		AttachMode:    m.AttachMode,

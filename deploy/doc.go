@@ -1,5 +1,5 @@
 // Package deploy holds what runs enaprobe on a fleet: the systemd unit, the
 // Kubernetes manifests, the Prometheus alert rules and the Grafana dashboard
-// (see the README, "In production"). Its tests check each the way its own
+// (see docs/deploy.md). Its tests check each the way its own
 // tool would, and `make release`, whose binaries they install.
 package deploy

@@ -90,8 +90,8 @@ func Attach(p *Probe, ifname string, mode AttachMode) (*Attachment, error) {
 		tcx    ebpf.AttachType
 		parent uint32
 	}{
-		{"ingress", p.objs.Ingress, ebpf.AttachTCXIngress, netlink.HANDLE_MIN_INGRESS},
-		{"egress", p.objs.Egress, ebpf.AttachTCXEgress, netlink.HANDLE_MIN_EGRESS},
+		{"ingress", p.objs.EnaprobeIngress, ebpf.AttachTCXIngress, netlink.HANDLE_MIN_INGRESS},
+		{"egress", p.objs.EnaprobeEgress, ebpf.AttachTCXEgress, netlink.HANDLE_MIN_EGRESS},
 	} {
 		h, err := newHook(a, d.name, d.target, d.tcx, d.parent)
 		if err != nil {

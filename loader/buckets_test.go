@@ -86,7 +86,7 @@ func TestFlushTimer(t *testing.T) {
 // buckets, and says whether any CPU's flush timer is armed.
 func (tp *testProbe) bucketPlaces(t *testing.T) (ring, open uint64, armed bool) {
 	t.Helper()
-	m := tp.coll.Maps["buckets"]
+	m := tp.coll.Maps[bpf.ProbeMapBuckets]
 	for i := uint32(0); i < m.MaxEntries(); i++ {
 		var b bpf.ProbeBucket
 		if err := m.Lookup(i, &b); err != nil {
@@ -95,7 +95,7 @@ func (tp *testProbe) bucketPlaces(t *testing.T) (ring, open uint64, armed bool) 
 		ring += b.Packets
 	}
 	var states []bpf.ProbeCpuState
-	if err := tp.coll.Maps["cpu_states"].Lookup(uint32(0), &states); err != nil {
+	if err := tp.coll.Maps[bpf.ProbeMapCpuStates].Lookup(uint32(0), &states); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range states {
@@ -125,7 +125,7 @@ func TestNoTimerFlushesAtOnce(t *testing.T) {
 		cpu = 1
 	}
 	tp := newTestProbeFrom(t, opts, func(s *ebpf.CollectionSpec) {
-		if m, ok := s.Maps["cpu_timers"]; ok {
+		if m, ok := s.Maps[bpf.ProbePerCPUMapCpuTimers]; ok {
 			m.MaxEntries = 1 // CPU 0 only
 		}
 	})

@@ -482,7 +482,7 @@ func TestRedirectedIntoEgress(t *testing.T) {
 // TestRedirectedIntoIngress: a program on another interface redirects
 // packets into A's interface's ingress. tc ingress runs for them as for
 // packets from the wire, so enaprobe counts them as ingress although they
-// never crossed A's wire: a limit the README states.
+// never crossed A's wire: a limit docs/deploy.md states.
 func TestRedirectedIntoIngress(t *testing.T) {
 	pair := vethpair.ForTest(t, vethpair.Options{Octet: 172})
 	br, err := pair.AddBranch("02:00:0a:c9:ac:03", netip.MustParseAddr("10.201.172.3"), map[netip.Addr]string{pair.AddrA: pair.MACA})

@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/enaprobe/enaprobe/bpf"
 	"github.com/enaprobe/enaprobe/bpf/countrules"
 	"github.com/enaprobe/enaprobe/internal/record"
 	"github.com/enaprobe/enaprobe/internal/testutil/frames"
@@ -340,7 +341,7 @@ func TestMinimalProgram(t *testing.T) {
 			t.Errorf("the product object carries the benchmark program %s", name)
 		}
 	}
-	if _, ok := product.Variables["atomic_adds"]; ok {
+	if _, ok := product.Variables[bpf.ProbeBenchVarAtomicAdds]; ok {
 		t.Error("the product object carries the benchmarks' atomic_adds knob")
 	}
 	spec, err := BenchSpec(testOptions(), true)

@@ -75,7 +75,7 @@ func newFlowTableProbe(t *testing.T, opts Options) *flowTableProbe {
 func (f *flowTableProbe) send(t *testing.T, frame []byte, repeat int) {
 	t.Helper()
 	for range repeat {
-		if _, err := f.p.objs.Egress.Run(&ebpf.RunOptions{Data: frame}); err != nil {
+		if _, err := f.p.objs.EnaprobeEgress.Run(&ebpf.RunOptions{Data: frame}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -83,7 +83,7 @@ func newTestProbeOf(tb testing.TB, spec *ebpf.CollectionSpec, opts Options) *tes
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { tables.close() })
-	imds, err := ringbuf.NewReader(coll.Maps["imds_events"])
+	imds, err := ringbuf.NewReader(coll.Maps[bpf.ProbeMapImdsEvents])
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func (tp *testProbe) read(tb testing.TB) counts {
 	tb.Helper()
 	var c counts
 	var states []bpf.ProbeCpuState
-	if err := tp.coll.Maps["cpu_states"].Lookup(uint32(0), &states); err != nil {
+	if err := tp.coll.Maps[bpf.ProbeMapCpuStates].Lookup(uint32(0), &states); err != nil {
 		tb.Fatal(err)
 	}
 	for _, s := range states {
@@ -197,7 +197,7 @@ func (tp *testProbe) read(tb testing.TB) counts {
 			c.loss[i] += v
 		}
 	}
-	buckets := tp.coll.Maps["buckets"]
+	buckets := tp.coll.Maps[bpf.ProbeMapBuckets]
 	per := buckets.MaxEntries() / record.NumDirections
 	for i := uint32(0); i < buckets.MaxEntries(); i++ {
 		var b bpf.ProbeBucket
@@ -212,7 +212,7 @@ func (tp *testProbe) read(tb testing.TB) counts {
 			c.bucket[d].LinkLocal[j] += uint64(b.LinkLocal[j])
 		}
 	}
-	slices := tp.coll.Maps["size_slices"]
+	slices := tp.coll.Maps[bpf.ProbeMapSizeSlices]
 	for d := uint32(0); d < record.NumDirections; d++ {
 		var vals []bpf.ProbeSizeSlice
 		if err := slices.Lookup(d, &vals); err != nil {
@@ -243,11 +243,11 @@ func (tp *testProbe) imdsEvents(tb testing.TB) []bpf.ProbeImdsEvent {
 // tested on its own).
 func (tp *testProbe) clearBuckets(tb testing.TB) {
 	tb.Helper()
-	if err := zeroArray[bpf.ProbeBucket](tp.coll.Maps["buckets"]); err != nil {
+	if err := zeroArray[bpf.ProbeBucket](tp.coll.Maps[bpf.ProbeMapBuckets]); err != nil {
 		tb.Fatal(err)
 	}
 	var states []bpf.ProbeCpuState
-	m := tp.coll.Maps["cpu_states"]
+	m := tp.coll.Maps[bpf.ProbeMapCpuStates]
 	if err := m.Lookup(uint32(0), &states); err != nil {
 		tb.Fatal(err)
 	}
@@ -288,17 +288,17 @@ func (tp *testProbe) deleteFlows(tb testing.TB) {
 
 // flowMapsOf picks the flow tables' maps out of a loaded collection.
 func flowMapsOf(coll *ebpf.Collection) flowMaps {
-	return flowMaps{coll.Maps["flows4"], coll.Maps["flows6"], coll.Maps["flow_used4"], coll.Maps["flow_used6"]}
+	return flowMaps{coll.Maps[bpf.ProbeMapFlows4], coll.Maps[bpf.ProbeMapFlows6], coll.Maps[bpf.ProbeMapFlowUsed4], coll.Maps[bpf.ProbeMapFlowUsed6]}
 }
 
 // clearFlowTables empties both flow tables and their used marks.
 func clearFlowTables(tb testing.TB, coll *ebpf.Collection) {
 	tb.Helper()
 	errs := []error{
-		zeroArray[bpf.ProbeFlowBucket4](coll.Maps["flows4"]),
-		zeroArray[bpf.ProbeFlowBucket6](coll.Maps["flows6"]),
-		zeroArray[uint64](coll.Maps["flow_used4"]),
-		zeroArray[uint64](coll.Maps["flow_used6"]),
+		zeroArray[bpf.ProbeFlowBucket4](coll.Maps[bpf.ProbeMapFlows4]),
+		zeroArray[bpf.ProbeFlowBucket6](coll.Maps[bpf.ProbeMapFlows6]),
+		zeroArray[uint64](coll.Maps[bpf.ProbeMapFlowUsed4]),
+		zeroArray[uint64](coll.Maps[bpf.ProbeMapFlowUsed6]),
 	}
 	if err := errors.Join(errs...); err != nil {
 		tb.Fatalf("clear flow tables: %v", err)

@@ -26,8 +26,8 @@ import (
 
 // Options are the datapath's runtime knobs and map sizes.
 type Options struct {
-	Bucket     time.Duration // time bucket width, 10 µs to 10 ms
-	Window     time.Duration // fine window of the heavy-flow events
+	Bucket     time.Duration // time bucket width, MinBucket to MaxBucket
+	Window     time.Duration // fine window of the heavy-flow events, as CheckKnobs gives it
 	Slice      time.Duration // packet-size slice width
 	HeavyBytes uint64        // bytes per fine window that make a window event
 	// FlowEntries is the IPv4 flow table's capacity in flows (the table has
@@ -49,7 +49,7 @@ type Options struct {
 	// CPU hands its buckets over itself; the timer is for the last one
 	// before it goes idle, and each expiry is an interrupt (two VM exits on
 	// some hypervisors): at 1 ms the timers cost 1% of a small-packet
-	// stream's throughput, at 10 ms 0.1% (BENCHMARKS.md).
+	// stream's throughput, at 10 ms 0.1% (docs/cost.md).
 	Buckets     BucketMode
 	FlushDelay  time.Duration
 	SliceSlots  uint32 // size-slice ring slots per direction (power of two)
@@ -111,7 +111,7 @@ var timerPinSupported = sync.OnceValue(func() bool {
 	if err != nil {
 		return false
 	}
-	spec.Maps["cpu_timers"].MaxEntries = uint32(possibleCPUs())
+	spec.Maps[bpf.ProbePerCPUMapCpuTimers].MaxEntries = uint32(possibleCPUs())
 	var objs struct {
 		Prog   *ebpf.Program `ebpf:"enaprobe_probe_timer_pin"`
 		Timers *ebpf.Map     `ebpf:"cpu_timers"`
@@ -129,8 +129,8 @@ var timerPinSupported = sync.OnceValue(func() bool {
 // ring and the per-CPU state are per CPU (about 11 KiB per CPU).
 func DefaultOptions() Options {
 	return Options{
-		Bucket:      100 * time.Microsecond,
-		Window:      time.Millisecond,
+		Bucket:      DefaultBucket,
+		Window:      DefaultWindow,
 		Slice:       100 * time.Millisecond,
 		HeavyBytes:  62_500, // 10% of what a 5 Gbit/s flow moves in 1 ms
 		FlowEntries: 65536,
@@ -142,11 +142,13 @@ func DefaultOptions() Options {
 }
 
 func (o Options) validate() error {
-	if o.Bucket < 10*time.Microsecond || o.Bucket > 10*time.Millisecond {
-		return fmt.Errorf("bucket width %v out of range: 10µs to 10ms", o.Bucket)
+	window, err := CheckKnobs(o.Bucket, o.Window)
+	if err != nil {
+		return err
 	}
-	if o.Window < o.Bucket {
-		return fmt.Errorf("window %v shorter than the bucket %v", o.Window, o.Bucket)
+	if window != o.Window {
+		// The caller applies the rule and says so; the loader only checks.
+		return &WindowError{Window: o.Window, Bucket: o.Bucket}
 	}
 	if o.Slice < o.Window {
 		return fmt.Errorf("size slice %v shorter than the window %v", o.Slice, o.Window)
@@ -219,14 +221,14 @@ type Probe struct {
 }
 
 // probeObjects is what a trace needs of the generated objects: the maps
-// and variables both variants have, and the two tc programs (not the
-// benchmark-only ones). The maps and variables of the shared-ring object
-// are those of the per-CPU one but its timers.
+// and variables both variants have, and the two tc programs (the
+// shared-ring object's programs; not the benchmark-only ones). The maps and
+// variables of the shared-ring object are those of the per-CPU one but its
+// timers.
 type probeObjects struct {
 	bpf.ProbeMaps
 	bpf.ProbeVariables
-	Ingress *ebpf.Program `ebpf:"enaprobe_ingress"`
-	Egress  *ebpf.Program `ebpf:"enaprobe_egress"`
+	bpf.ProbePrograms
 }
 
 // perCPUObjects is probeObjects with the per-CPU object's timer array,
@@ -239,7 +241,7 @@ type perCPUObjects struct {
 
 func (o *probeObjects) close() error {
 	errs := []error{o.ProbeMaps.Close()}
-	for _, p := range []*ebpf.Program{o.Ingress, o.Egress} {
+	for _, p := range []*ebpf.Program{o.EnaprobeIngress, o.EnaprobeEgress} {
 		if p != nil {
 			errs = append(errs, p.Close())
 		}
@@ -288,7 +290,7 @@ func BenchSpec(opts Options, atomicAdds bool) (*ebpf.CollectionSpec, error) {
 	if atomicAdds {
 		v = 1
 	}
-	if err := spec.Variables["atomic_adds"].Set(v); err != nil {
+	if err := spec.Variables[bpf.ProbeBenchVarAtomicAdds].Set(v); err != nil {
 		return nil, fmt.Errorf("set atomic_adds: %w", err)
 	}
 	return spec, nil
@@ -306,27 +308,29 @@ func specOf(load func() (*ebpf.CollectionSpec, error), opts Options) (*ebpf.Coll
 	if _, err := rand.Read(seed[:]); err != nil {
 		return nil, fmt.Errorf("draw flow hash seed: %w", err)
 	}
+	// The names are bpf2go's, so that a knob or map renamed in C fails the
+	// build here; the three objects share them.
 	consts := map[string]any{
-		"flow_regions4":     t4.regions,
-		"flow_region_bits4": t4.regionBits,
-		"flow_regions6":     t6.regions,
-		"flow_region_bits6": t6.regionBits,
-		"flow_seed":         binary.NativeEndian.Uint64(seed[:]),
-		"flow_idle_ns":      uint64(opts.FlowIdle),
-		"bucket_ns":         uint64(opts.Bucket),
-		"bucket_mask":       slots - 1,
-		"window_ns":         uint64(opts.Window),
-		"heavy_bytes":       opts.HeavyBytes,
-		"slice_ns":          uint64(opts.Slice),
-		"slice_mask":        opts.SliceSlots - 1,
-		"note_origins":      boolByte(!opts.NoOrigins),
+		bpf.ProbeVarFlowRegions4:    t4.regions,
+		bpf.ProbeVarFlowRegionBits4: t4.regionBits,
+		bpf.ProbeVarFlowRegions6:    t6.regions,
+		bpf.ProbeVarFlowRegionBits6: t6.regionBits,
+		bpf.ProbeVarFlowSeed:        binary.NativeEndian.Uint64(seed[:]),
+		bpf.ProbeVarFlowIdleNs:      uint64(opts.FlowIdle),
+		bpf.ProbeVarBucketNs:        uint64(opts.Bucket),
+		bpf.ProbeVarBucketMask:      slots - 1,
+		bpf.ProbeVarWindowNs:        uint64(opts.Window),
+		bpf.ProbeVarHeavyBytes:      opts.HeavyBytes,
+		bpf.ProbeVarSliceNs:         uint64(opts.Slice),
+		bpf.ProbeVarSliceMask:       opts.SliceSlots - 1,
+		bpf.ProbeVarNoteOrigins:     boolByte(!opts.NoOrigins),
 	}
 	if opts.Buckets == BucketsPerCPU {
-		consts["flush_delay_ns"] = uint64(opts.FlushDelay)
+		consts[bpf.ProbePerCPUVarFlushDelayNs] = uint64(opts.FlushDelay)
 	}
 	if opts.VPCResolver.Is4() {
 		b := opts.VPCResolver.As4()
-		consts["vpc_resolver"] = uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 // network order in memory
+		consts[bpf.ProbeVarVpcResolver] = uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 // network order in memory
 	}
 	for name, v := range consts {
 		vs, ok := spec.Variables[name]
@@ -337,17 +341,26 @@ func specOf(load func() (*ebpf.CollectionSpec, error), opts Options) (*ebpf.Coll
 			return nil, fmt.Errorf("set %s: %w", name, err)
 		}
 	}
-	spec.Maps["flows4"].MaxEntries = t4.buckets()
-	spec.Maps["flow_locks4"].MaxEntries = t4.regions
-	spec.Maps["flow_used4"].MaxEntries = t4.regions
-	spec.Maps["flows6"].MaxEntries = t6.buckets()
-	spec.Maps["flow_locks6"].MaxEntries = t6.regions
-	spec.Maps["flow_used6"].MaxEntries = t6.regions
-	spec.Maps["buckets"].MaxEntries = 2 * slots
-	spec.Maps["size_slices"].MaxEntries = 2 * opts.SliceSlots
-	spec.Maps["window_events"].MaxEntries = opts.RingBytes
-	if m, ok := spec.Maps["cpu_timers"]; ok {
-		m.MaxEntries = uint32(possibleCPUs())
+	sizes := map[string]uint32{
+		bpf.ProbeMapFlows4:       t4.buckets(),
+		bpf.ProbeMapFlowLocks4:   t4.regions,
+		bpf.ProbeMapFlowUsed4:    t4.regions,
+		bpf.ProbeMapFlows6:       t6.buckets(),
+		bpf.ProbeMapFlowLocks6:   t6.regions,
+		bpf.ProbeMapFlowUsed6:    t6.regions,
+		bpf.ProbeMapBuckets:      2 * slots,
+		bpf.ProbeMapSizeSlices:   2 * opts.SliceSlots,
+		bpf.ProbeMapWindowEvents: opts.RingBytes,
+	}
+	if _, ok := spec.Maps[bpf.ProbePerCPUMapCpuTimers]; ok {
+		sizes[bpf.ProbePerCPUMapCpuTimers] = uint32(possibleCPUs())
+	}
+	for name, n := range sizes {
+		m, ok := spec.Maps[name]
+		if !ok {
+			return nil, fmt.Errorf("bpf object has no map %s", name)
+		}
+		m.MaxEntries = n
 	}
 	return spec, nil
 }

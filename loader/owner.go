@@ -59,7 +59,7 @@ func AttachSocketOwners(mount string, sockets uint32) (*SocketOwners, error) {
 	if sockets == 0 {
 		sockets = DefaultSockets
 	}
-	spec.Maps["sock_owners"].MaxEntries = sockets
+	spec.Maps[bpf.OwnerMapSockOwners].MaxEntries = sockets
 	t := &SocketOwners{socks: make(map[uint64]Socket), maxEnt: sockets}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		return nil, fmt.Errorf("load owner programs: %w", err)

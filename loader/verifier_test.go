@@ -62,7 +62,7 @@ func TestLoadLogsOnlyOnRejection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, prog := range []*ebpf.Program{p.objs.Ingress, p.objs.Egress} {
+	for _, prog := range []*ebpf.Program{p.objs.EnaprobeIngress, p.objs.EnaprobeEgress} {
 		if prog.VerifierLog != "" {
 			t.Errorf("a load that succeeded has a verifier log of %d bytes", len(prog.VerifierLog))
 		}

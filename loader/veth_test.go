@@ -607,7 +607,7 @@ func TestStaleFilterRemoved(t *testing.T) {
 		}{{filterOwner{pid: dead, hook: "egress", pidNS: ownPIDNS()}.String(), tcPrio}, {"othertool", 7}} {
 			if err := netlink.FilterAdd(&netlink.BpfFilter{
 				FilterAttrs: netlink.FilterAttrs{LinkIndex: lnk.Attrs().Index, Parent: netlink.HANDLE_MIN_EGRESS, Handle: 1, Protocol: unix.ETH_P_ALL, Priority: f.prio},
-				Fd:          p.objs.Egress.FD(), Name: f.name, DirectAction: true,
+				Fd:          p.objs.EnaprobeEgress.FD(), Name: f.name, DirectAction: true,
 			}); err != nil {
 				return fmt.Errorf("add filter %s: %w", f.name, err)
 			}

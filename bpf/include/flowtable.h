@@ -60,7 +60,7 @@ static __attribute__((noinline)) void emit_window(struct cpu_state *cs, const st
  * and to two buckets in it; a new flow goes to the emptier of the two. Two
  * choices keep buckets evenly filled: a table three quarters full loses
  * about one new flow in ten thousand to full buckets, where one choice
- * loses one in twenty (BENCHMARKS.md). Each bucket's ways fill in order and
+ * loses one in twenty (docs/cost.md). Each bucket's ways fill in order and
  * are never emptied, so a search ends at the first free way. */
 
 #define KEY_WORDS4 (sizeof(struct flow_key4) / 8)

@@ -4,7 +4,7 @@
 #define __ENAPROBE_IMDS_H
 
 /* IMDS: what an IMDSv2 client that never gets its token looks like on the
- * wire (README, imds_hop_limit). Looked at only for packets whose address
+ * wire (docs/findings.md, imds_hop_limit). Looked at only for packets whose address
  * is IMDS's, so every other packet pays one comparison. */
 
 /* Eight characters as the little-endian word a load from memory gives. */

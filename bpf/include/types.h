@@ -60,7 +60,7 @@ enum imds_kind {
  * padding holes, zeroed before use.
  *
  * IPv4 flows have their own 16-byte key and table: hashing and comparing a
- * 40-byte key costs more (BENCHMARKS.md). Userspace and window events see
+ * 40-byte key costs more (docs/cost.md). Userspace and window events see
  * every flow as a flow_key, IPv4 v4-mapped. */
 struct flow_key4 {
 	__u32 saddr;

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/loader"
 )
 
 type analyzeFlags struct {
@@ -48,13 +49,16 @@ recorded value, and the report notes it. Nothing is traced.`,
 			if err != nil {
 				return err
 			}
-			if w := aopts.FineWindow; w < time.Duration(rec.Meta.BucketNs) {
-				return usagef("--window %v is shorter than the recording's bucket %v", w, time.Duration(rec.Meta.BucketNs))
-			}
 			if err := checkBundlePath(f.out.output); err != nil {
 				return err
 			}
 			log := newLogger(cmd.ErrOrStderr(), "info", false)
+			// The analysis applies the datapath's window rule to the
+			// recording's bucket; say so when it raises the window.
+			bucket := time.Duration(rec.GridBucketNs())
+			w := loader.FineWindow(bucket, aopts.FineWindow)
+			sayRaised(log, aopts.FineWindow, w, bucket, "the recording's ")
+			aopts.FineWindow = w
 			return writeReports(cmd.OutOrStdout(), rec, aopts, f.out, env, log)
 		},
 	}

@@ -2,16 +2,21 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
 	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/internal/ena"
 	"github.com/enaprobe/enaprobe/internal/limits"
 	"github.com/enaprobe/enaprobe/internal/record"
 	"github.com/enaprobe/enaprobe/internal/upload"
+	"github.com/enaprobe/enaprobe/loader"
 )
 
 // rateValue is a flag in bits per second written with units: 40Mbit, 5Gbit,
@@ -67,7 +72,7 @@ func (a *analysisFlags) register(fs *pflag.FlagSet) {
 	fs.Var(rateValue{&a.burst}, "burst", "aggregate burst bandwidth per direction, a rate with its unit, e.g. 25Gbit (default: the instance table)")
 	fs.Var(rateValue{&a.flowLimit}, "flow-limit", "per-flow (5-tuple) cap, a rate with its unit, e.g. 5Gbit (default 5Gbit; 10Gbit in a cluster placement group, 25Gbit with ENA Express, when discovered)")
 	fs.Float64Var(&a.ppsAllowance, "pps-allowance", 0, "instance allowance in packets/s, both directions, e.g. 400000, if you know it (AWS does not publish it)")
-	fs.DurationVar(&a.window, "window", time.Millisecond, "fine window that findings are located with, a duration, e.g. 1ms (at least the bucket)")
+	registerWindow(fs, &a.window)
 	fs.StringVar(&a.counterLag, "counter-lag", "auto", "how long after the traffic the allowance counters show a drop: auto (estimated per counter, at most 100ms), or a duration from 0 to 10s, e.g. 40ms (0: only between the two reads around a jump)")
 }
 
@@ -76,7 +81,7 @@ func (a *analysisFlags) changed(name string) bool { return a.fs != nil && a.fs.C
 // check refuses values that mean nothing.
 func (a *analysisFlags) check() error {
 	if a.window <= 0 {
-		return usagef("--window %v: must be positive, e.g. 1ms", a.window)
+		return knobUsage(&loader.WindowError{Window: a.window})
 	}
 	if a.changed("pps-allowance") && !(a.ppsAllowance > 0) {
 		return usagef("--pps-allowance %v: must be a packet rate above zero, e.g. 400000", a.ppsAllowance)
@@ -223,6 +228,90 @@ func (o *outputFlags) validate() error {
 		return nil
 	}
 	return checkBundleName(o.output)
+}
+
+// registerWindow registers --window, which trace, serve, analyze and lab
+// run take.
+func registerWindow(fs *pflag.FlagSet, window *time.Duration) {
+	fs.DurationVar(window, "window", loader.DefaultWindow, fmt.Sprintf("fine window that findings are located with, a duration, e.g. %v (rounded up to whole buckets)", loader.DefaultWindow))
+}
+
+// captureFlags are the datapath's knobs trace, serve and lab run take:
+// one registration, one check.
+type captureFlags struct {
+	bucket         time.Duration
+	sampleInterval time.Duration
+	attach         string
+	readyFile      string
+}
+
+// register registers the flags with sampleInterval, the command's own
+// default read interval, and sampleNote, what a read costs there.
+func (c *captureFlags) register(fs *pflag.FlagSet, sampleInterval time.Duration, sampleNote string) {
+	fs.DurationVar(&c.bucket, "bucket", loader.DefaultBucket, fmt.Sprintf("time bucket width, a duration from %v to %v, e.g. %v (a bucket above the window raises the window with it)",
+		loader.MinBucket, loader.MaxBucket, loader.DefaultBucket))
+	fs.DurationVar(&c.sampleInterval, "sample-interval", sampleInterval, fmt.Sprintf("ENA counter sample interval, a duration of %v or more, e.g. %v (%s)", ena.MinInterval, sampleInterval, sampleNote))
+	fs.StringVar(&c.attach, "attach", "auto", "how to hook into tc: auto, tcx (Linux 6.6+) or tc (clsact + cls_bpf)")
+	fs.StringVar(&c.readyFile, "ready-file", "", "write this file once the programs are attached (for scripts and tests)")
+	_ = fs.MarkHidden("ready-file")
+}
+
+// check refuses a knob that means nothing and returns how to attach.
+func (c *captureFlags) check() (mode loader.AttachMode, err error) {
+	if _, err := loader.CheckKnobs(c.bucket, loader.DefaultWindow); err != nil {
+		return mode, knobUsage(err)
+	}
+	if c.sampleInterval < ena.MinInterval {
+		return mode, usagef("--sample-interval %v: at least %v", c.sampleInterval, ena.MinInterval)
+	}
+	if mode, err = loader.ParseAttachMode(c.attach); err != nil {
+		return mode, usageError{err}
+	}
+	return mode, nil
+}
+
+// fineWindow is the window the datapath's rule (loader.CheckKnobs) makes of
+// --window and --bucket; it says so when it raises the window.
+func (c *captureFlags) fineWindow(window time.Duration, log zerolog.Logger) (time.Duration, error) {
+	w, err := loader.CheckKnobs(c.bucket, window)
+	if err != nil {
+		return 0, knobUsage(err)
+	}
+	sayRaised(log, window, w, c.bucket, "")
+	return w, nil
+}
+
+// sayRaised logs that the datapath's window rule raised the fine window
+// asked for to got, whole buckets of bucket (whose: of what, if not of
+// --bucket).
+func sayRaised(log zerolog.Logger, asked, got, bucket time.Duration, whose string) {
+	if got != asked {
+		log.Info().Dur("window", got).Msgf("--window %v: raised to %v, a whole number of %s%v buckets", asked, got, whose, bucket)
+	}
+}
+
+// ready writes the ready file, if asked for, with what it is to hold.
+func (c *captureFlags) ready(content string, log zerolog.Logger) {
+	if c.readyFile == "" {
+		return
+	}
+	if err := os.WriteFile(c.readyFile, []byte(content+"\n"), 0o644); err != nil {
+		log.Warn().Err(err).Msg("write ready file")
+	}
+}
+
+// knobUsage turns the loader's errors of the datapath's knobs into usage
+// errors that name the flag and a value that works.
+func knobUsage(err error) error {
+	var be *loader.BucketError
+	var we *loader.WindowError
+	switch {
+	case errors.As(err, &be):
+		return usagef("--bucket %v: must be between %v and %v, e.g. %v", be.Bucket, loader.MinBucket, loader.MaxBucket, loader.DefaultBucket)
+	case errors.As(err, &we):
+		return usagef("--window %v: must be positive, e.g. %v", we.Window, loader.DefaultWindow)
+	}
+	return err
 }
 
 func durationRange(name string, d, lo, hi time.Duration) error {

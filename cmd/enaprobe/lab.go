@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,10 +15,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/enaprobe/enaprobe/internal/capture"
-	"github.com/enaprobe/enaprobe/internal/ena"
 	"github.com/enaprobe/enaprobe/internal/lab"
 	"github.com/enaprobe/enaprobe/internal/lab/catalog"
-	"github.com/enaprobe/enaprobe/loader"
 )
 
 func newLabCommand() *cobra.Command {
@@ -95,16 +94,17 @@ func (f *labFlags) apply(c lab.Config) lab.Config {
 }
 
 type labRunFlags struct {
-	truthFile      string
-	readyFile      string
-	counterLag     time.Duration
-	bucket         time.Duration
-	window         time.Duration
-	sampleInterval time.Duration
-	attach         string
-	lab            labFlags
-	out            outputFlags
+	truthFile  string
+	counterLag time.Duration
+	window     time.Duration
+	capture    captureFlags
+	lab        labFlags
+	out        outputFlags
 }
+
+// labReadInterval is the lab's counter read interval: a read costs a few
+// ms, as it dumps the conntrack table.
+const labReadInterval = 50 * time.Millisecond
 
 func newLabRunCommand() *cobra.Command {
 	f := &labRunFlags{}
@@ -121,14 +121,10 @@ func newLabRunCommand() *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.DurationVar(&f.bucket, "bucket", 100*time.Microsecond, "time bucket width, a duration from 10us to 10ms, e.g. 100us")
-	fs.DurationVar(&f.window, "window", time.Millisecond, "fine window that findings are located with, a duration, e.g. 1ms (at least the bucket)")
-	fs.DurationVar(&f.sampleInterval, "sample-interval", 50*time.Millisecond, "lab counter read interval, a duration, e.g. 50ms (a read costs a few ms: it dumps the conntrack table); a scenario with lagged counters sets its own (10ms)")
+	f.capture.register(fs, labReadInterval, "a lab read costs a few ms: it dumps the conntrack table; a scenario with lagged counters sets its own")
+	registerWindow(fs, &f.window)
 	fs.DurationVar(&f.counterLag, "emulate-counter-lag", 0, "make the lab's counters show a drop this long after it happened, a duration from 0 to 5s, e.g. 30ms (default: the scenario's)")
-	fs.StringVar(&f.attach, "attach", "auto", "auto, tcx or tc")
 	fs.StringVar(&f.truthFile, "truth-file", "", "write what the traffic generators did (culprit, burst times on CLOCK_MONOTONIC) as JSON")
-	fs.StringVar(&f.readyFile, "ready-file", "", "write this file once the programs are attached (for scripts and tests)")
-	_ = fs.MarkHidden("ready-file")
 	f.lab.register(fs)
 	f.out.register(fs)
 	return cmd
@@ -142,18 +138,14 @@ func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *lab
 	if err := f.out.validate(); err != nil {
 		return err
 	}
-	if err := durationRange("bucket", f.bucket, 10*time.Microsecond, 10*time.Millisecond); err != nil {
+	mode, err := f.capture.check()
+	if err != nil {
 		return err
 	}
-	if f.window < f.bucket {
-		return usagef("--window %v is shorter than --bucket %v", f.window, f.bucket)
-	}
-	if f.sampleInterval < ena.MinInterval {
-		return usagef("--sample-interval %v: at least %v", f.sampleInterval, ena.MinInterval)
-	}
-	mode, err := loader.ParseAttachMode(f.attach)
+	log := newLogger(cmd.ErrOrStderr(), "info", false)
+	window, err := f.capture.fineWindow(f.window, log)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	if os.Geteuid() != 0 {
 		return privilegeError{fmt.Errorf("the lab needs root: run it with sudo")}
@@ -163,10 +155,9 @@ func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *lab
 	}
 	base := s.Lab
 	s.Lab = func() lab.Config { return f.lab.apply(base()) }
-	log := newLogger(cmd.ErrOrStderr(), "info", false)
 	cfg := capture.DefaultConfig()
 	cfg.Attach = mode
-	cfg.SampleInterval = f.sampleInterval
+	cfg.SampleInterval = f.capture.sampleInterval
 	if cmd.Flags().Changed("emulate-counter-lag") {
 		if f.counterLag < 0 || f.counterLag > 5*time.Second {
 			return usagef("--emulate-counter-lag %v: want 0 to 5s", f.counterLag)
@@ -176,16 +167,10 @@ func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *lab
 	if s.SampleInterval > 0 && !cmd.Flags().Changed("sample-interval") {
 		cfg.SampleInterval = s.SampleInterval
 	}
-	cfg.Datapath.Bucket = f.bucket
-	cfg.Datapath.Window = f.window
+	cfg.Datapath.Bucket = f.capture.bucket
+	cfg.Datapath.Window = window
 	cfg.Meta.Version = version
-	if f.readyFile != "" {
-		cfg.Attached = func() {
-			if err := os.WriteFile(f.readyFile, []byte(fmt.Sprintln(os.Getpid())), 0o644); err != nil {
-				log.Warn().Err(err).Msg("write ready file")
-			}
-		}
-	}
+	cfg.Attached = func() { f.capture.ready(strconv.Itoa(os.Getpid()), log) }
 	log.Info().Str("scenario", s.Name).Str("expect", s.Expect).Msg("running")
 	out, err := catalog.Run(ctx, s, cfg)
 	if err != nil {

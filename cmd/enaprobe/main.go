@@ -19,7 +19,7 @@ import (
 // version is set at build time: -ldflags "-X main.version=v1.2.3".
 var version = "dev"
 
-// Exit codes, documented in the README.
+// Exit codes, documented in the README ("Exit codes").
 const (
 	exitOK         = 0
 	exitError      = 1

@@ -22,6 +22,7 @@ import (
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/record"
 	"github.com/enaprobe/enaprobe/internal/report"
+	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
 )
 
 // execute runs the command line in this process and returns its exit code
@@ -67,7 +68,11 @@ func TestExitCodes(t *testing.T) {
 		{"trace", "-o", filepath.Join(dir, "x.zip")},
 		{"trace", "-o", file},
 		{"trace", "--heavy-share", "0"},
-		{"trace", "--bucket", "10ms", "--window", "1ms"},
+		{"trace", "--bucket", "20ms"},
+		{"trace", "--window", "0s"},
+		{"lab", "run", "clean", "--bucket", "5us"},
+		{"lab", "run", "clean", "--window", "-1ms"},
+		{"lab", "run", "clean", "--attach", "xdp"},
 		{"trace", "-i", "nosuch0"},
 		{"trace", "-i", "lo", "--counters-file", garbage},
 		{"counters", "--count", "-1", "-i", "lo"},
@@ -200,12 +205,7 @@ func TestCheckBundlePath(t *testing.T) {
 // TestBundleBelongsToSudoUser: under sudo the bundle goes to the invoking
 // user, files 0644, in both forms.
 func TestBundleBelongsToSudoUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root under CI")
-		}
-		t.Skip("needs root")
-	}
+	privtest.RequireRoot(t)
 	t.Setenv("SUDO_UID", "65534")
 	t.Setenv("SUDO_GID", "65533")
 	in, _ := smallInput(t)
@@ -255,17 +255,20 @@ func TestStatusLineFixedDuration(t *testing.T) {
 	}
 }
 
-// TestAnalyzeStrict: analyze refuses a window below the recording's bucket,
-// as trace does, and notes an instance type the table lacks.
+// TestAnalyzeStrict: analyze raises a window below the recording's bucket
+// to the bucket and says so, as trace does, and notes an instance type the
+// table lacks.
 func TestAnalyzeStrict(t *testing.T) {
 	in, rec := smallInput(t)
 	bundle := filepath.Join(t.TempDir(), "b")
 	if err := report.WriteBundle(bundle, in); err != nil {
 		t.Fatal(err)
 	}
-	below := time.Duration(rec.Meta.BucketNs) / 2
-	if code, out := execute(t, "analyze", bundle, "--window", below.String()); code != exitUsage {
-		t.Errorf("analyze --window %v: exit %d, want %d\n%s", below, code, exitUsage, out)
+	bucket := time.Duration(rec.BucketNs())
+	below := bucket / 2
+	if code, out := execute(t, "analyze", bundle, "--window", below.String(), "--format", "json"); code != exitOK ||
+		!strings.Contains(out, fmt.Sprintf("raised to %v", bucket)) || !strings.Contains(out, fmt.Sprintf(`"fine_window_us": %d`, bucket.Microseconds())) {
+		t.Errorf("analyze --window %v: exit %d, want %d, the window raised to %v and said\n%.3000s", below, code, exitOK, bucket, out)
 	}
 	code, out := execute(t, "analyze", bundle, "--instance-type", "z9.huge", "--format", "json")
 	if code != exitOK {
@@ -276,62 +279,34 @@ func TestAnalyzeStrict(t *testing.T) {
 	}
 }
 
-// TestREADMEMatchesHelp: the README's trace flag table lists exactly the
-// flags `trace --help` shows, and its exit-code table the codes run returns.
-func TestREADMEMatchesHelp(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	tableFlags := func(header string) []string {
-		table := readme[strings.Index(readme, header):]
-		table = table[:strings.Index(table, "\n\n")]
-		var flags []string
-		for _, line := range strings.Split(table, "\n")[2:] {
-			cell := strings.Split(line, "|")[1]
-			for _, f := range strings.Split(cell, ",") {
-				f = strings.Trim(strings.TrimSpace(f), "`")
-				if strings.HasPrefix(f, "--") {
-					flags = append(flags, f)
-				}
-			}
-		}
-		return flags
-	}
-	helpFlags := func(name string) []string {
-		var flags []string
+// TestServeTakesTraceFlags: every trace flag but --duration, --format and
+// --output works in serve, as docs/serve.md says (docs/cli.md lists both).
+func TestServeTakesTraceFlags(t *testing.T) {
+	flags := func(name string) []string {
+		var names []string
 		for _, c := range newRootCommand().Commands() {
 			if c.Name() == name {
 				c.Flags().VisitAll(func(f *pflag.Flag) {
 					if !f.Hidden {
-						flags = append(flags, "--"+f.Name)
+						names = append(names, "--"+f.Name)
 					}
 				})
 			}
 		}
-		slices.Sort(flags)
-		return flags
+		return names
 	}
-	traceREADME := tableFlags("| trace flag |")
-	slices.Sort(traceREADME)
-	if inHelp := helpFlags("trace"); !slices.Equal(traceREADME, inHelp) {
-		t.Errorf("README trace flags %v\n--help trace flags %v", traceREADME, inHelp)
-	}
-	// serve: its own table, and every trace flag but --duration, --format
-	// and --output, as the README says.
-	serveREADME := tableFlags("| serve flag |")
-	for _, f := range traceREADME {
-		if !slices.Contains([]string{"--duration", "--format", "--output"}, f) && !slices.Contains(serveREADME, f) {
-			serveREADME = append(serveREADME, f)
+	serve := flags("serve")
+	notInServe := []string{"--duration", "--format", "--output"}
+	for _, f := range flags("trace") {
+		if in := slices.Contains(serve, f); in == slices.Contains(notInServe, f) {
+			t.Errorf("trace %s: in serve %v, want %v", f, in, !in)
 		}
 	}
-	slices.Sort(serveREADME)
-	if inHelp := helpFlags("serve"); !slices.Equal(serveREADME, inHelp) {
-		t.Errorf("README serve flags %v\n--help serve flags %v", serveREADME, inHelp)
-	}
-	// Every flag taking a rate or a duration gives its unit and an example,
-	// in every command.
+}
+
+// TestFlagsGiveUnits: every flag taking a rate or a duration gives its unit
+// and an example, in every command.
+func TestFlagsGiveUnits(t *testing.T) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		c.Flags().VisitAll(func(f *pflag.Flag) {
@@ -345,9 +320,34 @@ func TestREADMEMatchesHelp(t *testing.T) {
 		}
 	}
 	walk(newRootCommand())
+}
+
+// TestREADMEExitCodes: the README's exit-code table has every code run
+// returns.
+func TestREADMEExitCodes(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, code := range []int{exitOK, exitError, exitUsage, exitPrivileges} {
-		if !strings.Contains(readme, fmt.Sprintf("| `%d` |", code)) {
+		if !strings.Contains(string(b), fmt.Sprintf("| `%d` |", code)) {
 			t.Errorf("README exit-code table lacks %d", code)
+		}
+	}
+}
+
+// TestFineWindowRaised: a --window below --bucket, or not a whole number
+// of buckets, is raised (as the analysis would) rather than refused.
+func TestFineWindowRaised(t *testing.T) {
+	c := captureFlags{bucket: 2 * time.Millisecond}
+	for window, want := range map[time.Duration]time.Duration{
+		time.Millisecond:     2 * time.Millisecond,
+		3 * time.Millisecond: 4 * time.Millisecond,
+		4 * time.Millisecond: 4 * time.Millisecond,
+	} {
+		got, err := c.fineWindow(window, zerolog.Nop())
+		if err != nil || got != want {
+			t.Errorf("--bucket %v --window %v: %v, %v; want %v", c.bucket, window, got, err, want)
 		}
 	}
 }

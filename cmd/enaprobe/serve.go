@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/signal"
@@ -18,7 +17,7 @@ import (
 )
 
 // serveReadInterval is serve's default ENA counter read interval: see the
-// README ("ENA counter reads in serve") for the measurement behind it.
+// docs/serve.md ("ENA counter reads") for the measurement behind it.
 const serveReadInterval = time.Second
 
 // serveBackoff is how serve lengthens its read interval while reads are
@@ -79,7 +78,7 @@ It needs root (or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON).`,
 	fs.BoolVar(&f.redact, "redact", false, "pseudonymize addresses and host names in the bundles (as trace --redact)")
 	fs.StringVar(&f.upload, "upload", "", "also upload every bundle to s3://BUCKET/PREFIX, under PREFIX/CLUSTER/NODE/, with the AWS SDK's default credentials (instance role, IRSA, EKS Pod Identity); a bundle stays in --bundle-dir until uploaded")
 	f.uploadOpts.register(fs)
-	f.registerCapture(fs, serveReadInterval, "1s")
+		f.registerCapture(fs, serveReadInterval, "each read is a device command")
 	return cmd
 }
 
@@ -163,11 +162,7 @@ func runServe(ctx context.Context, cmd *cobra.Command, f *serveFlags) error {
 		Log:           log,
 		Snapshot:      snapshot,
 		Ready: func(addr string) {
-			if f.readyFile != "" {
-				if err := os.WriteFile(f.readyFile, []byte(fmt.Sprintln(addr)), 0o644); err != nil {
-					log.Warn().Err(err).Msg("write ready file")
-				}
-			}
+			f.capture.ready(addr, log)
 		},
 	})
 	if err != nil {

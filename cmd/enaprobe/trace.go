@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,9 +31,7 @@ import (
 type traceFlags struct {
 	duration       time.Duration
 	interfaces     []string
-	bucket         time.Duration
-	sampleInterval time.Duration
-	attach         string
+	capture        captureFlags
 	countersFiles  []string
 	countersReplay []string
 	noIMDS         bool
@@ -43,7 +42,6 @@ type traceFlags struct {
 	logLevel       string
 	debug          bool
 	verifierLog    string
-	readyFile      string
 	cpuProfile     string
 	analysis       analysisFlags
 	out            outputFlags
@@ -73,18 +71,16 @@ dropped or changed: the programs only count.`,
 	}
 	fs := cmd.Flags()
 	fs.DurationVarP(&f.duration, "duration", "d", 30*time.Second, "how long to trace, a duration, e.g. 30s or 2m; Ctrl-C ends early and still writes the report")
-	f.registerCapture(fs, ena.DefaultInterval, "10ms")
+	f.registerCapture(fs, ena.DefaultInterval, "each read is a device command")
 	f.out.register(fs)
 	return cmd
 }
 
 // registerCapture registers the flags trace and serve share: interfaces,
 // datapath, counters, analysis, logs.
-func (f *traceFlags) registerCapture(fs *pflag.FlagSet, sampleInterval time.Duration, sampleExample string) {
+func (f *traceFlags) registerCapture(fs *pflag.FlagSet, sampleInterval time.Duration, sampleNote string) {
 	fs.StringSliceVarP(&f.interfaces, "interface", "i", nil, "interface to trace, repeatable (default: the interface of the default route)")
-	fs.DurationVar(&f.bucket, "bucket", 100*time.Microsecond, "time bucket width, a duration from 10us to 10ms, e.g. 100us (a bucket above the window raises the window with it)")
-	fs.DurationVar(&f.sampleInterval, "sample-interval", sampleInterval, "ENA counter sample interval, a duration of 1ms or more, e.g. "+sampleExample+" (each read is a device command)")
-	fs.StringVar(&f.attach, "attach", "auto", "how to hook into tc: auto, tcx (Linux 6.6+) or tc (clsact + cls_bpf)")
+	f.capture.register(fs, sampleInterval, sampleNote)
 	fs.StringArrayVar(&f.countersFiles, "counters-file", nil, "[IFACE=]PATH: read IFACE's counters from a file in ethtool -S format at every sample (labs, emulators, replays)")
 	fs.StringArrayVar(&f.countersReplay, "counters-replay", nil, "[IFACE=]BUNDLE: replay the counters a saved bundle or recording holds for IFACE (or for its only interface), on their recorded timeline")
 	fs.BoolVar(&f.noIMDS, "no-imds", false, "never ask the instance metadata service (instance type, placement group, VPC CIDR)")
@@ -95,8 +91,6 @@ func (f *traceFlags) registerCapture(fs *pflag.FlagSet, sampleInterval time.Dura
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolVar(&f.debug, "debug", false, "debug logs, and the verifier's whole log on stderr if the kernel rejects the programs")
 	fs.StringVar(&f.verifierLog, "verifier-log", "", "if the kernel rejects the programs, write the verifier's whole log to this file (e.g. /tmp/verifier.log)")
-	fs.StringVar(&f.readyFile, "ready-file", "", "write this file once the programs are attached (for scripts and tests)")
-	_ = fs.MarkHidden("ready-file")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the trace to this file (to measure enaprobe's own overhead)")
 	_ = fs.MarkHidden("cpuprofile")
 	f.analysis.register(fs)
@@ -117,11 +111,7 @@ func runTrace(ctx context.Context, cmd *cobra.Command, f *traceFlags) error {
 	cfg.Notice = func(msg string) { log.Warn().Msg(msg) }
 	cfg.Attached = func() {
 		log.Info().Strs("interfaces", ifaces).Dur("duration", f.duration).Msg("attached; tracing (Ctrl-C ends early)")
-		if f.readyFile != "" {
-			if err := os.WriteFile(f.readyFile, []byte(fmt.Sprintln(os.Getpid())), 0o644); err != nil {
-				log.Warn().Err(err).Msg("write ready file")
-			}
-		}
+		f.capture.ready(strconv.Itoa(os.Getpid()), log)
 	}
 	if f.cpuProfile != "" {
 		pf, err := os.Create(f.cpuProfile)
@@ -170,11 +160,9 @@ func prepareCapture(ctx context.Context, cmd *cobra.Command, f *traceFlags, chec
 		log   zerolog.Logger
 	)
 	fail := func(err error) (capture.Config, analyzer.Options, zerolog.Logger, error) { return cfg, aopts, log, err }
-	if err := durationRange("bucket", f.bucket, 10*time.Microsecond, 10*time.Millisecond); err != nil {
+	mode, err := f.capture.check()
+	if err != nil {
 		return fail(err)
-	}
-	if f.sampleInterval < ena.MinInterval {
-		return fail(usagef("--sample-interval %v: at least %v", f.sampleInterval, ena.MinInterval))
 	}
 	if f.duration < 0 {
 		return fail(usagef("--duration %v: must not be negative", f.duration))
@@ -191,19 +179,9 @@ func prepareCapture(ctx context.Context, cmd *cobra.Command, f *traceFlags, chec
 	if err := checkLogLevel(f.logLevel); err != nil {
 		return fail(err)
 	}
-	mode, err := loader.ParseAttachMode(f.attach)
-	if err != nil {
-		return fail(usageError{err})
-	}
 	log = newLogger(cmd.ErrOrStderr(), f.logLevel, f.debug)
-	// The fine window is at least one bucket: a wider bucket raises the
-	// default window with it, an explicit window below it is an error.
-	if f.analysis.window < f.bucket {
-		if f.analysis.changed("window") {
-			return fail(usagef("--window %v is shorter than --bucket %v", f.analysis.window, f.bucket))
-		}
-		log.Info().Dur("window", f.bucket).Msgf("--bucket %v: the fine window is raised to %v with it", f.bucket, f.bucket)
-		f.analysis.window = f.bucket
+	if f.analysis.window, err = f.capture.fineWindow(f.analysis.window, log); err != nil {
+		return fail(err)
 	}
 	aopts, err = f.analysis.options()
 	if err != nil {
@@ -241,9 +219,9 @@ func prepareCapture(ctx context.Context, cmd *cobra.Command, f *traceFlags, chec
 	cfg.Interfaces = ifaces
 	cfg.Duration = f.duration
 	cfg.Attach = mode
-	cfg.SampleInterval = f.sampleInterval
+	cfg.SampleInterval = f.capture.sampleInterval
 	cfg.CounterSources = sources
-	cfg.Datapath.Bucket = f.bucket
+	cfg.Datapath.Bucket = f.capture.bucket
 	cfg.Datapath.Window = f.analysis.window
 	cfg.Datapath.FlowEntries = f.flowEntries
 	cfg.NoOwners = f.noOwners

@@ -510,7 +510,6 @@ func assemble(cfg Config, traced []*tracedInterface, start, end record.ClockPair
 	rec := &record.Recording{Meta: cfg.Meta}
 	m := &rec.Meta
 	m.Start, m.End = start, end
-	m.BucketNs = int64(cfg.Datapath.Bucket)
 	m.WindowNs = int64(cfg.Datapath.Window)
 	m.SliceNs = int64(cfg.Datapath.Slice)
 	m.HeavyBytes = cfg.Datapath.HeavyBytes

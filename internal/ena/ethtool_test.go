@@ -318,7 +318,7 @@ func BenchmarkEthtoolRead(b *testing.B) {
 // TestReadLatencyVeth measures the ethtool ioctl read path (ETHTOOL_GSTATS
 // through EthtoolSource and the Sampler's stamps) on a veth, 2000 reads
 // back to back, and logs its distribution: the number serve's default
-// read interval is chosen from (README, "ENA counter reads in serve").
+// read interval is chosen from (docs/serve.md, "ENA counter reads").
 // On veth no device answers; on ENA each read adds the device's admin
 // command, which the driver waits for.
 func TestReadLatencyVeth(t *testing.T) {

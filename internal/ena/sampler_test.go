@@ -17,13 +17,21 @@ type fakeSource struct {
 	reads     uint64
 	failEvery uint64
 	readTime  time.Duration
+	// late, once set, is called by every read: a read that should not have
+	// come (after the sampler's Run returned) fails the test whenever it
+	// comes, with no sleep to wait for it.
+	late func()
 }
 
 func (f *fakeSource) Read() (map[string]uint64, error) {
 	f.mu.Lock()
 	f.reads++
 	n := f.reads
+	late := f.late
 	f.mu.Unlock()
+	if late != nil {
+		late()
+	}
 	time.Sleep(f.readTime)
 	if f.failEvery > 0 && n%f.failEvery == 0 {
 		return map[string]uint64{"reads": n}, errors.New("admin queue timeout")
@@ -185,9 +193,12 @@ func TestSamplerCancel(t *testing.T) {
 	if after == 0 {
 		t.Error("nothing emitted before cancel")
 	}
-	time.Sleep(10 * time.Millisecond)
-	if src.count() != uint64(after) {
-		t.Errorf("%d reads, %d emitted: a read after Run returned", src.count(), after)
+	src.mu.Lock()
+	src.late = func() { t.Error("a read after Run returned") }
+	reads := src.reads
+	src.mu.Unlock()
+	if reads != uint64(after) {
+		t.Errorf("%d reads, %d emitted: a read whose sample Run did not emit", reads, after)
 	}
 
 	// A context already done: no read at all.

@@ -20,7 +20,7 @@ const FormatVersion = 1
 // file stays readable with standard tools (zcat | jq).
 type fileRecording struct {
 	Format   int             `json:"format"`
-	Meta     *Meta           `json:"meta"`
+	Meta     *fileMeta       `json:"meta"`
 	Series   []fileSeries    `json:"series"`
 	Flows    []FlowSnapshot  `json:"flows"`
 	Owners   []FlowOwner     `json:"owners,omitempty"`
@@ -30,6 +30,14 @@ type fileRecording struct {
 	Totals   []Totals        `json:"totals"`
 	Loss     []Loss          `json:"loss"`
 	Counters []CounterSample `json:"counters"`
+}
+
+// fileMeta is Meta with the bucket width, which is the series' (Recording.
+// BucketNs), written for the builds that read it from here; this one
+// ignores it.
+type fileMeta struct {
+	*Meta
+	BucketNs int64 `json:",omitempty"`
 }
 
 type fileSeries struct {
@@ -99,7 +107,7 @@ func (fs fileSeries) series() (Series, error) {
 
 // Write encodes r to w in the recording file format.
 func Write(w io.Writer, r *Recording) error {
-	f := fileRecording{Format: FormatVersion, Meta: &r.Meta, Flows: r.Flows, Owners: r.Owners, Windows: r.Windows, IMDS: r.IMDS,
+	f := fileRecording{Format: FormatVersion, Meta: &fileMeta{Meta: &r.Meta, BucketNs: r.BucketNs()}, Flows: r.Flows, Owners: r.Owners, Windows: r.Windows, IMDS: r.IMDS,
 		Sizes: r.Sizes, Totals: r.Totals, Loss: r.Loss, Counters: r.Counters}
 	for _, s := range r.Series {
 		f.Series = append(f.Series, toFileSeries(s))
@@ -128,10 +136,10 @@ func Read(rd io.Reader) (*Recording, error) {
 	if f.Format < 1 || f.Format > FormatVersion {
 		return nil, fmt.Errorf("recording format %d not supported (this build reads up to %d)", f.Format, FormatVersion)
 	}
-	if f.Meta == nil {
+	if f.Meta == nil || f.Meta.Meta == nil {
 		return nil, errNoMeta
 	}
-	r := &Recording{Meta: *f.Meta, Flows: f.Flows, Owners: f.Owners, Windows: f.Windows, IMDS: f.IMDS, Sizes: f.Sizes,
+	r := &Recording{Meta: *f.Meta.Meta, Flows: f.Flows, Owners: f.Owners, Windows: f.Windows, IMDS: f.IMDS, Sizes: f.Sizes,
 		Totals: f.Totals, Loss: f.Loss, Counters: f.Counters}
 	for _, fs := range f.Series {
 		s, err := fs.series()

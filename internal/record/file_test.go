@@ -2,7 +2,10 @@ package record
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/json"
 	"net/netip"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -11,7 +14,7 @@ import (
 func TestRecordingRoundTrip(t *testing.T) {
 	start := time.Date(2026, 11, 30, 4, 0, 0, 123456789, time.UTC)
 	rec := &Recording{
-		Meta: Meta{Version: "test", BucketNs: 100_000, WindowNs: 1_000_000, AttachMode: "tcx",
+		Meta: Meta{Version: "test", WindowNs: 1_000_000, AttachMode: "tcx",
 			Interfaces: []InterfaceInfo{{Name: "eth0", Index: 2, Driver: "ena", ENA: true}},
 			Start:      ClockPair{MonoNs: 5_000_000_000, Wall: start},
 			End:        ClockPair{MonoNs: 35_000_000_000, Wall: start.Add(30 * time.Second)}},
@@ -57,5 +60,47 @@ func TestSizeClassOf(t *testing.T) {
 		if got := SizeClassOf(c.n); got != c.want {
 			t.Errorf("SizeClassOf(%d) = %d, want %d", c.n, got, c.want)
 		}
+	}
+}
+
+// metaBucketNs is the bucket width a recording file's meta says, which
+// builds before Recording.BucketNs read.
+func metaBucketNs(t *testing.T, file []byte) int64 {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct{ Meta struct{ BucketNs int64 } }
+	if err := json.NewDecoder(zr).Decode(&f); err != nil {
+		t.Fatal(err)
+	}
+	return f.Meta.BucketNs
+}
+
+// TestBucketFromSeries: the bucket width is the series'. An old recording,
+// whose meta also held it, reads the same width; a new file still writes it
+// in its meta for the builds that read it from there.
+func TestBucketFromSeries(t *testing.T) {
+	old, err := os.ReadFile("../../testdata/recordings/microburst_in.rec.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Read(bytes.NewReader(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := metaBucketNs(t, old); want <= 0 || rec.BucketNs() != want {
+		t.Errorf("the old recording's series give %d ns buckets, its meta %d ns", rec.BucketNs(), want)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := metaBucketNs(t, buf.Bytes()); got != rec.BucketNs() {
+		t.Errorf("the written meta says %d ns buckets, the series %d ns", got, rec.BucketNs())
+	}
+	if (&Recording{}).BucketNs() != 0 {
+		t.Errorf("a recording without series has a bucket width")
 	}
 }

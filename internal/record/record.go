@@ -355,14 +355,15 @@ type InterfaceInfo struct {
 
 // Meta is what a reader needs to interpret the rest.
 type Meta struct {
-	Version       string // enaprobe version that recorded
-	Kernel        string
-	Hostname      string
-	InstanceType  string
-	AttachMode    string // tcx or tc
-	BucketMode    string // per-cpu or shared: how packets reached the time buckets
-	Interfaces    []InterfaceInfo
-	BucketNs      int64
+	Version      string // enaprobe version that recorded
+	Kernel       string
+	Hostname     string
+	InstanceType string
+	AttachMode   string // tcx or tc
+	BucketMode   string // per-cpu or shared: how packets reached the time buckets
+	Interfaces   []InterfaceInfo
+	// The bucket width is the series' (Recording.BucketNs): one datapath
+	// made them all.
 	WindowNs      int64
 	SliceNs       int64
 	HeavyBytes    uint64 // window event threshold, bytes per fine window
@@ -477,6 +478,17 @@ type Recording struct {
 	Totals   []Totals
 	Loss     []Loss
 	Counters []CounterSample
+}
+
+// BucketNs is the width of the recording's time buckets: its series,
+// which share one (Validate). 0 when it has no series.
+func (r *Recording) BucketNs() int64 {
+	for _, s := range r.Series {
+		if s.WidthNs > 0 {
+			return s.WidthNs
+		}
+	}
+	return 0
 }
 
 // Wall converts a monotonic instant to wall-clock time using the start and

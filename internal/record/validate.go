@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/enaprobe/enaprobe/internal/knobs"
 )
 
 // Limits of what a recording may claim. A recording comes from a file that
@@ -27,9 +29,7 @@ const (
 // data held, whatever the recording claims.
 func Validate(r *Recording) error {
 	m := &r.Meta
-	if m.BucketNs <= 0 || m.BucketNs > maxBucketNs {
-		return fmt.Errorf("meta: bucket width %d ns, want 1 ns to 1 s", m.BucketNs)
-	}
+	bucketNs := r.BucketNs()
 	for _, v := range []struct {
 		name string
 		ns   int64
@@ -66,7 +66,10 @@ func Validate(r *Recording) error {
 			return fmt.Errorf("series %s: direction %d", s.Interface, s.Direction)
 		}
 		if s.WidthNs <= 0 || s.WidthNs > maxBucketNs {
-			return fmt.Errorf("series %s %s: bucket width %d ns", s.Interface, s.Direction, s.WidthNs)
+			return fmt.Errorf("series %s %s: bucket width %d ns, want 1 ns to 1 s", s.Interface, s.Direction, s.WidthNs)
+		}
+		if s.WidthNs != bucketNs {
+			return fmt.Errorf("series %s %s: bucket width %d ns, but the first series' is %d ns (one datapath makes them all)", s.Interface, s.Direction, s.WidthNs, bucketNs)
 		}
 		keys[key{s.Interface, s.Direction}] = true
 		records += len(s.Buckets)
@@ -111,14 +114,24 @@ func Validate(r *Recording) error {
 	}
 	// The span in buckets, checked without overflow: hi-lo can exceed int64.
 	span := uint64(hi) - uint64(lo)
-	cells := span / uint64(m.BucketNs)
+	cells := span / uint64(r.GridBucketNs())
 	series := uint64(max(len(keys), 1))
 	allowed := uint64(max(minGridCells, records*cellsPerRecord))
 	if cells > allowed/series {
 		return fmt.Errorf("the recording spans %.0f s in %d ns buckets over %d series but holds only %d records: "+
-			"its clock readings are not plausible", float64(span)/1e9, m.BucketNs, series, records)
+			"its clock readings are not plausible", float64(span)/1e9, r.GridBucketNs(), series, records)
 	}
 	return nil
+}
+
+// GridBucketNs is the bucket width an analysis lays the recording out
+// with: its own, or without series (no bucket to go by) a trace's default,
+// which bounds the grid as Validate does.
+func (r *Recording) GridBucketNs() int64 {
+	if b := r.BucketNs(); b > 0 {
+		return b
+	}
+	return int64(knobs.DefaultBucket)
 }
 
 func cmpInt64(a, b int64) int {

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/netip"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 func validRecording() *record.Recording {
 	start := time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC)
 	return &record.Recording{
-		Meta: record.Meta{BucketNs: 100_000, WindowNs: 1_000_000, SampleNs: 10_000_000,
+		Meta: record.Meta{WindowNs: 1_000_000, SampleNs: 10_000_000,
 			Interfaces: []record.InterfaceInfo{{Name: "eth0"}},
 			Start:      record.ClockPair{MonoNs: 5e9, Wall: start},
 			End:        record.ClockPair{MonoNs: 7e9, Wall: start.Add(2 * time.Second)}},
@@ -70,7 +71,12 @@ func TestReadRejectsImplausibleRecordings(t *testing.T) {
 		edit func(m map[string]any)
 		want string
 	}{
-		{"negative bucket", func(m map[string]any) { meta(m)["BucketNs"] = -100000 }, "bucket width"},
+		{"negative bucket", func(m map[string]any) { m["series"].([]any)[0].(map[string]any)["width_ns"] = -100000 }, "bucket width"},
+		{"series of two widths", func(m map[string]any) {
+			other := maps.Clone(m["series"].([]any)[0].(map[string]any))
+			other["interface"], other["width_ns"] = "eth1", 200000
+			m["series"] = append(m["series"].([]any), other)
+		}, "one datapath"},
 		{"null meta", func(m map[string]any) { m["meta"] = nil }, "no meta"},
 		{"end before start", func(m map[string]any) { meta(m)["End"].(map[string]any)["MonoNs"] = 1e9 }, "before it starts"},
 		{"end 1e18 ns after start", func(m map[string]any) { meta(m)["End"].(map[string]any)["MonoNs"] = 1e18 }, "not plausible"},
@@ -138,7 +144,7 @@ func FuzzRead(f *testing.F) {
 				span = max(span, s.Buckets[n-1].StartNs-min(s.Buckets[0].StartNs, rec.Meta.Start.MonoNs))
 			}
 		}
-		if span/rec.Meta.BucketNs > 1<<16 || span < 0 {
+		if span/rec.GridBucketNs() > 1<<16 || span < 0 {
 			return
 		}
 		analyzer.Analyze(rec, analyzer.DefaultOptions())

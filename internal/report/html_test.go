@@ -20,6 +20,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite testdata/sample-report.png")
@@ -278,10 +279,7 @@ func chromium(t *testing.T, bin, url string, args ...string) []byte {
 func needChromium(t *testing.T) string {
 	bin := findChromium()
 	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium not found (apt-get install -y chromium): the HTML report cannot be checked")
-		}
-		t.Skip("chromium not found; install it with apt-get install -y chromium")
+		privtest.Unavailable(t, "chromium (apt-get install -y chromium) to check the HTML report")
 	}
 	return bin
 }
@@ -322,7 +320,7 @@ func TestHTMLInChromium(t *testing.T) {
 }
 
 // TestHTMLScreenshot renders one report to PNG; with -update-screenshot it
-// keeps it as testdata/sample-report.png (shown in the README).
+// keeps it as testdata/sample-report.png (shown in docs/findings.md).
 func TestHTMLScreenshot(t *testing.T) {
 	bin := needChromium(t)
 	dir := t.TempDir()

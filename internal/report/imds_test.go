@@ -21,7 +21,7 @@ func imdsInput(t *testing.T) Input {
 	t.Helper()
 	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	const s = int64(time.Second)
-	rec := &record.Recording{Meta: record.Meta{BucketNs: 100_000, WindowNs: 1_000_000,
+	rec := &record.Recording{Meta: record.Meta{WindowNs: 1_000_000,
 		Interfaces: []record.InterfaceInfo{{Name: "eth0", Driver: "ena"}},
 		Start:      record.ClockPair{MonoNs: s, Wall: start}, End: record.ClockPair{MonoNs: 5 * s, Wall: start.Add(4 * time.Second)}}}
 	imds := netip.MustParseAddrPort("169.254.169.254:80")

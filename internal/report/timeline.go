@@ -180,14 +180,7 @@ func (tl *timeline) directionSeries(iface string, dirs []record.Direction, w win
 }
 
 // bucketNs is the width of the recorded buckets.
-func (tl *timeline) bucketNs() int64 {
-	for _, s := range tl.rec.Series {
-		if s.WidthNs > 0 {
-			return s.WidthNs
-		}
-	}
-	return max(tl.rec.Meta.BucketNs, 1)
-}
+func (tl *timeline) bucketNs() int64 { return tl.rec.GridBucketNs() }
 
 // shortCounter is a counter's name as a chart label: bw_out for
 // bw_out_allowance_exceeded.

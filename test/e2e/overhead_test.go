@@ -552,23 +552,11 @@ func sendAlternating(tb testing.TB, pairs []*vethpair.Pair, d time.Duration) []p
 	defer closeAll()
 	for i, pair := range pairs {
 		dst := net.UDPAddrFromAddrPort(netip.AddrPortFrom(pair.AddrB, 9300))
-		var rx, tx *net.UDPConn
-		if err := vethpair.Do(pair.NSB, func() (err error) {
-			rx, err = net.ListenUDP("udp", dst)
-			return err
-		}); err != nil {
-			tb.Fatal(err)
-		}
+		rx := socketIn(tb, pair.NSB, func() (*net.UDPConn, error) { return net.ListenUDP("udp", dst) })
 		rxs = append(rxs, rx)
 		// A socket stays in the namespace it was made in: the sender
 		// thread can use every pair's without moving.
-		if err := vethpair.Do(pair.NSA, func() (err error) {
-			tx, err = net.DialUDP("udp", nil, dst)
-			return err
-		}); err != nil {
-			tb.Fatal(err)
-		}
-		txs = append(txs, tx)
+		txs = append(txs, socketIn(tb, pair.NSA, func() (*net.UDPConn, error) { return net.DialUDP("udp", nil, dst) }))
 		receivers.Add(1)
 		go func() {
 			defer receivers.Done()
@@ -585,44 +573,68 @@ func sendAlternating(tb testing.TB, pairs []*vethpair.Pair, d time.Duration) []p
 			}
 		}()
 	}
+	payload := make([]byte, 64-42)
+	sendPhases(txs, payload, 32, len(payload), d, stats, &counting) // the clock read every 32 sends
+	time.Sleep(50 * time.Millisecond)                               // the last packets reach the receivers
+	closeAll()
+	receivers.Wait()
+	return stats
+}
+
+// socketIn makes a socket in the network namespace ns, where it stays
+// whichever thread uses it; an error fails tb.
+func socketIn[S any](tb testing.TB, ns string, open func() (S, error)) S {
+	tb.Helper()
+	var s S
+	if err := vethpair.Do(ns, func() (err error) {
+		s, err = open()
+		return err
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// sendPhases is the sender of sendAlternating and sendAlternatingTCP. On a
+// thread of its own pinned to CPU 0 (thrown away afterwards), it writes
+// payload to each conn for the warm-up, then to one conn after the other a
+// phase at a time for d, reading the clock every batch writes; counting is
+// set meanwhile. Each phase adds to its conn's stats the frames of
+// frameBytes it wrote, its time and the sender thread's CPU time.
+func sendPhases[C io.Writer](conns []C, payload []byte, batch, frameBytes int, d time.Duration, stats []pathStats, counting *atomic.Bool) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		runtime.LockOSThread()
 		pinThread(0)
-		payload := make([]byte, 64-42)
-		for _, tx := range txs {
-			for start := time.Now(); time.Since(start) < warmUp/time.Duration(len(txs)); {
-				_, _ = tx.Write(payload)
+		for _, c := range conns {
+			for start := time.Now(); time.Since(start) < warmUp/time.Duration(len(conns)); {
+				_, _ = c.Write(payload)
 			}
 		}
 		counting.Store(true)
 		start := time.Now()
 		cur, from, cpu0, n := 0, start, threadCPU(), 0
 		for {
-			for range 32 { // check the clock every 32 sends
-				_, _ = txs[cur].Write(payload)
+			for range batch {
+				w, _ := conns[cur].Write(payload)
+				n += w
 			}
-			n += 32
 			if now := time.Now(); now.Sub(from) >= phase {
 				cpu := threadCPU()
 				s := &stats[cur]
-				s.packets += n
+				s.packets += n / frameBytes
 				s.elapsed += now.Sub(from)
 				s.cpu += cpu - cpu0
 				if now.Sub(start) >= d {
 					break
 				}
-				cur, from, cpu0, n = (cur+1)%len(txs), now, cpu, 0
+				cur, from, cpu0, n = (cur+1)%len(conns), now, cpu, 0
 			}
 		}
 		counting.Store(false)
 	}()
 	<-done
-	time.Sleep(50 * time.Millisecond) // the last packets reach the receivers
-	closeAll()
-	receivers.Wait()
-	return stats
 }
 
 // pinThread binds the calling thread to cpu, when the machine has more
@@ -683,13 +695,7 @@ func sendAlternatingTCP(tb testing.TB, pairs []*vethpair.Pair, d time.Duration) 
 	}()
 	for i, pair := range pairs {
 		addr := netip.AddrPortFrom(pair.AddrB, 9301).String()
-		var ln net.Listener
-		if err := vethpair.Do(pair.NSB, func() (err error) {
-			ln, err = net.Listen("tcp", addr)
-			return err
-		}); err != nil {
-			tb.Fatal(err)
-		}
+		ln := socketIn(tb, pair.NSB, func() (net.Listener, error) { return net.Listen("tcp", addr) })
 		lns = append(lns, ln)
 		receivers.Add(1)
 		go func() {
@@ -712,47 +718,9 @@ func sendAlternatingTCP(tb testing.TB, pairs []*vethpair.Pair, d time.Duration) 
 				}
 			}
 		}()
-		var tx net.Conn
-		if err := vethpair.Do(pair.NSA, func() (err error) {
-			tx, err = net.DialTimeout("tcp", addr, 5*time.Second)
-			return err
-		}); err != nil {
-			tb.Fatal(err)
-		}
-		txs = append(txs, tx)
+		txs = append(txs, socketIn(tb, pair.NSA, func() (net.Conn, error) { return net.DialTimeout("tcp", addr, 5*time.Second) }))
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread()
-		pinThread(0)
-		payload := make([]byte, 16<<10)
-		for _, tx := range txs {
-			for start := time.Now(); time.Since(start) < warmUp/time.Duration(len(txs)); {
-				_, _ = tx.Write(payload)
-			}
-		}
-		counting.Store(true)
-		start := time.Now()
-		cur, from, cpu0, n := 0, start, threadCPU(), 0
-		for {
-			w, _ := txs[cur].Write(payload)
-			n += w
-			if now := time.Now(); now.Sub(from) >= phase {
-				cpu := threadCPU()
-				s := &stats[cur]
-				s.packets += n / tcpPayload
-				s.elapsed += now.Sub(from)
-				s.cpu += cpu - cpu0
-				if now.Sub(start) >= d {
-					break
-				}
-				cur, from, cpu0, n = (cur+1)%len(txs), now, cpu, 0
-			}
-		}
-		counting.Store(false)
-	}()
-	<-done
+	sendPhases(txs, make([]byte, 16<<10), 1, tcpPayload, d, stats, &counting)
 	for i := range stats {
 		stats[i].received = int(received[i].Load() / tcpPayload)
 	}

@@ -35,7 +35,7 @@ func soakDuration(t *testing.T) time.Duration {
 // flows, repeated bursts over the bandwidth allowance, steady link-local
 // DNS) and checks that it stays bounded: RSS flat after warm-up, every
 // packet sent counted or its loss counted, the recorder within its bound,
-// the bundles within their budget. It logs RSS and CPU for BENCHMARKS.md.
+// the bundles within their budget. It logs RSS and CPU for docs/cost.md.
 func TestServeSoak(t *testing.T) {
 	d := soakDuration(t)
 	const maxBundles, maxBytes = 3, 4 << 20

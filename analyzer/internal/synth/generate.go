@@ -536,7 +536,7 @@ func (g *generator) recording() *record.Recording {
 	s := g.s
 	rec := &record.Recording{Meta: record.Meta{
 		Version: "scenario", Kernel: "6.1.0-scenario", Hostname: "scenario-" + s.Name, InstanceType: s.InstanceType,
-		AttachMode: "tcx", BucketNs: s.BucketNs, WindowNs: s.WindowNs, SliceNs: s.SliceNs, HeavyBytes: s.HeavyBytes,
+		AttachMode: "tcx", WindowNs: s.WindowNs, SliceNs: s.SliceNs, HeavyBytes: s.HeavyBytes,
 		SampleNs: s.SampleNs, FlowLimitBps: s.FlowLimitBps,
 		Start:         record.ClockPair{MonoNs: g.startNs, Wall: StartWall},
 		End:           record.ClockPair{MonoNs: g.endNs, Wall: StartWall.Add(s.Duration)},

@@ -202,6 +202,9 @@ func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err
 	}
 	opts := analyzer.DefaultOptions()
 	opts.InstanceType = cfg.Meta.InstanceType
+	// Findings are located with the window the datapath was given, as a
+	// trace's are.
+	opts.FineWindow = cfg.Datapath.Window
 	opts.BaselineBps = float64(lcfg.OutRate)
 	opts.BurstBps = float64(max(lcfg.OutPeakRate, lcfg.OutRate))
 	opts.FlowLimitBps = float64(lcfg.FlowRate)

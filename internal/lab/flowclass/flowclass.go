@@ -22,7 +22,7 @@ func Load(major, firstMinor uint16, buckets uint32) (*ebpf.Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("flowclass: load spec: %w", err)
 	}
-	for name, v := range map[string]uint32{"major": uint32(major), "first_minor": uint32(firstMinor), "nbuckets": buckets} {
+	for name, v := range map[string]uint32{flowclassVarMajor: uint32(major), flowclassVarFirstMinor: uint32(firstMinor), flowclassVarNbuckets: buckets} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return nil, fmt.Errorf("flowclass: set %s: %w", name, err)
 		}

@@ -100,7 +100,7 @@ func TestSnapshotRedactedWithinBudget(t *testing.T) {
 	a.cfg.MaxBundles = 2
 	now := monoclock.Now()
 	a.onMeta(record.Meta{Start: record.ClockPair{MonoNs: now - int64(time.Second), Wall: time.Now().Add(-time.Second)},
-		BucketNs: 100_000, WindowNs: 1_000_000, SliceNs: 10_000_000,
+		WindowNs: 1_000_000, SliceNs: 10_000_000,
 		Interfaces: []record.InterfaceInfo{{Name: "eth0"}}})
 	secret := netip.MustParseAddrPort("10.1.2.3:4444")
 	key := record.FlowKey{Proto: 17, Src: secret, Dst: netip.MustParseAddrPort("10.9.9.9:53")}
