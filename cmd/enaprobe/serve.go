@@ -78,7 +78,7 @@ It needs root (or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON).`,
 	fs.BoolVar(&f.redact, "redact", false, "pseudonymize addresses and host names in the bundles (as trace --redact)")
 	fs.StringVar(&f.upload, "upload", "", "also upload every bundle to s3://BUCKET/PREFIX, under PREFIX/CLUSTER/NODE/, with the AWS SDK's default credentials (instance role, IRSA, EKS Pod Identity); a bundle stays in --bundle-dir until uploaded")
 	f.uploadOpts.register(fs)
-		f.registerCapture(fs, serveReadInterval, "each read is a device command")
+	f.registerCapture(fs, serveReadInterval, "each read is a device command")
 	return cmd
 }
 
