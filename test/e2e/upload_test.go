@@ -4,8 +4,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -13,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/internal/lab"
+	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
 	"github.com/enaprobe/enaprobe/internal/testutil/s3gw"
 )
 
@@ -124,4 +129,38 @@ func TestServeUploadUnreachable(t *testing.T) {
 		t.Errorf("uploaded %v to a closed port", v)
 	}
 	s.stop(t)
+}
+
+// TestTraceToS3: a one-off `-o s3://` (here of `lab run`, a trace in the
+// lab) uploads its bundle, which analyzes to the report it printed, and
+// leaves no local copy behind.
+func TestTraceToS3(t *testing.T) {
+	privtest.RequireRoot(t, "ip", "nft")
+	gw := s3gw.Start(t, "tickets")
+	tmp := t.TempDir()
+	cmd := exec.Command(binary, "lab", "run", "clean", "--format", "json", "-o", "s3://tickets/support",
+		"--upload-endpoint", gw.Endpoint, "--cluster-name", "lab", "--node-name", "laptop")
+	cmd.Env = append(append(os.Environ(), s3gw.Env()...), "TMPDIR="+tmp)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("lab run -o s3://: %v\n%s", err, stderr.String())
+	}
+	keys := gw.Keys(t, "tickets", "support/lab/laptop/")
+	if len(keys) != 1 || !strings.HasSuffix(keys[0], ".tar.gz") {
+		t.Fatalf("objects %v, want one bundle under support/lab/laptop/", keys)
+	}
+	var printed analyzer.Result
+	if err := json.Unmarshal(out, &printed); err != nil {
+		t.Fatal(err)
+	}
+	again := analyzeBundle(t, gw.Fetch(t, "tickets", keys[0], t.TempDir()))
+	if len(again.Findings) != len(printed.Findings) || len(again.Profile.Rates) == 0 || !reflect.DeepEqual(again.Profile.Rates, printed.Profile.Rates) {
+		t.Errorf("the uploaded bundle analyzes to %d findings, rates %+v; the trace printed %d, %+v",
+			len(again.Findings), again.Profile.Rates, len(printed.Findings), printed.Profile.Rates)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "enaprobe-*.tar.gz")); len(left) > 0 {
+		t.Errorf("local copies left after the upload: %v", left)
+	}
 }
