@@ -202,12 +202,12 @@ func (u *Uploader) Pending(file string) bool {
 	return u.pending[file]
 }
 
-// LastError is the last failed attempt and when, nil when the last attempt
-// succeeded or none was made.
-func (u *Uploader) LastError() (error, time.Time) {
+// LastError is when the last failed attempt was and its error, nil when
+// the last attempt succeeded or none was made.
+func (u *Uploader) LastError() (time.Time, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.lastErr, u.lastAt
+	return u.lastAt, u.lastErr
 }
 
 // Run uploads what Enqueue queues until ctx ends, calling uploaded with

@@ -92,7 +92,7 @@ func TestUploadToS3(t *testing.T) {
 	if r := res.list(); !slices.Equal(r, []Result{Uploaded, Skipped}) {
 		t.Errorf("results %v, want uploaded then skipped", r)
 	}
-	if err, _ := u.LastError(); err != nil {
+	if _, err := u.LastError(); err != nil {
 		t.Errorf("last error %v after uploads that worked", err)
 	}
 }
@@ -116,7 +116,7 @@ func TestUploadUnreachable(t *testing.T) {
 	if r := res.list(); !slices.Equal(r, []Result{Retried, Retried, Failed}) {
 		t.Errorf("results %v, want two retries then failed", r)
 	}
-	if err, at := u.LastError(); err == nil || at.IsZero() {
+	if at, err := u.LastError(); err == nil || at.IsZero() {
 		t.Errorf("last error %v at %v, want the failure", err, at)
 	}
 	if _, err := os.Stat(file); err != nil {

@@ -296,7 +296,7 @@ func (a *Agent) mux() *http.ServeMux {
 		fmt.Fprintln(w, "ok")
 		if u := a.uploader; u != nil {
 			// An unreachable bucket is not the probe failing: still 200.
-			if err, at := u.LastError(); err != nil {
+			if at, err := u.LastError(); err != nil {
 				fmt.Fprintf(w, "upload: last attempt failed at %s: %v\n", at.UTC().Format(time.RFC3339), err)
 			}
 		}
