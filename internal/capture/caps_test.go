@@ -5,6 +5,7 @@ package capture
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -45,5 +46,23 @@ func TestMissingCapabilities(t *testing.T) {
 func TestRequiredCapabilities(t *testing.T) {
 	if got := missingCapabilities(0); !slices.Equal(got, RequiredCapabilities) {
 		t.Errorf("an empty set lacks %v, RequiredCapabilities says %v", got, RequiredCapabilities)
+	}
+}
+
+// TestSeccompFiltered reads the seccomp mode of a status file: 2 is a
+// filter, 0 none, and a kernel without the line none.
+func TestSeccompFiltered(t *testing.T) {
+	for status, want := range map[string]bool{
+		"Name:\tenaprobe\nSeccomp:\t2\nSeccomp_filters:\t1\n": true,
+		"Name:\tenaprobe\nSeccomp:\t0\n":                      false,
+		"Name:\tenaprobe\n":                                   false,
+	} {
+		p := filepath.Join(t.TempDir(), "status")
+		if err := os.WriteFile(p, []byte(status), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := seccompFiltered(p); err != nil || got != want {
+			t.Errorf("%q: %v, %v; want %v", status, got, err, want)
+		}
 	}
 }
