@@ -72,7 +72,7 @@ dropped or changed: the programs only count.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTrace(cmd.Context(), cmd, f) },
 	}
 	fs := cmd.Flags()
-	fs.DurationVarP(&f.duration, "duration", "d", 30*time.Second, "how long to trace, a duration, e.g. 30s or 2m; Ctrl-C ends early and still writes the report")
+	fs.DurationVarP(&f.duration, "duration", "d", 30*time.Second, "how long to trace, a duration, e.g. 30s or 2m (0: until Ctrl-C); Ctrl-C ends early and still writes the report")
 	f.registerCapture(fs, ena.DefaultInterval, "10ms")
 	f.out.register(fs)
 	return cmd
