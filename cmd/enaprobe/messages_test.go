@@ -2,10 +2,13 @@ package main
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/enaprobe/enaprobe/internal/ena"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // TestCountersRefusesNonENA: `counters -i IFACE` on an interface without
@@ -39,5 +42,39 @@ func TestTraceDurationZeroDocumented(t *testing.T) {
 	f := newTraceCommand().Flags().Lookup("duration")
 	if !strings.Contains(f.Usage, "0: until Ctrl-C") {
 		t.Errorf("trace --duration usage %q does not say what 0 does", f.Usage)
+	}
+}
+
+// TestAnalyzeNotABundle: input that is not a bundle (another file, a
+// report, a truncated archive) is a usage error that says what was wanted.
+func TestAnalyzeNotABundle(t *testing.T) {
+	dir := t.TempDir()
+	_, rec := smallInput(t)
+	whole := filepath.Join(dir, "whole.tar.gz")
+	if err := record.WriteBundle(whole, rec, record.EnvironmentOf(rec)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{
+		"random.bin":     []byte("\x01\x02 not anything enaprobe wrote"),
+		"report.json":    []byte(`{"findings": []}`),
+		"cut.tar.gz":     b[:len(b)/2],
+		"notgzip.tar.gz": []byte("plain text"),
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out := execute(t, "analyze", p)
+		if code != exitUsage || !strings.Contains(out, "is not a bundle: want the .tar.gz") {
+			t.Errorf("analyze %s: exit %d, %q; want %d and what a bundle is", name, code, out, exitUsage)
+		}
+	}
+	if code, out := execute(t, "analyze", whole, "--format", "json"); code != exitOK {
+		t.Errorf("analyze of a whole bundle: exit %d\n%s", code, out)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -194,10 +195,29 @@ func ReadBundle(p string) (*Recording, Environment, error) {
 		}
 	}
 	if err != nil {
-		return nil, Environment{}, fmt.Errorf("read bundle %s: %w", p, err)
+		var pe *os.PathError
+		if errors.As(err, &pe) && !errors.Is(err, fs.ErrNotExist) {
+			return nil, Environment{}, fmt.Errorf("read bundle %s: %w", p, err)
+		}
+		return nil, Environment{}, &NotBundleError{Path: p, Err: err}
 	}
 	return rec, env, nil
 }
+
+// NotBundleError is a file or directory that was read but is not a bundle
+// enaprobe wrote: another file, a report alone, a truncated archive. It is
+// the caller's input that is wrong, not the reading.
+type NotBundleError struct {
+	Path string
+	Err  error
+}
+
+func (e *NotBundleError) Error() string {
+	return fmt.Sprintf("%s is not a bundle: want the .tar.gz or directory that trace -o or serve wrote, whole, or its %s (%v)",
+		e.Path, BundleRecording, e.Err)
+}
+
+func (e *NotBundleError) Unwrap() error { return e.Err }
 
 func readDir(dir string) (*Recording, Environment, error) {
 	rec, err := ReadFile(filepath.Join(dir, BundleRecording))
