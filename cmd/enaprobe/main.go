@@ -98,7 +98,7 @@ evidence and a fix.`,
 	}
 	// --version prints what `enaprobe version` prints.
 	root.SetVersionTemplate("enaprobe {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{explainFlagError(cmd, err)} })
 	root.AddCommand(newTraceCommand(), newServeCommand(), newAnalyzeCommand(), newCountersCommand(), newVersionCommand(), newLabCommand(), newCleanupCommand())
 	argsAreUsage(root)
 	return root

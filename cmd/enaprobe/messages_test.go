@@ -78,3 +78,24 @@ func TestAnalyzeNotABundle(t *testing.T) {
 		t.Errorf("analyze of a whole bundle: exit %d\n%s", code, out)
 	}
 }
+
+// TestFlagErrorsSayTheFix: a misspelt flag gets the flags it was probably
+// meant to be, and a duration without a unit is told to take one; both
+// exit 2.
+func TestFlagErrorsSayTheFix(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"trace", "--duraton", "5s"}, "unknown flag: --duraton: did you mean --duration?"},
+		{[]string{"serve", "--bundle-dri", "/tmp"}, "did you mean --bundle-dir?"},
+		{[]string{"counters", "--intervall", "1s"}, "did you mean --interval?"},
+		{[]string{"trace", "-d", "30"}, "-d, --duration 30 has no unit: write it with one, e.g. 30s"},
+		{[]string{"counters", "--interval", "100"}, "--interval 100 has no unit: write it with one, e.g. 100s, 100ms"},
+	} {
+		code, out := execute(t, tc.args...)
+		if code != exitUsage || !strings.Contains(out, tc.want) {
+			t.Errorf("enaprobe %s: exit %d, %q; want %d and %q", strings.Join(tc.args, " "), code, out, exitUsage, tc.want)
+		}
+	}
+}
