@@ -1,14 +1,18 @@
 package main
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/enaprobe/enaprobe/internal/ena"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
 )
 
 // TestCountersRefusesNonENA: `counters -i IFACE` on an interface without
@@ -97,5 +101,22 @@ func TestFlagErrorsSayTheFix(t *testing.T) {
 		if code != exitUsage || !strings.Contains(out, tc.want) {
 			t.Errorf("enaprobe %s: exit %d, %q; want %d and %q", strings.Join(tc.args, " "), code, out, exitUsage, tc.want)
 		}
+	}
+}
+
+// TestOutputReadOnlyNamesTheDirectory: -o on a read-only mount names the
+// directory and the reason, not the file the check made.
+func TestOutputReadOnlyNamesTheDirectory(t *testing.T) {
+	privtest.RequireRoot(t)
+	ro := t.TempDir()
+	if err := unix.Mount("tmpfs", ro, "tmpfs", unix.MS_RDONLY, "size=64k"); err != nil {
+		t.Fatalf("mount a read-only tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(ro, 0) })
+	err := checkBundlePath(filepath.Join(ro, "b.tar.gz"))
+	var ue usageError
+	want := "cannot write in " + ro + ": read-only file system"
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), ".enaprobe-check") {
+		t.Errorf("-o on a read-only mount: %v; want a usage error with %q", err, want)
 	}
 }
