@@ -12,6 +12,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/internal/ena"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/report"
 	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
 )
 
@@ -118,5 +119,20 @@ func TestOutputReadOnlyNamesTheDirectory(t *testing.T) {
 	want := "cannot write in " + ro + ": read-only file system"
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), ".enaprobe-check") {
 		t.Errorf("-o on a read-only mount: %v; want a usage error with %q", err, want)
+	}
+}
+
+// TestUnknownInstanceTypeSuggests: a mistyped instance type gets the
+// nearest ones of the table in the report's note.
+func TestUnknownInstanceTypeSuggests(t *testing.T) {
+	in, _ := smallInput(t)
+	bundle := filepath.Join(t.TempDir(), "b")
+	if err := report.WriteBundle(bundle, in); err != nil {
+		t.Fatal(err)
+	}
+	code, out := execute(t, "analyze", bundle, "--instance-type", "c6i.xlargee", "--format", "json")
+	want := "instance type c6i.xlargee is not in the table (did you mean c6i.xlarge"
+	if code != exitOK || !strings.Contains(out, want) {
+		t.Errorf("analyze --instance-type c6i.xlargee: exit %d; want a note with %q\n%.3000s", code, want, out)
 	}
 }

@@ -256,7 +256,7 @@ func prepareCapture(ctx context.Context, cmd *cobra.Command, f *traceFlags, chec
 	cfg.Meta.InstanceType = cmp.Or(f.analysis.instanceType, inst.InstanceType)
 	if it := cfg.Meta.InstanceType; it != "" && f.analysis.baseline == 0 {
 		if _, ok := limits.Lookup(it); !ok {
-			log.Warn().Str("instance_type", it).Msg("not in the table: give --baseline and --burst for allowance findings")
+			log.Warn().Str("instance_type", it).Strs("did_you_mean", limits.Nearest(it)).Msg("not in the table: give --baseline and --burst for allowance findings")
 		}
 	}
 	switch {

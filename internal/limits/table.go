@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/enaprobe/enaprobe/internal/suggest"
 )
 
 // InstanceType is the network allowance of one EC2 instance type.
@@ -62,6 +64,16 @@ func Lookup(name string) (InstanceType, bool) {
 		return InstanceType{}, false
 	}
 	return t.Lookup(name)
+}
+
+// Nearest lists the embedded table's instance types a mistyped name was
+// probably meant to be (Table.Nearest).
+func Nearest(name string) []string {
+	t, err := embedded()
+	if err != nil {
+		return nil
+	}
+	return t.Nearest(name)
 }
 
 // Provenance says where the embedded table's numbers come from and when
@@ -186,6 +198,12 @@ func (t *Table) Names() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// Nearest lists the instance types of t a mistyped name was probably meant
+// to be (c6i.xlargee: c6i.xlarge, ...), nearest first, at most three.
+func (t *Table) Nearest(name string) []string {
+	return suggest.Nearest(normalizeName(name), t.Names(), 2, 3)
 }
 
 // Override replaces the bandwidth of name, or adds name (with VCPUs unknown)
