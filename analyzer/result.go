@@ -126,6 +126,15 @@ const (
 	KindIMDSHopLimit       = "imds_hop_limit"
 )
 
+// Kinds lists every finding kind above, the one list what enumerates kinds
+// (serve's metrics series) derives from; TestKindsListsEveryKind keeps it
+// whole.
+var Kinds = []string{
+	KindMicroburstIn, KindMicroburstOut, KindPPSExceeded, KindConntrackExceeded, KindConntrackNearLimit,
+	KindLinkLocalExceeded, KindLinkLocalHot, KindFlowAtCap, KindBaselineExhausted, KindJumboLeavingVPC,
+	KindIMDSHopLimit,
+}
+
 // Severities.
 const (
 	SeverityCritical = "critical"

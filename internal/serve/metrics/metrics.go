@@ -42,12 +42,9 @@ const (
 // LossReasons lists the reason label values.
 var LossReasons = []string{LossFlowMapFull, LossRingbufFull, LossBucketOverwritten, LossSliceOverwritten, LossFlowsEvicted, LossIMDSEvents}
 
-// FindingKinds lists the finding kinds of the kind label.
-var FindingKinds = []string{
-	analyzer.KindMicroburstIn, analyzer.KindMicroburstOut, analyzer.KindPPSExceeded,
-	analyzer.KindConntrackExceeded, analyzer.KindConntrackNearLimit, analyzer.KindLinkLocalExceeded,
-	analyzer.KindLinkLocalHot, analyzer.KindFlowAtCap, analyzer.KindBaselineExhausted, analyzer.KindJumboLeavingVPC,
-}
+// FindingKinds lists the finding kinds of the kind label: every kind the
+// analyzer has, so each series exists from the first scrape.
+var FindingKinds = analyzer.Kinds
 
 // SkippedMinGap is the reason label of an incident within --min-gap.
 const SkippedMinGap = "min_gap"
