@@ -3,6 +3,8 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +44,66 @@ func (r rateValue) Set(s string) error {
 }
 
 func (rateValue) Type() string { return "rate" }
+
+// bytesValue is a flag in bytes written with a unit: 360kB, 3.6MB, 1MiB
+// (decimal or binary prefixes), or a bare number of bytes.
+type bytesValue struct{ n *uint32 }
+
+func (b bytesValue) String() string {
+	if b.n == nil || *b.n == 0 {
+		return ""
+	}
+	return formatBytesFlag(uint64(*b.n))
+}
+
+func (b bytesValue) Set(s string) error {
+	in := strings.TrimSpace(s)
+	num := strings.TrimRight(in, "KkMmGgiB")
+	unit := in[len(num):]
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || v <= 0 || math.IsInf(v, 0) {
+		return fmt.Errorf("%q: want a size above zero with its unit, e.g. 360kB, 3.6MB or 1MiB", s)
+	}
+	mult, ok := map[string]float64{"": 1, "B": 1, "kB": 1e3, "KB": 1e3, "KiB": 1 << 10, "MB": 1e6, "MiB": 1 << 20, "GB": 1e9, "GiB": 1 << 30}[unit]
+	if !ok {
+		return fmt.Errorf("%q: unknown unit %q (want B, kB, KiB, MB, MiB), e.g. 360kB or 1MiB", s, unit)
+	}
+	if v*mult > math.MaxUint32 {
+		return fmt.Errorf("%q: at most 4GiB", s)
+	}
+	*b.n = uint32(math.Round(v * mult))
+	return nil
+}
+
+func (bytesValue) Type() string { return "size" }
+
+// formatBytesFlag writes a size as a flag takes it, exactly: 1MiB, 360kB,
+// 1234B.
+func formatBytesFlag(n uint64) string {
+	for _, u := range []struct {
+		name string
+		size uint64
+	}{{"GiB", 1 << 30}, {"GB", 1e9}, {"MiB", 1 << 20}, {"MB", 1e6}, {"KiB", 1 << 10}, {"kB", 1e3}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatUint(n/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatUint(n, 10) + "B"
+}
+
+// formatRateFlag writes a rate as a flag takes it, exactly: 40Mbit,
+// 2500kbit, 1234bit.
+func formatRateFlag(bps uint64) string {
+	for _, u := range []struct {
+		name string
+		size uint64
+	}{{"Gbit", 1e9}, {"Mbit", 1e6}, {"kbit", 1e3}} {
+		if bps >= u.size && bps%u.size == 0 {
+			return strconv.FormatUint(bps/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatUint(bps, 10) + "bit"
+}
 
 // maxCounterLagFlag bounds --counter-lag: a counter later than this by
 // seconds says nothing about which traffic moved it.
