@@ -7,6 +7,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
 // bandwidthCounter ties a direction to its allowance counter and finding kind.
@@ -125,10 +126,10 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 	what := "stood out from the interval's own level"
 	if s.levelName != levelIntervalOwn && s.levelName != levelNone {
 		what = fmt.Sprintf("reached the %s allowance of %s", s.levelName[:len(s.levelName)-len("_allowance")],
-			fmtRate(s.levelPerSecond*8/a.opt.SaturationShare, "bps"))
+			units.BitRate(s.levelPerSecond*8/a.opt.SaturationShare))
 	}
 	f.Summary = fmt.Sprintf("%s; the %s rate %s for %s, up to %s per %s window, %s; %s",
-		jumpsText(f.Incident), dir, what, fmtSpan(dur), fmtRate(peak*8/sec, "bps"),
+		jumpsText(f.Incident), dir, what, units.Seconds(dur), units.BitRate(peak*8/sec),
 		fmtWindow(a.g.widthNs), topFlowText(f.Flows), lagText(f.Incident))
 	f.Recommendation = recommendMicroburst
 	return f
@@ -220,7 +221,7 @@ func (a *analysis) nearMisses(iface string, dir record.Direction, counter, kind 
 		absorbedText = fmt.Sprintf("%d over it, absorbed by a burst bucket", absorbed)
 	}
 	f.Summary = fmt.Sprintf("%s of the %s rate at %.0f%% or more of the %s allowance moved no %s (%s); the highest reached %s per %s window (%.0f%%) at %s; %s",
-		what, dir, 100*a.opt.NearMissShare, fmtRate(allowance, "bps"), counter, absorbedText, fmtRate(peakBps, "bps"),
+		what, dir, 100*a.opt.NearMissShare, units.BitRate(allowance), counter, absorbedText, units.BitRate(peakBps),
 		fmtWindow(a.g.widthNs), 100*peakBps/allowance, fmtOffsetS(a.offsetS(a.g.startNs(highest.lo))), topFlowText(f.Flows))
 	f.Recommendation = recommendNearMiss
 	return []Finding{f}

@@ -13,6 +13,7 @@ import (
 	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/internal/limits"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
 // rateValue is a flag in bits per second written with units: 40Mbit, 5Gbit,
@@ -23,7 +24,7 @@ func (r rateValue) String() string {
 	if r.bps == nil || *r.bps == 0 {
 		return ""
 	}
-	return limits.FormatBps(*r.bps)
+	return units.BitRate(*r.bps)
 }
 
 func (r rateValue) Set(s string) error {
@@ -143,7 +144,7 @@ func (a *analysisFlags) check() error {
 		return usagef("--pps-allowance %v: must be a packet rate above zero, e.g. 400000", a.ppsAllowance)
 	}
 	if a.burst > 0 && a.baseline > 0 && a.burst < a.baseline {
-		return usagef("--burst %s is below --baseline %s", limits.FormatBps(a.burst), limits.FormatBps(a.baseline))
+		return usagef("--burst %s is below --baseline %s", units.BitRate(a.burst), units.BitRate(a.baseline))
 	}
 	_, err := a.lag()
 	return err
@@ -233,9 +234,9 @@ func (a *analysisFlags) overRecording(rec *record.Recording) (analyzer.Options, 
 		new  float64
 		f    func(float64) string
 	}{
-		{"baseline", &o.BaselineBps, &o.Sources.Baseline, a.baseline, limits.FormatBps},
-		{"burst", &o.BurstBps, &o.Sources.Burst, a.burst, limits.FormatBps},
-		{"flow-limit", &o.FlowLimitBps, &o.Sources.FlowLimit, a.flowLimit, limits.FormatBps},
+		{"baseline", &o.BaselineBps, &o.Sources.Baseline, a.baseline, units.BitRate},
+		{"burst", &o.BurstBps, &o.Sources.Burst, a.burst, units.BitRate},
+		{"flow-limit", &o.FlowLimitBps, &o.Sources.FlowLimit, a.flowLimit, units.BitRate},
 		{"pps-allowance", &o.PPSAllowance, &o.Sources.PPSAllowance, a.ppsAllowance, func(v float64) string { return fmt.Sprintf("%.0f pps", v) }},
 	} {
 		if a.changed(r.flag) {
@@ -252,7 +253,7 @@ func (a *analysisFlags) overRecording(rec *record.Recording) (analyzer.Options, 
 		o.CounterLag, _ = a.lag() // checked above
 	}
 	if o.BurstBps > 0 && o.BaselineBps > 0 && o.BurstBps < o.BaselineBps {
-		return o, usagef("burst %s is below baseline %s: give both --baseline and --burst", limits.FormatBps(o.BurstBps), limits.FormatBps(o.BaselineBps))
+		return o, usagef("burst %s is below baseline %s: give both --baseline and --burst", units.BitRate(o.BurstBps), units.BitRate(o.BaselineBps))
 	}
 	return o, nil
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/enaprobe/enaprobe/internal/lab"
-	"github.com/enaprobe/enaprobe/internal/limits"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
 type labUpFlags struct {
@@ -138,9 +138,9 @@ func printLabUp(w io.Writer, l *lab.Lab, self, countersFile string) {
   traffic:    sudo ip netns exec %s ping -c 3 %s
 Ctrl-C or "sudo %s lab down" removes it.
 `, l.ID(), l.InstanceNetns(), l.InstanceInterface(),
-		limits.FormatBps(float64(c.OutRate)), formatBytesFlag(uint64(c.OutBurst)),
-		limits.FormatBps(float64(c.InRate)), formatBytesFlag(uint64(c.InBurst)),
-		limits.FormatBps(float64(c.FlowRate)), c.PPS, c.LinkLocalPPS, c.ConntrackMax,
+		units.BitRate(float64(c.OutRate)), formatBytesFlag(uint64(c.OutBurst)),
+		units.BitRate(float64(c.InRate)), formatBytesFlag(uint64(c.InBurst)),
+		units.BitRate(float64(c.FlowRate)), c.PPS, c.LinkLocalPPS, c.ConntrackMax,
 		l.InstanceNetns(), self, l.InstanceInterface(), countersFile, formatRateFlag(c.OutRate), formatRateFlag(c.FlowRate), c.PPS,
 		l.InstanceNetns(), lab.PeerAddr, self)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/limits"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 	"github.com/enaprobe/enaprobe/loader"
 )
 
@@ -476,7 +477,7 @@ func (s *statusLine) update(p capture.Progress) {
 	}
 	if s.tty {
 		fmt.Fprintf(s.w, "\r\033[K%s  %s  %d packets  %s  %d counter jumps", p.Elapsed.Round(time.Second), left,
-			p.Packets, limits.FormatBps(float64(p.Bytes)*8/max(p.Elapsed.Seconds(), 1e-3)), p.CounterJumps)
+			p.Packets, units.BitRate(float64(p.Bytes)*8/max(p.Elapsed.Seconds(), 1e-3)), p.CounterJumps)
 		s.shown = true
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/enaprobe/enaprobe/internal/report/units"
 	"github.com/enaprobe/enaprobe/internal/suggest"
 )
 
@@ -233,7 +234,7 @@ func (t *Table) Override(name string, baselineGbps, peakGbps float64) error {
 	it.Burstable = peakGbps > baselineGbps
 	t.types[name] = it
 	t.overrides = append(t.overrides, fmt.Sprintf("User override: %s baseline %s, peak %s.",
-		name, FormatBps(baselineGbps*1e9), FormatBps(peakGbps*1e9)))
+		name, units.BitRate(baselineGbps*1e9), units.BitRate(peakGbps*1e9)))
 	return nil
 }
 

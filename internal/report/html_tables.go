@@ -23,7 +23,7 @@ func (t htmlTable) Num(i int) bool { return t.NumFrom > 0 && i >= t.NumFrom }
 func evidenceTable(f analyzer.Finding) htmlTable {
 	t := htmlTable{Header: []string{"evidence", "value"}, NumFrom: 1}
 	for _, e := range f.Evidence {
-		t.Rows = append(t.Rows, []string{e.Name, fmtEvidence(e)})
+		t.Rows = append(t.Rows, []string{evidenceName(e), fmtEvidence(e)})
 	}
 	return t
 }
