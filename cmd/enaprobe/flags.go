@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"strconv"
@@ -207,17 +206,22 @@ func (a *analysisFlags) overRecording(rec *record.Recording) (analyzer.Options, 
 		// that build did.
 		return a.options()
 	}
+	// was is "" when the recording had no value: then the flag sets one.
 	override := func(flag, was string) {
+		if was == "" {
+			o.Notes = append(o.Notes, fmt.Sprintf("analyze --%s %s sets what the recording did not have", flag, a.fs.Lookup(flag).Value))
+			return
+		}
 		o.Notes = append(o.Notes, fmt.Sprintf("analyze --%s %s overrides the recorded %s", flag, a.fs.Lookup(flag).Value, was))
 	}
 	limit := func(v float64, src string, f func(float64) string) string {
 		if v <= 0 {
-			return "unknown"
+			return ""
 		}
 		return fmt.Sprintf("%s (from %s)", f(v), src)
 	}
 	if a.changed("instance-type") {
-		override("instance-type", cmp.Or(o.InstanceType, "none"))
+		override("instance-type", o.InstanceType)
 		o.InstanceType, o.Sources.InstanceType = a.instanceType, ""
 		// Limits the table gave for the recorded type go with it.
 		if strings.HasPrefix(o.Sources.Baseline, "table") {
@@ -237,7 +241,7 @@ func (a *analysisFlags) overRecording(rec *record.Recording) (analyzer.Options, 
 		{"baseline", &o.BaselineBps, &o.Sources.Baseline, a.baseline, units.BitRate},
 		{"burst", &o.BurstBps, &o.Sources.Burst, a.burst, units.BitRate},
 		{"flow-limit", &o.FlowLimitBps, &o.Sources.FlowLimit, a.flowLimit, units.BitRate},
-		{"pps-allowance", &o.PPSAllowance, &o.Sources.PPSAllowance, a.ppsAllowance, func(v float64) string { return fmt.Sprintf("%.0f pps", v) }},
+		{"pps-allowance", &o.PPSAllowance, &o.Sources.PPSAllowance, a.ppsAllowance, units.PacketRate},
 	} {
 		if a.changed(r.flag) {
 			override(r.flag, limit(*r.v, *r.src, r.f))

@@ -1,8 +1,8 @@
 package units
 
 import (
-	"testing"
 	"math"
+	"testing"
 	"time"
 )
 
@@ -67,4 +67,3 @@ func TestBitRate(t *testing.T) {
 		}
 	}
 }
-
