@@ -60,7 +60,7 @@ func TestRemoveStale(t *testing.T) {
 		}
 		return d
 	}
-	oldStale := mk(ownPrefix + "123456789")           // an older build's name: no PID
+	oldStale := mk(ownPrefix + "123456789")          // an older build's name: no PID
 	deadStale := mk(ownPrefix + "999999999-2740011") // a PID no process has
 	livePID := mk(ownPrefix + strconv.Itoa(os.Getppid()) + "-1")
 	full := mk(ownPrefix + "42")
