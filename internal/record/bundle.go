@@ -124,6 +124,9 @@ func archiveRoot(p string) string {
 	return strings.TrimSuffix(strings.TrimSuffix(base, ".tar.gz"), ".tgz")
 }
 
+// archiveClock is the time an archive's entries get; tests set it.
+var archiveClock = time.Now
+
 // writeArchive writes the archive to a temporary file beside p and renames
 // it, so that p is never a truncated archive.
 func writeArchive(p string, files []BundleFile) (err error) {
@@ -146,7 +149,10 @@ func writeArchive(p string, files []BundleFile) (err error) {
 	}()
 	zw := gzip.NewWriter(tmp)
 	tw := tar.NewWriter(zw)
-	root, now := archiveRoot(p), time.Now()
+	// Whole seconds: tar headers hold seconds, and archive/tar rounds to
+	// the nearest one, so an mtime up to half a second ahead made GNU tar
+	// warn "time stamp ... in the future" on a bundle extracted at once.
+	root, now := archiveRoot(p), archiveClock().Truncate(time.Second)
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: root + "/", Mode: 0o755, ModTime: now}); err != nil {
 		return err
 	}

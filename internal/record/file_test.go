@@ -1,8 +1,13 @@
 package record
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
+	"io"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -56,6 +61,41 @@ func TestSizeClassOf(t *testing.T) {
 	for _, c := range []struct{ n, want int }{{1, 0}, {64, 0}, {65, 1}, {1500, 5}, {1501, 6}, {9001, 6}, {9002, 7}} {
 		if got := SizeClassOf(c.n); got != c.want {
 			t.Errorf("SizeClassOf(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
+}
+
+// TestArchiveMtimesNotInTheFuture: a bundle's entries carry the second
+// the bundle was written in, never the next one (GNU tar warns "time stamp
+// in the future" when extracting it at once).
+func TestArchiveMtimesNotInTheFuture(t *testing.T) {
+	at := time.Date(2026, 12, 1, 13, 54, 16, 700e6, time.UTC) // late in its second
+	archiveClock = func() time.Time { return at }
+	defer func() { archiveClock = time.Now }()
+	p := filepath.Join(t.TempDir(), "b.tar.gz")
+	if err := writeArchive(p, []BundleFile{{Name: "report.txt", Data: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !h.ModTime.Equal(at.Truncate(time.Second)) {
+			t.Errorf("%s: mtime %v, want %v (the second it was written in)", h.Name, h.ModTime.UTC(), at.Truncate(time.Second))
 		}
 	}
 }
