@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -134,5 +138,38 @@ func TestUnknownInstanceTypeSuggests(t *testing.T) {
 	want := "instance type c6i.xlargee is not in the table (did you mean c6i.xlarge"
 	if code != exitOK || !strings.Contains(out, want) {
 		t.Errorf("analyze --instance-type c6i.xlargee: exit %d; want a note with %q\n%.3000s", code, want, out)
+	}
+}
+
+// TestLogsSayTheirUnits: off a terminal a duration is a string with its
+// unit and the timestamp has milliseconds; on one the time shows them.
+func TestLogsSayTheirUnits(t *testing.T) {
+	var b bytes.Buffer
+	log := newLoggerFor(&b, false, "info", false)
+	log.Info().Dur("duration", 30*time.Second).Dur("elapsed", 225227493*time.Nanosecond).Msg("x")
+	var line map[string]any
+	if err := json.Unmarshal(b.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line["duration"] != "30s" || line["elapsed"] != "225.227493ms" {
+		t.Errorf("durations logged %v and %v, want \"30s\" and \"225.227493ms\"", line["duration"], line["elapsed"])
+	}
+	if ts, _ := line["time"].(string); !regexp.MustCompile(`T\d\d:\d\d:\d\d\.\d{3}`).MatchString(ts) {
+		t.Errorf("timestamp %q has no milliseconds", ts)
+	}
+	b.Reset()
+	before := time.Now().Truncate(time.Millisecond)
+	log = newLoggerFor(&b, true, "info", false)
+	log.Info().Msg("x")
+	after := time.Now()
+	plain := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(b.String(), "")
+	shown, err := time.ParseInLocation("15:04:05.000", strings.Fields(plain)[0], time.Local)
+	if err != nil {
+		t.Fatalf("terminal line %q: %v", b.String(), err)
+	}
+	at := time.Date(before.Year(), before.Month(), before.Day(), shown.Hour(), shown.Minute(), shown.Second(), shown.Nanosecond(), time.Local)
+	if at.Before(before) || at.After(after) {
+		t.Errorf("terminal shows %s, the line was logged between %s and %s", strings.Fields(plain)[0],
+			before.Format("15:04:05.000"), after.Format("15:04:05.000"))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -436,6 +437,20 @@ func warnLoss(rec *record.Recording, log zerolog.Logger) {
 }
 
 func newLogger(w io.Writer, level string, debug bool) zerolog.Logger {
+	return newLoggerFor(w, isTerminal(w), level, debug)
+}
+
+// logFormat is how every log line writes time: durations as strings with
+// their unit ("30s", "225.227ms"; zerolog's default is a bare number of
+// milliseconds), timestamps to the millisecond (its default RFC 3339 drops
+// them, so a terminal showed ".000" on every line).
+var logFormat = sync.OnceFunc(func() {
+	zerolog.DurationFieldFormat = zerolog.DurationFormatString
+	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
+})
+
+func newLoggerFor(w io.Writer, tty bool, level string, debug bool) zerolog.Logger {
+	logFormat()
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil || level == "" {
 		lvl = zerolog.InfoLevel
@@ -444,7 +459,7 @@ func newLogger(w io.Writer, level string, debug bool) zerolog.Logger {
 		lvl = zerolog.DebugLevel
 	}
 	out := w
-	if isTerminal(w) {
+	if tty {
 		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
 	}
 	return zerolog.New(out).Level(lvl).With().Timestamp().Logger()
