@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/net/html"
 
 	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 //go:embed testdata/layoutcheck.js
@@ -40,6 +42,17 @@ func TestHTMLLayoutInChromium(t *testing.T) {
 	}
 	opt.BaselineBps, opt.BurstBps = peak/3, peak/3
 	inputs["baseline_is_burst"] = Input{Result: analyzer.Analyze(in.Recording, opt), Recording: in.Recording, Env: in.Env}
+	// The lab's micro-burst page: long flows (IPv6, a service) with owners
+	// in "Top flows", whose ACTIVE and OWNER columns went off-screen.
+	wide := *in.Result
+	wide.Profile.TopFlows = slices.Clone(in.Result.Profile.TopFlows)
+	for i := range wide.Profile.TopFlows {
+		f := &wide.Profile.TopFlows[i]
+		f.Src, f.Dst = "[2600:1f18:4a3b:9c00:7d2e:1f4a:8b3c:5d6e]:52344", "[2600:1f18:4a3b:9c01:aa55:1f4a:8b3c:ffff]:9100"
+		f.Service, f.Directions = "imds", "both"
+		f.Owner = &record.Owner{PID: 412133, Comm: "payments-batch-worker", Pod: "payments-prod/payments-batch-worker-5d78c9869d-x7k2p", How: "veth"}
+	}
+	inputs["wide_flows"] = Input{Result: &wide, Recording: in.Recording, Env: in.Env}
 	for name, in := range inputs {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -48,9 +61,9 @@ func TestHTMLLayoutInChromium(t *testing.T) {
 			if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			for _, width := range []string{"1280", "800"} {
+			for _, width := range []string{"1400", "1280", "800"} {
 				url := "file://" + path
-				if width == "1280" {
+				if width != "800" { // desktop widths: every table fits its card
 					url += "#tables"
 				}
 				dom := chromium(t, bin, url, "--window-size="+width+",2000", "--dump-dom")
