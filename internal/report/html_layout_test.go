@@ -3,6 +3,7 @@ package report
 import (
 	_ "embed"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,5 +94,23 @@ func TestTimeTicksSign(t *testing.T) {
 	}
 	if got := timeTicks(-1, 3)[0].label; got != "-1 s" && got != "-1.0 s" {
 		t.Errorf("first tick of -1..3 s: %q", got)
+	}
+}
+
+// TestWindowLabelsAtTheirFindings: findings come in severity order, not
+// time order; each label sits at its own window (an earlier finding never
+// joins a later one's label), and only windows side by side share one.
+func TestWindowLabelsAtTheirFindings(t *testing.T) {
+	windows := []chartSpan{{Label: "#1"}, {Label: "#2"}, {Label: "#3"}, {Label: "#4"}}
+	centers := []float64{600, 300, 602, 604} // #2 happened first, the rest together
+	labels := clusterLabels(windows, centers)
+	if len(labels) != 2 {
+		t.Fatalf("labels %+v, want #2 alone and #1, #3, #4 together", labels)
+	}
+	if labels[0].text != "#2" || math.Abs(labels[0].x-300) > 1 {
+		t.Errorf("first label %q at %.1f, want #2 at 300", labels[0].text, labels[0].x)
+	}
+	if labels[1].text != "#1, #3, #4" || labels[1].x < 590 || labels[1].x > 640 {
+		t.Errorf("second label %q at %.1f, want \"#1, #3, #4\" near 600", labels[1].text, labels[1].x)
 	}
 }
