@@ -101,3 +101,17 @@ func TestUnknownLimitsSaySo(t *testing.T) {
 		t.Errorf("limits, burst unknown:\n%s", lines)
 	}
 }
+
+// TestWrapKeepsQuantitiesWhole: wrapping never splits a number from its
+// unit.
+func TestWrapKeepsQuantitiesWhole(t *testing.T) {
+	s := "peak 560/s over 100 ms from +1.278 s; 0 at +0.933 s, peaks of 2.44 Gbit/s and 12.6 kpps, 304 kB"
+	for width := 8; width < 40; width++ {
+		for _, l := range wrap(s, width) {
+			f := strings.Fields(l)
+			if len(f) > 0 && isUnit(strings.TrimRight(f[0], ",;:.)]")) {
+				t.Errorf("width %d: line %q starts with a unit", width, l)
+			}
+		}
+	}
+}
