@@ -105,6 +105,9 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 		standOut = nil
 	}
 	peak, _ := peakIn(bytesAt, s.lo, s.hi)
+	// A burst straddling two grid windows is split between them: its
+	// peak is the window's width slid over the buckets, as the profile's.
+	peak = max(peak, a.slidingPeakBytes(iface, dir, a.g.startNs(s.lo), a.g.startNs(s.hi), a.g.widthNs))
 	spanBytes := sumIn(bytesAt, s.lo, s.hi)
 	dur := float64(s.hi-s.lo) * sec
 	f.Evidence = append(f.Evidence, incidentEvidence(f.Incident)...)
@@ -278,4 +281,28 @@ func (a *analysis) watchedWindows(iface, counter string, lag counterLag) []uint8
 		}
 	}
 	return w
+}
+
+// slidingPeakBytes is the most bytes of one interface and direction in a
+// window of widthNs slid over its buckets, among the windows that overlap
+// [fromNs, toNs): what the profile's peak of that width measures.
+func (a *analysis) slidingPeakBytes(iface string, dir record.Direction, fromNs, toNs, widthNs int64) float64 {
+	for _, s := range a.rec.Series {
+		if s.Interface != iface || s.Direction != dir {
+			continue
+		}
+		lo, _ := slices.BinarySearchFunc(s.Buckets, fromNs-widthNs+1, func(b record.Bucket, t int64) int { return cmp.Compare(b.StartNs, t) })
+		hi, _ := slices.BinarySearchFunc(s.Buckets, toNs+widthNs, func(b record.Bucket, t int64) int { return cmp.Compare(b.StartNs, t) })
+		var best, sum uint64
+		j := lo
+		for i := lo; i < hi; i++ {
+			for ; j < hi && s.Buckets[j].StartNs < s.Buckets[i].StartNs+widthNs; j++ {
+				sum += s.Buckets[j].Bytes
+			}
+			best = max(best, sum)
+			sum -= s.Buckets[i].Bytes
+		}
+		return float64(best)
+	}
+	return 0
 }
