@@ -109,6 +109,7 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 		f.FlowsRankedBy = rankSYNs
 		var st synTotals
 		f.Flows, st = a.synSources(iface, fromNs, toNs)
+		f.flowsFromNs, f.flowsToNs = fromNs, toNs
 		syns := float64(st.first + st.retried)
 		firstSYNs, retried := st.first, st.retried
 		f.Evidence = append(f.Evidence, incidentEvidence(f.Incident)...)

@@ -2,10 +2,12 @@ package analyzer
 
 import (
 	"math"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // TestBurstPeakIsTheProfilePeak: a 1 ms burst straddling two fine windows
@@ -41,4 +43,38 @@ func TestBurstPeakIsTheProfilePeak(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestConntrackOwnersCountTheFlowsRows: a connection flood's owners are
+// ranked over the window its flow rows are, so one owner of every SYN
+// source counts as many flows as the rows do ("[300 flows]" beside
+// "(150 flows)" before).
+func TestConntrackOwnersCountTheFlowsRows(t *testing.T) {
+	rec, err := record.ReadFile(filepath.Join("..", "testdata", "recordings", "conntrack_exceeded.rec.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[record.FlowKey]bool{}
+	for _, f := range rec.Flows {
+		if f.Key.Proto == 6 && f.Key.Dst.Port() == 5432 && !seen[f.Key] {
+			seen[f.Key] = true
+			rec.Owners = append(rec.Owners, record.FlowOwner{Interface: f.Interface, Key: f.Key,
+				Owner: record.Owner{PID: 4121, Comm: "client", How: "socket"}})
+		}
+	}
+	res := Analyze(rec, DefaultOptions())
+	for _, f := range res.Findings {
+		if f.Kind != KindConntrackExceeded {
+			continue
+		}
+		var rows int
+		for _, fl := range f.Flows {
+			rows += max(fl.Flows, 1)
+		}
+		if len(f.Owners) != 1 || f.Owners[0].Flows != rows {
+			t.Errorf("owners %+v; want one owner of the %d flows the rows count", f.Owners, rows)
+		}
+		return
+	}
+	t.Fatal("no conntrack_exceeded")
 }

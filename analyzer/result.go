@@ -176,6 +176,11 @@ type Finding struct {
 	// IMDS is set on imds_hop_limit findings: the client and what became
 	// of its requests.
 	IMDS *IMDSDiagnosis `json:"imds,omitempty"`
+
+	// flowsFromNs and flowsToNs are the window Flows were ranked over
+	// when it is not the finding's own (a connection flood's attribution
+	// window starts at its first SYN): its owners are ranked over it too.
+	flowsFromNs, flowsToNs int64
 }
 
 // IMDSDiagnosis is one IMDS client whose IMDSv2 token replies died on the
