@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
 // baselineFindings looks, per direction, at the aggregate rate of the
@@ -140,8 +141,8 @@ func (a *analysis) baselineFinding(dir record.Direction, counter string, ifaces 
 		flows = flows[:min(len(flows), a.opt.TopFlows)]
 	}
 	f.Flows = nonNil(flows)
-	f.Summary = fmt.Sprintf("%s throughput fell from %s to %s, the %s baseline of %s, and stayed there for %.1f s while %s rose by %d: burst credits ran out; %s",
-		dir, fmtRate(aboveMean, "bps"), fmtRate(plateau, "bps"), a.instanceType(), fmtRate(base, "bps"), durS, counter, delta, topFlowText(f.Flows))
+	f.Summary = fmt.Sprintf("%s throughput fell from %s to %s, the %s baseline of %s, and stayed there for %s while %s rose by %s: burst credits ran out; %s",
+		dir, units.BitRate(aboveMean), units.BitRate(plateau), a.instanceType(), units.BitRate(base), units.Seconds(durS), counter, units.Count(delta), topFlowText(f.Flows))
 	f.Recommendation = recommendBaseline
 	return f
 }

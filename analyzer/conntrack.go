@@ -8,6 +8,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
 // conntrackFindings reports jumps of conntrack_allowance_exceeded, located
@@ -108,6 +109,7 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 		f.FlowsRankedBy = rankSYNs
 		var st synTotals
 		f.Flows, st = a.synSources(iface, fromNs, toNs)
+		f.flowsFromNs, f.flowsToNs = fromNs, toNs
 		syns := float64(st.first + st.retried)
 		firstSYNs, retried := st.first, st.retried
 		f.Evidence = append(f.Evidence, incidentEvidence(f.Incident)...)
@@ -134,14 +136,14 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 				f.Evidence = append(f.Evidence, ev("conntrack_available_after", float64(v), "count"))
 			}
 			f.Gauge = a.gaugeCourse(gauges, fromNs-int64(a.opt.PeakWindow)*10, toNs+lag.lookNs)
-			gaugeText = fmt.Sprintf(", when %d connections were free,", availBefore)
-			gaugeText += fmt.Sprintf(" to the last drop (%s fell to %d)", counters.ConntrackAllowanceAvailable, lowest)
+			gaugeText = fmt.Sprintf(", when %s connections were free,", units.Count(availBefore))
+			gaugeText += fmt.Sprintf(" to the last drop (%s fell to %s)", counters.ConntrackAllowanceAvailable, units.Count(lowest))
 		} else {
 			gaugeText = " to the last drop"
 		}
-		f.Summary = fmt.Sprintf("%s: connection tracking was full and new connections were dropped; %.0f SYNs (%d first, %d retried) from %s%s, %s; %s; %s",
-			jumpsText(f.Incident), syns, firstSYNs, retried, fmtOffsetS(a.offsetS(fromNs)), gaugeText,
-			fmtRate(share(syns, attrS), "SYN/s"), synSourceText(f.Flows), lagText(f.Incident))
+		f.Summary = fmt.Sprintf("%s: connection tracking was full and new connections were dropped; %s (%s first, %s retried) from %s%s, %s; %s; %s",
+			jumpsText(f.Incident), units.Counted(uint64(syns), "SYN"), units.Count(firstSYNs), units.Count(retried), fmtOffsetS(a.offsetS(fromNs)), gaugeText,
+			units.EventRate(share(syns, attrS), "SYN/s"), synSourceText(f.Flows), lagText(f.Incident))
 		f.Recommendation = recommendConntrack
 		out = append(out, f)
 	}
@@ -313,8 +315,8 @@ func (a *analysis) conntrackNearLimit(iface string, exceeded []Finding) []Findin
 			ev("span_syn_rate", share(syns, float64(s.hi-s.lo)*float64(a.g.widthNs)/1e9), "per_s"))
 		f.FlowsRankedBy = rankSYNs
 		f.Flows, _ = a.synSources(iface, a.g.startNs(s.lo), a.g.startNs(s.hi))
-		f.Summary = fmt.Sprintf("%s fell from %d to %d (%.0f%% of its highest, %d) in %.1f s without %s moving; %s",
-			counters.ConntrackAllowanceAvailable, startV, minV, 100*float64(minV)/float64(top), top, fellFor,
+		f.Summary = fmt.Sprintf("%s fell from %s to %s (%.0f%% of its highest, %s) in %s without %s moving; %s",
+			counters.ConntrackAllowanceAvailable, units.Count(startV), units.Count(minV), 100*float64(minV)/float64(top), units.Count(top), units.Seconds(fellFor),
 			counters.ConntrackAllowanceExceeded, synSourceText(f.Flows))
 		f.Recommendation = recommendConntrackNear
 		out = append(out, f)
@@ -424,8 +426,8 @@ func synSourceText(flows []FlowShare) string {
 	f := flows[0]
 	n := ""
 	if f.Flows > 1 {
-		n = fmt.Sprintf(" over %d flows", f.Flows)
+		n = " over " + units.Counted(f.Flows, "flow")
 	}
-	return fmt.Sprintf("mostly from %s to %s (%d SYNs%s, %d retried, %s, %.0f%%)", f.Src, f.Dst, f.SYNs, n, f.SYNsRetried,
-		fmtRate(f.SYNRate, "SYN/s"), 100*f.Share)
+	return fmt.Sprintf("mostly from %s to %s (%s%s, %s retried, %s, %.0f%%)", f.Src, f.Dst, units.Counted(f.SYNs, "SYN"), n, units.Count(f.SYNsRetried),
+		units.EventRate(f.SYNRate, "SYN/s"), 100*f.Share)
 }

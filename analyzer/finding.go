@@ -143,19 +143,6 @@ type span struct {
 	levelPerSecond float64
 }
 
-// fmtRate writes bits/s or packets/s for people.
-func fmtRate(v float64, unit string) string {
-	switch {
-	case v >= 1e9:
-		return fmt.Sprintf("%.2f G%s", v/1e9, unit)
-	case v >= 1e6:
-		return fmt.Sprintf("%.1f M%s", v/1e6, unit)
-	case v >= 1e3:
-		return fmt.Sprintf("%.1f k%s", v/1e3, unit)
-	}
-	return fmt.Sprintf("%.0f %s", v, unit)
-}
-
 func overlapsAny(lo, hi int, spans [][2]int) bool {
 	for _, s := range spans {
 		if lo < s[1] && hi > s[0] {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
 // flowCapFindings looks for flows whose throughput per PlateauBin stayed
@@ -213,12 +214,12 @@ func (a *analysis) flowCapFinding(f *flowInfo, p plateau) (Finding, bool) {
 		Service: serviceName(f.last.Service), Bytes: bytes, Packets: packets, MeanSize: meanSize(bytes, packets),
 		MinSize: f.last.MinSize, MaxSize: f.last.MaxSize, Share: min(share(float64(bytes), ifaceBytes), 1), Source: sourceSnapshots}}
 	if limit.Known {
-		fd.Summary = fmt.Sprintf("%s %s -> %s ran flat at %s (CV %.3f) for %.1f s, %.0f%% of the %s per-flow limit (%s), while no allowance counter moved",
-			record.ProtoName(f.key.Proto), f.key.Src, f.key.Dst, fmtRate(p.meanBps, "bps"), p.cv, durS, 100*p.meanBps/limit.Value,
-			fmtRate(limit.Value, "bps"), limit.Source)
+		fd.Summary = fmt.Sprintf("%s %s -> %s ran flat at %s (CV %.3f) for %s, %.0f%% of the %s per-flow limit (%s), while no allowance counter moved",
+			record.ProtoName(f.key.Proto), f.key.Src, f.key.Dst, units.BitRate(p.meanBps), p.cv, units.Seconds(durS), 100*p.meanBps/limit.Value,
+			units.BitRate(limit.Value), limit.Source)
 	} else {
-		fd.Summary = fmt.Sprintf("%s %s -> %s ran flat at its maximum, %s (CV %.3f), for %.1f s while no allowance counter moved; per-flow limit unknown",
-			record.ProtoName(f.key.Proto), f.key.Src, f.key.Dst, fmtRate(p.meanBps, "bps"), p.cv, durS)
+		fd.Summary = fmt.Sprintf("%s %s -> %s ran flat at its maximum, %s (CV %.3f), for %s while no allowance counter moved; per-flow limit unknown",
+			record.ProtoName(f.key.Proto), f.key.Src, f.key.Dst, units.BitRate(p.meanBps), p.cv, units.Seconds(durS))
 	}
 	fd.Recommendation = rec
 	return fd, true

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
 // Where an incident's counter lag came from (Incident.CounterLagSource).
@@ -249,25 +250,15 @@ func incidentEvidence(info *Incident) []Evidence {
 func jumpsText(info *Incident) string {
 	n := "1 jump"
 	if info.Jumps != 1 {
-		n = fmt.Sprintf("%d jumps", info.Jumps)
+		n = units.Count(info.Jumps) + " jumps"
 	}
-	return fmt.Sprintf("%s rose by %d in %s over %s (%s)", info.Counter, info.Delta, n, fmtSpan(info.DurationS), fmtRate(info.DropRate, "/s"))
+	return fmt.Sprintf("%s rose by %s in %s over %s (%s)", info.Counter, units.Count(info.Delta), n, units.Seconds(info.DurationS), units.EventRate(info.DropRate, "/s"))
 }
 
 // lagText says which counter lag the culprits were looked for with.
 func lagText(info *Incident) string {
 	what := map[string]string{lagFromOption: "given", lagEstimated: "estimated from the jumps", lagReadDuration: "the slowest read"}[info.CounterLagSource]
-	return fmt.Sprintf("traffic looked for up to %s before each read (counter lag, %s)", fmtSpan(info.CounterLagS), what)
-}
-
-func fmtSpan(s float64) string {
-	switch {
-	case s > 0 && s < 1e-3:
-		return fmt.Sprintf("%.0f µs", s*1e6)
-	case s < 1:
-		return fmt.Sprintf("%.0f ms", s*1e3)
-	}
-	return fmt.Sprintf("%.1f s", s)
+	return fmt.Sprintf("traffic looked for up to %s before each read (counter lag, %s)", units.Seconds(info.CounterLagS), what)
 }
 
 // findingCost orders findings of one severity: the most packets dropped

@@ -8,6 +8,7 @@ import (
 	"github.com/enaprobe/enaprobe/bpf/countrules"
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
 // linkLocalDirection is the direction an interface sees the packets sent to
@@ -94,9 +95,9 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 		f.Evidence = append(f.Evidence, a.linkLocalEvidence(fs, inc.lo, inc.hi)...)
 		f.FlowsRankedBy = rankPackets
 		f.Flows = a.linkLocalFlows(iface, fs.dir, inc.lo, inc.hi)
-		f.Summary = fmt.Sprintf("%s: link-local packets were dropped; %s against %.0f pps per interface, peak %.0f pps over %s; %s; %s",
-			jumpsText(f.Incident), a.linkLocalRates(fs, inc.lo, inc.hi), a.opt.LinkLocalPPS, f.Incident.Peak.Rate,
-			fmtSpan(f.Incident.Peak.WindowS), topFlowText(f.Flows), lagText(f.Incident))
+		f.Summary = fmt.Sprintf("%s: link-local packets were dropped; %s against %s per interface, peak %s over %s; %s; %s",
+			jumpsText(f.Incident), a.linkLocalRates(fs, inc.lo, inc.hi), units.PacketRate(a.opt.LinkLocalPPS), units.PacketRate(f.Incident.Peak.Rate),
+			units.Seconds(f.Incident.Peak.WindowS), topFlowText(f.Flows), lagText(f.Incident))
 		f.Recommendation = recommendLinkLocal
 		out = append(out, f)
 	}
@@ -151,8 +152,8 @@ func (a *analysis) linkLocalHot(iface string, fs *fineSeries, exceeded []Finding
 		if peak1s > a.opt.LinkLocalPPS && a.hasCounter(iface, counters.LinklocalAllowanceExceeded) {
 			absorbed = fmt.Sprintf(", over it while %s did not move: a burst bucket absorbed it", counters.LinklocalAllowanceExceeded)
 		}
-		f.Summary = fmt.Sprintf("link-local traffic reached %.0f pps over 1 s (%.0f%% of the %.0f pps limit%s) for %.1f s; %s; %s",
-			peak1s, 100*peak1s/a.opt.LinkLocalPPS, a.opt.LinkLocalPPS, absorbed, float64(hi-lo)*float64(a.g.widthNs)/1e9,
+		f.Summary = fmt.Sprintf("link-local traffic reached %s over 1 s (%.0f%% of the %s limit%s) for %s; %s; %s",
+			units.PacketRate(peak1s), 100*peak1s/a.opt.LinkLocalPPS, units.PacketRate(a.opt.LinkLocalPPS), absorbed, units.Seconds(float64(hi-lo)*float64(a.g.widthNs)/1e9),
 			a.linkLocalRates(fs, lo, hi), topFlowText(f.Flows))
 		f.Recommendation = recommendLinkLocalHot
 		out = append(out, f)
@@ -230,7 +231,7 @@ func (a *analysis) linkLocalRates(fs *fineSeries, lo, hi int) string {
 	var parts []string
 	for _, svc := range record.Services {
 		if n := float64(sumUint(fs.linkLocal[svc.Index()], lo, hi)); n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %.0f pps", svc, n/dur))
+			parts = append(parts, fmt.Sprintf("%s %s", svc, units.PacketRate(n/dur)))
 		}
 	}
 	if len(parts) == 0 {

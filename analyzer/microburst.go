@@ -7,6 +7,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
 // bandwidthCounter ties a direction to its allowance counter and finding kind.
@@ -104,6 +105,9 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 		standOut = nil
 	}
 	peak, _ := peakIn(bytesAt, s.lo, s.hi)
+	// A burst straddling two grid windows is split between them: its
+	// peak is the window's width slid over the buckets, as the profile's.
+	peak = max(peak, a.slidingPeakBytes(iface, dir, a.g.startNs(s.lo), a.g.startNs(s.hi), a.g.widthNs))
 	spanBytes := sumIn(bytesAt, s.lo, s.hi)
 	dur := float64(s.hi-s.lo) * sec
 	f.Evidence = append(f.Evidence, incidentEvidence(f.Incident)...)
@@ -125,10 +129,10 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 	what := "stood out from the interval's own level"
 	if s.levelName != levelIntervalOwn && s.levelName != levelNone {
 		what = fmt.Sprintf("reached the %s allowance of %s", s.levelName[:len(s.levelName)-len("_allowance")],
-			fmtRate(s.levelPerSecond*8/a.opt.SaturationShare, "bps"))
+			units.BitRate(s.levelPerSecond*8/a.opt.SaturationShare))
 	}
 	f.Summary = fmt.Sprintf("%s; the %s rate %s for %s, up to %s per %s window, %s; %s",
-		jumpsText(f.Incident), dir, what, fmtSpan(dur), fmtRate(peak*8/sec, "bps"),
+		jumpsText(f.Incident), dir, what, units.Seconds(dur), units.BitRate(peak*8/sec),
 		fmtWindow(a.g.widthNs), topFlowText(f.Flows), lagText(f.Incident))
 	f.Recommendation = recommendMicroburst
 	return f
@@ -220,7 +224,7 @@ func (a *analysis) nearMisses(iface string, dir record.Direction, counter, kind 
 		absorbedText = fmt.Sprintf("%d over it, absorbed by a burst bucket", absorbed)
 	}
 	f.Summary = fmt.Sprintf("%s of the %s rate at %.0f%% or more of the %s allowance moved no %s (%s); the highest reached %s per %s window (%.0f%%) at %s; %s",
-		what, dir, 100*a.opt.NearMissShare, fmtRate(allowance, "bps"), counter, absorbedText, fmtRate(peakBps, "bps"),
+		what, dir, 100*a.opt.NearMissShare, units.BitRate(allowance), counter, absorbedText, units.BitRate(peakBps),
 		fmtWindow(a.g.widthNs), 100*peakBps/allowance, fmtOffsetS(a.offsetS(a.g.startNs(highest.lo))), topFlowText(f.Flows))
 	f.Recommendation = recommendNearMiss
 	return []Finding{f}
@@ -277,4 +281,28 @@ func (a *analysis) watchedWindows(iface, counter string, lag counterLag) []uint8
 		}
 	}
 	return w
+}
+
+// slidingPeakBytes is the most bytes of one interface and direction in a
+// window of widthNs slid over its buckets, among the windows that overlap
+// [fromNs, toNs): what the profile's peak of that width measures.
+func (a *analysis) slidingPeakBytes(iface string, dir record.Direction, fromNs, toNs, widthNs int64) float64 {
+	for _, s := range a.rec.Series {
+		if s.Interface != iface || s.Direction != dir {
+			continue
+		}
+		lo, _ := slices.BinarySearchFunc(s.Buckets, fromNs-widthNs+1, func(b record.Bucket, t int64) int { return cmp.Compare(b.StartNs, t) })
+		hi, _ := slices.BinarySearchFunc(s.Buckets, toNs+widthNs, func(b record.Bucket, t int64) int { return cmp.Compare(b.StartNs, t) })
+		var best, sum uint64
+		j := lo
+		for i := lo; i < hi; i++ {
+			for ; j < hi && s.Buckets[j].StartNs < s.Buckets[i].StartNs+widthNs; j++ {
+				sum += s.Buckets[j].Bytes
+			}
+			best = max(best, sum)
+			sum -= s.Buckets[i].Bytes
+		}
+		return float64(best)
+	}
+	return 0
 }

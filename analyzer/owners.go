@@ -192,6 +192,9 @@ func (a *analysis) attachOwners(findings []Finding) {
 			return in
 		}
 		fromNs, toNs := a.monoOf(f.StartOffsetS), a.monoOf(f.EndOffsetS)
+		if f.flowsToNs > f.flowsFromNs {
+			fromNs, toNs = f.flowsFromNs, f.flowsToNs
+		}
 		rankBy := f.FlowsRankedBy
 		if f.Kind == KindConntrackExceeded || f.Kind == KindConntrackNearLimit {
 			rankBy = rankSYNs

@@ -5,6 +5,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
 var bothDirections = []record.Direction{record.Ingress, record.Egress}
@@ -56,7 +57,7 @@ func (a *analysis) ppsFindings() []Finding {
 			f.FlowsRankedBy = rankPackets
 			f.Flows = a.culprits(iface, bothDirections, s.lo, s.hi, nil, rankPackets, nil)
 			f.Summary = fmt.Sprintf("%s; over %s the packet rate (both directions) reached %s per %s window, mean packet size %.0f bytes; %s; %s",
-				jumpsText(f.Incident), fmtSpan(dur), fmtRate(peak/sec, "pps"), fmtWindow(a.g.widthNs), share(bytes, packets),
+				jumpsText(f.Incident), units.Seconds(dur), units.PacketRate(peak/sec), fmtWindow(a.g.widthNs), share(bytes, packets),
 				topFlowText(f.Flows), lagText(f.Incident))
 			f.Recommendation = recommendPPS
 			out = append(out, f)

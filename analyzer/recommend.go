@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/enaprobe/enaprobe/internal/limits"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
 // Recommendations, each drawn from /work/shared/AWS-LIMITS.md.
@@ -38,9 +39,11 @@ const (
 // Recommendations that name a limit take its number from limits, its one
 // home.
 var (
-	linkLocalPPS  = fmt.Sprintf("%d packets/s", limits.LinkLocalPPSPerInterface)
-	flowCaps      = fmt.Sprintf("%g Gbps outside a cluster placement group, up to %g Gbps inside one and up to %g Gbps with ENA Express", limits.FlowDefaultBps/1e9, limits.FlowPlacementGroupBps/1e9, limits.FlowENAExpressBps/1e9)
-	flowCapsShort = fmt.Sprintf("%g Gbps, %g Gbps in a cluster placement group, %g Gbps with ENA Express", limits.FlowDefaultBps/1e9, limits.FlowPlacementGroupBps/1e9, limits.FlowENAExpressBps/1e9)
+	linkLocalPPS = fmt.Sprintf("%d packets/s", limits.LinkLocalPPSPerInterface)
+	flowCaps     = fmt.Sprintf("%s outside a cluster placement group, up to %s inside one and up to %s with ENA Express",
+		units.BitRate(limits.FlowDefaultBps), units.BitRate(limits.FlowPlacementGroupBps), units.BitRate(limits.FlowENAExpressBps))
+	flowCapsShort = fmt.Sprintf("%s, %s in a cluster placement group, %s with ENA Express",
+		units.BitRate(limits.FlowDefaultBps), units.BitRate(limits.FlowPlacementGroupBps), units.BitRate(limits.FlowENAExpressBps))
 
 	recommendLinkLocal = "Link-local services (DNS resolver, IMDS, NTP) share one limit of " + linkLocalPPS + " per network interface, which cannot be increased; " +
 		"linklocal_allowance_exceeded counts packets dropped over it. Cache DNS answers locally (a local caching resolver), " +

@@ -126,6 +126,15 @@ const (
 	KindIMDSHopLimit       = "imds_hop_limit"
 )
 
+// Kinds lists every finding kind above, the one list what enumerates kinds
+// (serve's metrics series) derives from; TestKindsListsEveryKind keeps it
+// whole.
+var Kinds = []string{
+	KindMicroburstIn, KindMicroburstOut, KindPPSExceeded, KindConntrackExceeded, KindConntrackNearLimit,
+	KindLinkLocalExceeded, KindLinkLocalHot, KindFlowAtCap, KindBaselineExhausted, KindJumboLeavingVPC,
+	KindIMDSHopLimit,
+}
+
 // Severities.
 const (
 	SeverityCritical = "critical"
@@ -167,6 +176,11 @@ type Finding struct {
 	// IMDS is set on imds_hop_limit findings: the client and what became
 	// of its requests.
 	IMDS *IMDSDiagnosis `json:"imds,omitempty"`
+
+	// flowsFromNs and flowsToNs are the window Flows were ranked over
+	// when it is not the finding's own (a connection flood's attribution
+	// window starts at its first SYN): its owners are ranked over it too.
+	flowsFromNs, flowsToNs int64
 }
 
 // IMDSDiagnosis is one IMDS client whose IMDSv2 token replies died on the

@@ -3,6 +3,7 @@ package analyzer
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/limits"
@@ -67,7 +68,7 @@ func (a *analysis) traceInfo() TraceInfo {
 	}
 	if it := a.instanceType(); it != "" && !a.limits.BaselineBps.Known {
 		if _, ok := limits.Lookup(it); !ok {
-			t.Notes = append(t.Notes, "instance type "+it+" is not in the table: give --baseline and --burst")
+			t.Notes = append(t.Notes, unknownInstanceType(it))
 		}
 	}
 	if !a.limits.BaselineBps.Known {
@@ -237,4 +238,14 @@ func kernelNotes(m record.Meta) []string {
 		notes = append(notes, "time buckets shared by all CPUs: per-CPU buckets need pinned BPF timers (Linux 6.7+); the counts are the same, each packet costs an atomic add on a shared cache line")
 	}
 	return notes
+}
+
+// unknownInstanceType is the note on an instance type the table lacks,
+// with the types it was probably meant to be.
+func unknownInstanceType(name string) string {
+	note := "instance type " + name + " is not in the table"
+	if near := limits.Nearest(name); len(near) > 0 {
+		note += " (did you mean " + strings.Join(near, ", ") + "?)"
+	}
+	return note + ": give --baseline and --burst"
 }

@@ -39,7 +39,8 @@ recorded value, and the report notes it. Nothing is traced.`,
 				return err
 			}
 			rec, env, err := record.ReadBundle(args[0])
-			if errors.Is(err, fs.ErrNotExist) {
+			var nb *record.NotBundleError
+			if errors.Is(err, fs.ErrNotExist) || errors.As(err, &nb) {
 				return usageError{err}
 			}
 			if err != nil {

@@ -88,6 +88,9 @@ func runCounters(ctx context.Context, w io.Writer, f *countersFlags) error {
 			if err := interfacesExist([]string{name}); err != nil {
 				return err
 			}
+			if err := hasAllowanceCounters(name); err != nil {
+				return err
+			}
 			es, err := ena.NewEthtoolSource(name)
 			if err != nil {
 				return fmt.Errorf("open counters of %s: %w", name, err)
@@ -188,6 +191,22 @@ func changeText(ch counters.Changes, name, short string, seconds float64) string
 }
 
 // enaInterfaces lists the interfaces whose driver is ena.
+// hasAllowanceCounters refuses an interface whose driver is not ENA: only
+// the ena driver has the allowance counters, so reading it would print
+// "absent" at every interval forever.
+func hasAllowanceCounters(name string) error {
+	driver, _, err := ena.DriverInfo(name)
+	switch {
+	case err != nil:
+		return usagef("%s reports no driver (%v): no allowance counters; only ENA interfaces have them (or give --counters-file %s=PATH, a file in ethtool -S format)",
+			name, err, name)
+	case !ena.IsENA(driver):
+		return usagef("%s is %s: no allowance counters; only ENA interfaces have them (or give --counters-file %s=PATH, a file in ethtool -S format)",
+			name, driver, name)
+	}
+	return nil
+}
+
 func enaInterfaces() []string {
 	ifs, err := net.Interfaces()
 	if err != nil {

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/enaprobe/enaprobe/internal/ena"
 	"github.com/enaprobe/enaprobe/internal/limits"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 	"github.com/enaprobe/enaprobe/internal/upload"
 	"github.com/enaprobe/enaprobe/loader"
 )
@@ -27,7 +29,7 @@ func (r rateValue) String() string {
 	if r.bps == nil || *r.bps == 0 {
 		return ""
 	}
-	return limits.FormatBps(*r.bps)
+	return units.BitRate(*r.bps)
 }
 
 func (r rateValue) Set(s string) error {
@@ -48,6 +50,66 @@ func (r rateValue) Set(s string) error {
 }
 
 func (rateValue) Type() string { return "rate" }
+
+// bytesValue is a flag in bytes written with a unit: 360kB, 3.6MB, 1MiB
+// (decimal or binary prefixes), or a bare number of bytes.
+type bytesValue struct{ n *uint32 }
+
+func (b bytesValue) String() string {
+	if b.n == nil || *b.n == 0 {
+		return ""
+	}
+	return formatBytesFlag(uint64(*b.n))
+}
+
+func (b bytesValue) Set(s string) error {
+	in := strings.TrimSpace(s)
+	num := strings.TrimRight(in, "KkMmGgiB")
+	unit := in[len(num):]
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || v <= 0 || math.IsInf(v, 0) {
+		return fmt.Errorf("%q: want a size above zero with its unit, e.g. 360kB, 3.6MB or 1MiB", s)
+	}
+	mult, ok := map[string]float64{"": 1, "B": 1, "kB": 1e3, "KB": 1e3, "KiB": 1 << 10, "MB": 1e6, "MiB": 1 << 20, "GB": 1e9, "GiB": 1 << 30}[unit]
+	if !ok {
+		return fmt.Errorf("%q: unknown unit %q (want B, kB, KiB, MB, MiB), e.g. 360kB or 1MiB", s, unit)
+	}
+	if v*mult > math.MaxUint32 {
+		return fmt.Errorf("%q: at most 4GiB", s)
+	}
+	*b.n = uint32(math.Round(v * mult))
+	return nil
+}
+
+func (bytesValue) Type() string { return "size" }
+
+// formatBytesFlag writes a size as a flag takes it, exactly: 1MiB, 360kB,
+// 1234B.
+func formatBytesFlag(n uint64) string {
+	for _, u := range []struct {
+		name string
+		size uint64
+	}{{"GiB", 1 << 30}, {"GB", 1e9}, {"MiB", 1 << 20}, {"MB", 1e6}, {"KiB", 1 << 10}, {"kB", 1e3}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatUint(n/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatUint(n, 10) + "B"
+}
+
+// formatRateFlag writes a rate as a flag takes it, exactly: 40Mbit,
+// 2500kbit, 1234bit.
+func formatRateFlag(bps uint64) string {
+	for _, u := range []struct {
+		name string
+		size uint64
+	}{{"Gbit", 1e9}, {"Mbit", 1e6}, {"kbit", 1e3}} {
+		if bps >= u.size && bps%u.size == 0 {
+			return strconv.FormatUint(bps/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatUint(bps, 10) + "bit"
+}
 
 // maxCounterLagFlag bounds --counter-lag: a counter later than this by
 // seconds says nothing about which traffic moved it.
@@ -87,7 +149,7 @@ func (a *analysisFlags) check() error {
 		return usagef("--pps-allowance %v: must be a packet rate above zero, e.g. 400000", a.ppsAllowance)
 	}
 	if a.burst > 0 && a.baseline > 0 && a.burst < a.baseline {
-		return usagef("--burst %s is below --baseline %s", limits.FormatBps(a.burst), limits.FormatBps(a.baseline))
+		return usagef("--burst %s is below --baseline %s", units.BitRate(a.burst), units.BitRate(a.baseline))
 	}
 	_, err := a.lag()
 	return err
@@ -150,17 +212,22 @@ func (a *analysisFlags) overRecording(rec *record.Recording) (analyzer.Options, 
 		// that build did.
 		return a.options()
 	}
+	// was is "" when the recording had no value: then the flag sets one.
 	override := func(flag, was string) {
+		if was == "" {
+			o.Notes = append(o.Notes, fmt.Sprintf("analyze --%s %s sets what the recording did not have", flag, a.fs.Lookup(flag).Value))
+			return
+		}
 		o.Notes = append(o.Notes, fmt.Sprintf("analyze --%s %s overrides the recorded %s", flag, a.fs.Lookup(flag).Value, was))
 	}
 	limit := func(v float64, src string, f func(float64) string) string {
 		if v <= 0 {
-			return "unknown"
+			return ""
 		}
 		return fmt.Sprintf("%s (from %s)", f(v), src)
 	}
 	if a.changed("instance-type") {
-		override("instance-type", cmp.Or(o.InstanceType, "none"))
+		override("instance-type", o.InstanceType)
 		o.InstanceType, o.Sources.InstanceType = a.instanceType, ""
 		// Limits the table gave for the recorded type go with it.
 		if strings.HasPrefix(o.Sources.Baseline, "table") {
@@ -177,10 +244,10 @@ func (a *analysisFlags) overRecording(rec *record.Recording) (analyzer.Options, 
 		new  float64
 		f    func(float64) string
 	}{
-		{"baseline", &o.BaselineBps, &o.Sources.Baseline, a.baseline, limits.FormatBps},
-		{"burst", &o.BurstBps, &o.Sources.Burst, a.burst, limits.FormatBps},
-		{"flow-limit", &o.FlowLimitBps, &o.Sources.FlowLimit, a.flowLimit, limits.FormatBps},
-		{"pps-allowance", &o.PPSAllowance, &o.Sources.PPSAllowance, a.ppsAllowance, func(v float64) string { return fmt.Sprintf("%.0f pps", v) }},
+		{"baseline", &o.BaselineBps, &o.Sources.Baseline, a.baseline, units.BitRate},
+		{"burst", &o.BurstBps, &o.Sources.Burst, a.burst, units.BitRate},
+		{"flow-limit", &o.FlowLimitBps, &o.Sources.FlowLimit, a.flowLimit, units.BitRate},
+		{"pps-allowance", &o.PPSAllowance, &o.Sources.PPSAllowance, a.ppsAllowance, units.PacketRate},
 	} {
 		if a.changed(r.flag) {
 			override(r.flag, limit(*r.v, *r.src, r.f))
@@ -196,7 +263,7 @@ func (a *analysisFlags) overRecording(rec *record.Recording) (analyzer.Options, 
 		o.CounterLag, _ = a.lag() // checked above
 	}
 	if o.BurstBps > 0 && o.BaselineBps > 0 && o.BurstBps < o.BaselineBps {
-		return o, usagef("burst %s is below baseline %s: give both --baseline and --burst", limits.FormatBps(o.BurstBps), limits.FormatBps(o.BaselineBps))
+		return o, usagef("burst %s is below baseline %s: give both --baseline and --burst", units.BitRate(o.BurstBps), units.BitRate(o.BaselineBps))
 	}
 	return o, nil
 }

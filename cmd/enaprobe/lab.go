@@ -30,7 +30,7 @@ link-local packets/s and connection tracking) and serves IMDS, DNS and NTP on
 their link-local addresses. Its counters carry the ENA names. Nothing leaves
 the two namespaces. Needs root.`,
 	}
-	cmd.AddCommand(newLabRunCommand(), newLabListCommand(), newLabUpCommand())
+	cmd.AddCommand(newLabRunCommand(), newLabListCommand(), newLabUpCommand(), newLabDownCommand())
 	return cmd
 }
 
@@ -52,6 +52,7 @@ func newLabListCommand() *cobra.Command {
 type labFlags struct {
 	fs                              *pflag.FlagSet
 	outRate, inRate, flowRate       float64
+	outBurst, inBurst               uint32
 	pps, linkLocalPPS, conntrackMax uint32
 	hopLimit                        int
 }
@@ -60,6 +61,8 @@ func (f *labFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
 	fs.Var(rateValue{&f.outRate}, "out-rate", "aggregate outbound allowance, a rate with its unit, e.g. 40Mbit (default 40Mbit)")
 	fs.Var(rateValue{&f.inRate}, "in-rate", "aggregate inbound allowance, a rate with its unit, e.g. 40Mbit (default 40Mbit)")
+	fs.Var(bytesValue{&f.outBurst}, "out-burst", "outbound burst bucket, a size with its unit, e.g. 360kB or 4MiB: sent at link speed before --out-rate applies (default 1MiB)")
+	fs.Var(bytesValue{&f.inBurst}, "in-burst", "inbound burst bucket, a size with its unit, e.g. 360kB or 4MiB (default 1MiB)")
 	fs.Var(rateValue{&f.flowRate}, "flow-rate", "per-flow cap, a rate with its unit, e.g. 20Mbit (default 10Mbit)")
 	fs.Uint32Var(&f.pps, "pps", 0, "packets/s allowance, both directions, e.g. 8000 (default 8000)")
 	fs.Uint32Var(&f.linkLocalPPS, "linklocal-pps", 0, "link-local packets/s allowance, e.g. 1024 (default 1024, as on EC2)")
@@ -74,6 +77,12 @@ func (f *labFlags) apply(c lab.Config) lab.Config {
 	}
 	if set("in-rate") {
 		c.InRate = uint64(f.inRate)
+	}
+	if set("out-burst") {
+		c.OutBurst = f.outBurst
+	}
+	if set("in-burst") {
+		c.InBurst = f.inBurst
 	}
 	if set("flow-rate") {
 		c.FlowRate = uint64(f.flowRate)
@@ -198,69 +207,3 @@ func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *lab
 	}
 	return writeReports(cmd.OutOrStdout(), out.Recording, out.Analysis, f.out, environment(out.Recording, strings.Join(os.Args, " ")), log)
 }
-
-type labUpFlags struct {
-	duration     time.Duration
-	countersFile string
-	lab          labFlags
-}
-
-func newLabUpCommand() *cobra.Command {
-	f := &labUpFlags{}
-	cmd := &cobra.Command{
-		Use:   "up",
-		Short: "Keep a lab running, writing its counters to a file, to trace it by hand",
-		Long: `up builds a lab and keeps it until Ctrl-C or --duration, rewriting its counters
-every 100 ms in ethtool -S format. It prints the commands to trace it and to
-make traffic from the instance namespace.`,
-		Example: `  sudo enaprobe lab up --counters-file /tmp/lab-counters.txt
-  # in another terminal, with the namespace name printed by "up":
-  sudo ip netns exec enalab-XXXX-inst enaprobe trace -i ens5 --counters-file /tmp/lab-counters.txt --baseline 40Mbit`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runLabUp(cmd.Context(), cmd, f) },
-	}
-	fs := cmd.Flags()
-	fs.DurationVar(&f.duration, "duration", time.Hour, "how long to keep the lab, a duration, e.g. 1h or 10m")
-	fs.StringVar(&f.countersFile, "counters-file", "/run/enaprobe-lab-counters.txt", "where to write the counters")
-	f.lab.register(fs)
-	return cmd
-}
-
-func runLabUp(ctx context.Context, cmd *cobra.Command, f *labUpFlags) error {
-	if os.Geteuid() != 0 {
-		return privilegeError{fmt.Errorf("the lab needs root: run it with sudo")}
-	}
-	l, err := lab.Up(ctx, f.lab.apply(lab.DefaultConfig()))
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	if err := l.WriteCountersFile(f.countersFile); err != nil {
-		return err
-	}
-	c := l.Config()
-	fmt.Fprintf(cmd.OutOrStdout(), `lab %s is up: instance namespace %s, interface %s
-  allowances: out %s, in %s, per flow %s, %d pps, %d link-local pps, %d connections
-  trace it:   sudo ip netns exec %s enaprobe trace -i %s --counters-file %s --no-imds --baseline %dbit --flow-limit %dbit
-  traffic:    sudo ip netns exec %s ping -c 3 %s
-Ctrl-C removes it.
-`, l.ID(), l.InstanceNetns(), l.InstanceInterface(), fmtBps(c.OutRate), fmtBps(c.InRate), fmtBps(c.FlowRate),
-		c.PPS, c.LinkLocalPPS, c.ConntrackMax, l.InstanceNetns(), l.InstanceInterface(), f.countersFile, c.OutRate, c.FlowRate,
-		l.InstanceNetns(), lab.PeerAddr)
-	ctx, cancel := context.WithTimeout(ctx, f.duration)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return os.Remove(f.countersFile)
-		case <-tick.C:
-			if err := l.WriteCountersFile(f.countersFile); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-func fmtBps(v uint64) string { return fmt.Sprintf("%d bit/s", v) }

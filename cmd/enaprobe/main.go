@@ -49,12 +49,22 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRootCommand()
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
+	nameCommand(cmd, err)
 	fmt.Fprintf(os.Stderr, "enaprobe: %+v\n", err)
 	return exitCode(err)
+}
+
+// nameCommand puts the command that was run into the errors that name it,
+// so `serve` without privileges says "enaprobe serve needs ...".
+func nameCommand(cmd *cobra.Command, err error) {
+	var mc *capture.MissingCapabilitiesError
+	if cmd != nil && errors.As(err, &mc) && mc.Command == "" {
+		mc.Command = cmd.CommandPath()
+	}
 }
 
 func exitCode(err error) int {
@@ -89,7 +99,7 @@ evidence and a fix.`,
 	}
 	// --version prints what `enaprobe version` prints.
 	root.SetVersionTemplate("enaprobe {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{explainFlagError(cmd, err)} })
 	root.AddCommand(newTraceCommand(), newServeCommand(), newAnalyzeCommand(), newCountersCommand(), newVersionCommand(), newLabCommand(), newCleanupCommand(), newSeccompCommand())
 	argsAreUsage(root)
 	return root

@@ -54,7 +54,13 @@ func checkBundlePath(p string) error {
 	}
 	f, err := os.CreateTemp(dir, ".enaprobe-check-*")
 	if err != nil {
-		return usagef("-o %s: cannot write there: %v", p, err)
+		// The probe file's name means nothing to the user: say which
+		// directory and why (read-only file system, permission denied).
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return usagef("-o %s: cannot write in %s: %v", p, dir, err)
 	}
 	f.Close()
 	return os.Remove(f.Name())

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -25,6 +26,7 @@ import (
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/limits"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 	"github.com/enaprobe/enaprobe/loader"
 )
 
@@ -70,7 +72,7 @@ dropped or changed: the programs only count.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTrace(cmd.Context(), cmd, f) },
 	}
 	fs := cmd.Flags()
-	fs.DurationVarP(&f.duration, "duration", "d", 30*time.Second, "how long to trace, a duration, e.g. 30s or 2m; Ctrl-C ends early and still writes the report")
+	fs.DurationVarP(&f.duration, "duration", "d", 30*time.Second, "how long to trace, a duration, e.g. 30s or 2m (0: until Ctrl-C); Ctrl-C ends early and still writes the report")
 	f.registerCapture(fs, ena.DefaultInterval, "each read is a device command")
 	f.out.register(fs)
 	return cmd
@@ -234,7 +236,7 @@ func prepareCapture(ctx context.Context, cmd *cobra.Command, f *traceFlags, chec
 	cfg.Meta.InstanceType = cmp.Or(f.analysis.instanceType, inst.InstanceType)
 	if it := cfg.Meta.InstanceType; it != "" && f.analysis.baseline == 0 {
 		if _, ok := limits.Lookup(it); !ok {
-			log.Warn().Str("instance_type", it).Msg("not in the table: give --baseline and --burst for allowance findings")
+			log.Warn().Str("instance_type", it).Strs("did_you_mean", limits.Nearest(it)).Msg("not in the table: give --baseline and --burst for allowance findings")
 		}
 	}
 	switch {
@@ -413,6 +415,20 @@ func warnLoss(rec *record.Recording, log zerolog.Logger) {
 }
 
 func newLogger(w io.Writer, level string, debug bool) zerolog.Logger {
+	return newLoggerFor(w, isTerminal(w), level, debug)
+}
+
+// logFormat is how every log line writes time: durations as strings with
+// their unit ("30s", "225.227ms"; zerolog's default is a bare number of
+// milliseconds), timestamps to the millisecond (its default RFC 3339 drops
+// them, so a terminal showed ".000" on every line).
+var logFormat = sync.OnceFunc(func() {
+	zerolog.DurationFieldFormat = zerolog.DurationFormatString
+	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
+})
+
+func newLoggerFor(w io.Writer, tty bool, level string, debug bool) zerolog.Logger {
+	logFormat()
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil || level == "" {
 		lvl = zerolog.InfoLevel
@@ -421,7 +437,7 @@ func newLogger(w io.Writer, level string, debug bool) zerolog.Logger {
 		lvl = zerolog.DebugLevel
 	}
 	out := w
-	if isTerminal(w) {
+	if tty {
 		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
 	}
 	return zerolog.New(out).Level(lvl).With().Timestamp().Logger()
@@ -454,7 +470,7 @@ func (s *statusLine) update(p capture.Progress) {
 	}
 	if s.tty {
 		fmt.Fprintf(s.w, "\r\033[K%s  %s  %d packets  %s  %d counter jumps", p.Elapsed.Round(time.Second), left,
-			p.Packets, limits.FormatBps(float64(p.Bytes)*8/max(p.Elapsed.Seconds(), 1e-3)), p.CounterJumps)
+			p.Packets, units.BitRate(float64(p.Bytes)*8/max(p.Elapsed.Seconds(), 1e-3)), p.CounterJumps)
 		s.shown = true
 		return
 	}

@@ -20,11 +20,20 @@ var RequiredCapabilities = []string{"CAP_BPF", "CAP_NET_ADMIN", "CAP_PERFMON"}
 
 // MissingCapabilitiesError names the capabilities a trace needs that the
 // process's effective set lacks.
-type MissingCapabilitiesError struct{ Missing []string }
+type MissingCapabilitiesError struct {
+	Missing []string
+	// Command is the command line that was run ("enaprobe serve"), filled
+	// in by the command that got the error; empty says "enaprobe".
+	Command string
+}
 
 func (e *MissingCapabilitiesError) Error() string {
-	return fmt.Sprintf("enaprobe trace needs %s, which this process lacks: run it with sudo, or grant CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON",
-		strings.Join(e.Missing, " and "))
+	command := e.Command
+	if command == "" {
+		command = "enaprobe"
+	}
+	return fmt.Sprintf("%s needs %s, which this process lacks: run it with sudo, or grant CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON",
+		command, strings.Join(e.Missing, " and "))
 }
 
 // SeccompError says a seccomp filter refuses bpf(2) to a process that

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
 // Per-flow caps from AWS-LIMITS.md. A flow is one 5-tuple; hitting the cap
@@ -38,7 +39,7 @@ type FlowCap struct {
 // reason always says what was assumed.
 func FlowLimit(placementGroup string, srdMode uint64, srdModeKnown bool, override float64) FlowCap {
 	if override > 0 && !math.IsInf(override, 0) {
-		return FlowCap{override, fmt.Sprintf("per-flow limit %s set by the user", FormatBps(override)), "options"}
+		return FlowCap{override, fmt.Sprintf("per-flow limit %s set by the user", units.BitRate(override)), "options"}
 	}
 	if srdModeKnown && srdMode&counters.SRDModeEnabled != 0 {
 		return FlowCap{FlowENAExpressBps, fmt.Sprintf("ENA Express enabled (ena_srd_mode=%#x): up to 25 Gbps per flow, "+
@@ -72,7 +73,7 @@ func GatewayLimitBps(vcpus int, instanceBps float64) (bps float64, reason string
 	half := instanceBps / 2
 	if !(half > FlowDefaultBps) {
 		return FlowDefaultBps, fmt.Sprintf("internet gateway / inter-Region: %d vCPUs, 50%% of %s is at most 5 Gbps: 5 Gbps",
-			vcpus, FormatBps(instanceBps))
+			vcpus, units.BitRate(instanceBps))
 	}
-	return half, fmt.Sprintf("internet gateway / inter-Region: %d vCPUs: 50%% of %s", vcpus, FormatBps(instanceBps))
+	return half, fmt.Sprintf("internet gateway / inter-Region: %d vCPUs: 50%% of %s", vcpus, units.BitRate(instanceBps))
 }

@@ -3,6 +3,8 @@ package limits
 import (
 	"math"
 	"testing"
+
+	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
 func TestParseRate(t *testing.T) {
@@ -60,59 +62,14 @@ func TestParseRateErrors(t *testing.T) {
 	}
 }
 
-func TestFormatBps(t *testing.T) {
-	tests := []struct {
-		in   float64
-		want string
-	}{
-		{4.97e9, "4.97 Gbit/s"},
-		{4_971_234_567, "4.97 Gbit/s"},
-		{10e9, "10 Gbit/s"},
-		{12.5e9, "12.5 Gbit/s"},
-		{0.781e9, "781 Mbit/s"},
-		{745e6, "745 Mbit/s"},
-		{999.6e6, "1 Gbit/s"},
-		{64e6, "64 Mbit/s"},
-		{1500, "1.5 kbit/s"},
-		{12, "12 bit/s"},
-		{0, "0 bit/s"},
-		{-2e9, "-2 Gbit/s"},
-		{400e12, "400 Tbit/s"},
-		{2e15, "2000 Tbit/s"},
-		{math.NaN(), "NaN bit/s"},
-		{math.Inf(1), "+Inf bit/s"},
-	}
-	for _, tc := range tests {
-		if got := FormatBps(tc.in); got != tc.want {
-			t.Errorf("FormatBps(%v) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
-func TestFormatPPS(t *testing.T) {
-	tests := []struct {
-		in   float64
-		want string
-	}{
-		{1024, "1.02 kpps"},
-		{512, "512 pps"},
-		{3.2e6, "3.2 Mpps"},
-		{0, "0 pps"},
-	}
-	for _, tc := range tests {
-		if got := FormatPPS(tc.in); got != tc.want {
-			t.Errorf("FormatPPS(%v) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
-// FormatBps output parses back to the value within its 3-digit rounding.
+// What units.BitRate writes parses back to the value within its 3-digit
+// rounding: reports and the command line write rates one way.
 func TestFormatParseRoundTrip(t *testing.T) {
 	for _, v := range []float64{1, 999, 1000, 64e3, 745e6, 781.25e6, 4.97e9, 9.54e9, 12.5e9, 37.5e9, 200e9, 3.2e12} {
-		s := FormatBps(v)
+		s := units.BitRate(v)
 		back, err := ParseRate(s)
 		if err != nil {
-			t.Errorf("ParseRate(FormatBps(%v) = %q): %v", v, s, err)
+			t.Errorf("ParseRate(units.BitRate(%v) = %q): %v", v, s, err)
 			continue
 		}
 		if math.Abs(back-v) > 0.005*v {

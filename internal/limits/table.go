@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/enaprobe/enaprobe/internal/report/units"
+	"github.com/enaprobe/enaprobe/internal/suggest"
 )
 
 // InstanceType is the network allowance of one EC2 instance type.
@@ -62,6 +65,16 @@ func Lookup(name string) (InstanceType, bool) {
 		return InstanceType{}, false
 	}
 	return t.Lookup(name)
+}
+
+// Nearest lists the embedded table's instance types a mistyped name was
+// probably meant to be (Table.Nearest).
+func Nearest(name string) []string {
+	t, err := embedded()
+	if err != nil {
+		return nil
+	}
+	return t.Nearest(name)
 }
 
 // Provenance says where the embedded table's numbers come from and when
@@ -188,6 +201,12 @@ func (t *Table) Names() []string {
 	return names
 }
 
+// Nearest lists the instance types of t a mistyped name was probably meant
+// to be (c6i.xlargee: c6i.xlarge, ...), nearest first, at most three.
+func (t *Table) Nearest(name string) []string {
+	return suggest.Nearest(normalizeName(name), t.Names(), 2, 3)
+}
+
 // Override replaces the bandwidth of name, or adds name (with VCPUs unknown)
 // if t lacks it. peakGbps 0 means no burst: the peak is the baseline. The
 // override is recorded in Provenance so a report never passes a user's
@@ -215,7 +234,7 @@ func (t *Table) Override(name string, baselineGbps, peakGbps float64) error {
 	it.Burstable = peakGbps > baselineGbps
 	t.types[name] = it
 	t.overrides = append(t.overrides, fmt.Sprintf("User override: %s baseline %s, peak %s.",
-		name, FormatBps(baselineGbps*1e9), FormatBps(peakGbps*1e9)))
+		name, units.BitRate(baselineGbps*1e9), units.BitRate(peakGbps*1e9)))
 	return nil
 }
 

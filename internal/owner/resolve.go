@@ -107,7 +107,7 @@ func (r *Resolver) Resolve(origins []loader.FlowOrigin, final bool) ([]record.Fl
 		notes = append(notes, fmt.Sprintf("owners: %d flows' sockets could not be named (closed before they were seen, or their cgroup gone)", lost))
 	}
 	if forwardedLost > 0 {
-		notes = append(notes, fmt.Sprintf("owners: %d forwarded flows came in on an interface that names no namespace (not a veth, or its namespace had no process while traced), and their source address none either", forwardedLost))
+		notes = append(notes, fmt.Sprintf("owners: %d forwarded flows came in on an interface that names no namespace (not a veth, or its namespace had no process while traced), and no namespace has their source address either", forwardedLost))
 	}
 	return out, notes
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -123,6 +124,9 @@ func archiveRoot(p string) string {
 	return strings.TrimSuffix(strings.TrimSuffix(base, ".tar.gz"), ".tgz")
 }
 
+// archiveClock is the time an archive's entries get; tests set it.
+var archiveClock = time.Now
+
 // writeArchive writes the archive to a temporary file beside p and renames
 // it, so that p is never a truncated archive.
 func writeArchive(p string, files []BundleFile) (err error) {
@@ -145,7 +149,10 @@ func writeArchive(p string, files []BundleFile) (err error) {
 	}()
 	zw := gzip.NewWriter(tmp)
 	tw := tar.NewWriter(zw)
-	root, now := archiveRoot(p), time.Now()
+	// Whole seconds: tar headers hold seconds, and archive/tar rounds to
+	// the nearest one, so an mtime up to half a second ahead made GNU tar
+	// warn "time stamp ... in the future" on a bundle extracted at once.
+	root, now := archiveRoot(p), archiveClock().Truncate(time.Second)
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: root + "/", Mode: 0o755, ModTime: now}); err != nil {
 		return err
 	}
@@ -194,10 +201,29 @@ func ReadBundle(p string) (*Recording, Environment, error) {
 		}
 	}
 	if err != nil {
-		return nil, Environment{}, fmt.Errorf("read bundle %s: %w", p, err)
+		var pe *os.PathError
+		if errors.As(err, &pe) && !errors.Is(err, fs.ErrNotExist) {
+			return nil, Environment{}, fmt.Errorf("read bundle %s: %w", p, err)
+		}
+		return nil, Environment{}, &NotBundleError{Path: p, Err: err}
 	}
 	return rec, env, nil
 }
+
+// NotBundleError is a file or directory that was read but is not a bundle
+// enaprobe wrote: another file, a report alone, a truncated archive. It is
+// the caller's input that is wrong, not the reading.
+type NotBundleError struct {
+	Path string
+	Err  error
+}
+
+func (e *NotBundleError) Error() string {
+	return fmt.Sprintf("%s is not a bundle: want the .tar.gz or directory that trace -o or serve wrote, whole, or its %s (%v)",
+		e.Path, BundleRecording, e.Err)
+}
+
+func (e *NotBundleError) Unwrap() error { return e.Err }
 
 func readDir(dir string) (*Recording, Environment, error) {
 	rec, err := ReadFile(filepath.Join(dir, BundleRecording))

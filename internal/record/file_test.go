@@ -1,11 +1,14 @@
 package record
 
 import (
+	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"io"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -102,5 +105,40 @@ func TestBucketFromSeries(t *testing.T) {
 	}
 	if (&Recording{}).BucketNs() != 0 {
 		t.Errorf("a recording without series has a bucket width")
+	}
+}
+
+// TestArchiveMtimesNotInTheFuture: a bundle's entries carry the second
+// the bundle was written in, never the next one (GNU tar warns "time stamp
+// in the future" when extracting it at once).
+func TestArchiveMtimesNotInTheFuture(t *testing.T) {
+	at := time.Date(2026, 12, 1, 13, 54, 16, 700e6, time.UTC) // late in its second
+	archiveClock = func() time.Time { return at }
+	defer func() { archiveClock = time.Now }()
+	p := filepath.Join(t.TempDir(), "b.tar.gz")
+	if err := writeArchive(p, []BundleFile{{Name: "report.txt", Data: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !h.ModTime.Equal(at.Truncate(time.Second)) {
+			t.Errorf("%s: mtime %v, want %v (the second it was written in)", h.Name, h.ModTime.UTC(), at.Truncate(time.Second))
+		}
 	}
 }

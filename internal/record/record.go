@@ -381,11 +381,22 @@ type Meta struct {
 	// their hook (another program ahead), or had to move back to the head.
 	AttachNotes []string `json:",omitempty"`
 
+	// Trigger says what made serve write the recording: TriggerSnapshot
+	// (SIGUSR1 or POST /snapshot) or TriggerIncident (a counter jumped);
+	// empty for a trace.
+	Trigger string `json:",omitempty"`
+
 	// OwnerNotes say, once, why flows have no owner: no cgroup v2, the
 	// cgroup programs could not attach, sockets closed before they were
 	// seen, owners evicted from their bounded maps.
 	OwnerNotes []string `json:",omitempty"`
 }
+
+// The values of Meta.Trigger.
+const (
+	TriggerSnapshot = "snapshot"
+	TriggerIncident = "incident"
+)
 
 // Limit is one limit an analysis compared the trace with, and where its
 // value came from ("options", "lab", "default", "imds ...", "table ...").

@@ -1,11 +1,13 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"html"
 	"html/template"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -229,10 +231,18 @@ type axisLabel struct {
 
 // clusterLabels places window labels left to right: a label that would
 // reach into the one before joins it, so labels never run together.
+// Windows come in finding order, not time order: they are placed by where
+// they are, so a finding earlier in time never joins a later one's label.
 func clusterLabels(windows []chartSpan, centers []float64) []axisLabel {
+	order := make([]int, len(windows))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(centers[a], centers[b]) })
 	var out []axisLabel
 	var left, right float64
-	for i, w := range windows {
+	for _, i := range order {
+		w := windows[i]
 		half := svgTextWidth(w.Label) / 2
 		if n := len(out); n > 0 && centers[i]-half < right+labelGap {
 			l := &out[n-1]

@@ -8,77 +8,21 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
-// Human formatting shared by the text and HTML reports. Rates and sizes use
-// decimal SI prefixes, as AWS quotes bandwidth (10 Gbit/s = 10^10 bit/s).
+// Human formatting shared by the text and HTML reports: every quantity is
+// written by package units, which the analyzer's summaries use too, so a
+// number reads the same in a summary, a table and a chart.
 
-// sig formats v with three significant digits, no exponent and no
-// trailing zeros: 20.3, 10, 1.5, 0.25.
-func sig(v float64) string {
-	a := math.Abs(v)
-	var s string
-	switch {
-	case a == 0:
-		return "0"
-	case a >= 99.95:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 9.995:
-		s = strconv.FormatFloat(v, 'f', 1, 64)
-	case a >= 0.9995:
-		s = strconv.FormatFloat(v, 'f', 2, 64)
-	default:
-		s = strconv.FormatFloat(v, 'f', 3+int(math.Max(0, -math.Floor(math.Log10(a))-1)), 64)
-	}
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	return s
-}
-
-// scaled formats v with the largest SI prefix that keeps it at or above 1.
-func scaled(v float64, unit string) string {
-	prefixes := []struct {
-		f float64
-		p string
-	}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}}
-	for _, p := range prefixes {
-		if math.Abs(v) >= p.f*0.9995 { // 999.96 kbit/s prints as 1.00 Mbit/s, not 1000 kbit/s
-			return sig(v/p.f) + " " + p.p + unit
-		}
-	}
-	return sig(v) + " " + unit
-}
-
-func fmtBps(v float64) string { return scaled(v, "bit/s") }
-
-// fmtPPS writes packet rates below 10,000 whole (1,024 pps, the link-local
-// limit, reads better than 1.02 kpps).
-func fmtPPS(v float64) string {
-	if v >= 99.95 && v < 9999.5 {
-		return fmtCount(uint64(math.Round(v))) + " pps"
-	}
-	return scaled(v, "pps")
-}
-func fmtBytes(v float64) string { return scaled(v, "B") }
+func sig(v float64) string                 { return units.Sig(v) }
+func scaled(v float64, unit string) string { return units.Scaled(v, unit) }
+func fmtBps(v float64) string              { return units.BitRate(v) }
+func fmtPPS(v float64) string              { return units.PacketRate(v) }
+func fmtBytes(v float64) string            { return units.Bytes(v) }
 
 // fmtCount writes a count with thousands separators: 1,234,567.
-func fmtCount[T ~int | ~uint64 | ~uint32](v T) string {
-	s := strconv.FormatUint(uint64(v), 10)
-	if v < 0 {
-		s = "-" + strconv.FormatUint(uint64(-v), 10)
-	}
-	digits := strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	b.WriteString(s[:len(s)-len(digits)])
-	for i, c := range digits {
-		if i > 0 && (len(digits)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+func fmtCount[T ~int | ~uint64 | ~uint32](v T) string { return units.Count(v) }
 
 // fmtShare formats a ratio as a percentage.
 func fmtShare(r float64) string {
@@ -94,22 +38,9 @@ func fmtShare(r float64) string {
 	return strconv.FormatFloat(p, 'f', 1, 64) + "%"
 }
 
-// fmtSeconds formats a duration given in seconds: 250 µs, 8 ms, 1.50 s,
+// fmtSeconds formats a duration given in seconds: 250 µs, 8 ms, 1.5 s,
 // 2 min 5 s.
-func fmtSeconds(s float64) string {
-	switch a := math.Abs(s); {
-	case a == 0:
-		return "0 s"
-	case a < 0.9995e-3:
-		return sig(s*1e6) + " µs"
-	case a < 0.9995:
-		return sig(s*1e3) + " ms"
-	case a < 120:
-		return sig(s) + " s"
-	}
-	d := time.Duration(s * float64(time.Second)).Round(time.Second)
-	return fmt.Sprintf("%d min %d s", int(d.Minutes()), int(d.Seconds())%60)
-}
+func fmtSeconds(s float64) string { return units.Seconds(s) }
 
 // fmtOffset formats an offset from the trace start with millisecond
 // precision: +4.345 s.
@@ -133,7 +64,7 @@ func fmtEvidence(e analyzer.Evidence) string {
 	case "pps":
 		return fmtPPS(e.Value)
 	case "per_s":
-		return strings.TrimSuffix(fmtPPS(e.Value), "pps") + "/s"
+		return units.EventRate(e.Value, "/s")
 	case "bytes":
 		return fmtBytes(e.Value)
 	case "s":
@@ -147,10 +78,23 @@ func fmtEvidence(e analyzer.Evidence) string {
 		return "no"
 	case "packets", "count":
 		if e.Value == math.Trunc(e.Value) && e.Value >= 0 && e.Value < 1e18 {
+			if e.Unit == "count" { // the name says what is counted
+				return fmtCount(uint64(e.Value))
+			}
 			return fmtCount(uint64(e.Value)) + " " + e.Unit
 		}
 	}
 	return sig(e.Value) + " " + e.Unit
+}
+
+// evidenceName is an evidence's name as a report shows it beside its
+// value: without a unit suffix the value's own unit replaces
+// (counter_lag_s 0.0501 reads "counter_lag 50.1 ms"; JSON keeps the name).
+func evidenceName(e analyzer.Evidence) string {
+	if e.Unit == "s" {
+		return strings.TrimSuffix(e.Name, "_s")
+	}
+	return e.Name
 }
 
 // fmtLimit formats a limit's value, or "unknown".

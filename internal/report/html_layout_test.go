@@ -3,14 +3,17 @@ package report
 import (
 	_ "embed"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/net/html"
 
 	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 //go:embed testdata/layoutcheck.js
@@ -40,6 +43,17 @@ func TestHTMLLayoutInChromium(t *testing.T) {
 	}
 	opt.BaselineBps, opt.BurstBps = peak/3, peak/3
 	inputs["baseline_is_burst"] = Input{Result: analyzer.Analyze(in.Recording, opt), Recording: in.Recording, Env: in.Env}
+	// The lab's micro-burst page: long flows (IPv6, a service) with owners
+	// in "Top flows", whose ACTIVE and OWNER columns went off-screen.
+	wide := *in.Result
+	wide.Profile.TopFlows = slices.Clone(in.Result.Profile.TopFlows)
+	for i := range wide.Profile.TopFlows {
+		f := &wide.Profile.TopFlows[i]
+		f.Src, f.Dst = "[2600:1f18:4a3b:9c00:7d2e:1f4a:8b3c:5d6e]:52344", "[2600:1f18:4a3b:9c01:aa55:1f4a:8b3c:ffff]:9100"
+		f.Service, f.Directions = "imds", "both"
+		f.Owner = &record.Owner{PID: 412133, Comm: "payments-batch-worker", Pod: "payments-prod/payments-batch-worker-5d78c9869d-x7k2p", How: "veth"}
+	}
+	inputs["wide_flows"] = Input{Result: &wide, Recording: in.Recording, Env: in.Env}
 	for name, in := range inputs {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -48,9 +62,9 @@ func TestHTMLLayoutInChromium(t *testing.T) {
 			if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			for _, width := range []string{"1280", "800"} {
+			for _, width := range []string{"1400", "1280", "800"} {
 				url := "file://" + path
-				if width == "1280" {
+				if width != "800" { // desktop widths: every table fits its card
 					url += "#tables"
 				}
 				dom := chromium(t, bin, url, "--window-size="+width+",2000", "--dump-dom")
@@ -80,5 +94,23 @@ func TestTimeTicksSign(t *testing.T) {
 	}
 	if got := timeTicks(-1, 3)[0].label; got != "-1 s" && got != "-1.0 s" {
 		t.Errorf("first tick of -1..3 s: %q", got)
+	}
+}
+
+// TestWindowLabelsAtTheirFindings: findings come in severity order, not
+// time order; each label sits at its own window (an earlier finding never
+// joins a later one's label), and only windows side by side share one.
+func TestWindowLabelsAtTheirFindings(t *testing.T) {
+	windows := []chartSpan{{Label: "#1"}, {Label: "#2"}, {Label: "#3"}, {Label: "#4"}}
+	centers := []float64{600, 300, 602, 604} // #2 happened first, the rest together
+	labels := clusterLabels(windows, centers)
+	if len(labels) != 2 {
+		t.Fatalf("labels %+v, want #2 alone and #1, #3, #4 together", labels)
+	}
+	if labels[0].text != "#2" || math.Abs(labels[0].x-300) > 1 {
+		t.Errorf("first label %q at %.1f, want #2 at 300", labels[0].text, labels[0].x)
+	}
+	if labels[1].text != "#1, #3, #4" || labels[1].x < 590 || labels[1].x > 640 {
+		t.Errorf("second label %q at %.1f, want \"#1, #3, #4\" near 600", labels[1].text, labels[1].x)
 	}
 }

@@ -8,22 +8,26 @@ import (
 	"github.com/enaprobe/enaprobe/internal/record"
 )
 
-// htmlTable is a table of the HTML report. Columns from NumFrom on are
-// numbers (right-aligned); column 0 is monospace when Mono (flows).
+// htmlTable is a table of the HTML report. Columns from NumFrom on (up to
+// NumTo when set) are numbers (right-aligned, never wrapped); column 0 is
+// monospace when Mono (flows).
 type htmlTable struct {
 	Header  []string
 	Rows    [][]string
 	NumFrom int
+	NumTo   int
 	Mono    bool
 }
 
 // Num tells the template whether column i holds numbers.
-func (t htmlTable) Num(i int) bool { return t.NumFrom > 0 && i >= t.NumFrom }
+func (t htmlTable) Num(i int) bool {
+	return t.NumFrom > 0 && i >= t.NumFrom && (t.NumTo == 0 || i < t.NumTo)
+}
 
 func evidenceTable(f analyzer.Finding) htmlTable {
 	t := htmlTable{Header: []string{"evidence", "value"}, NumFrom: 1}
 	for _, e := range f.Evidence {
-		t.Rows = append(t.Rows, []string{e.Name, fmtEvidence(e)})
+		t.Rows = append(t.Rows, []string{evidenceName(e), fmtEvidence(e)})
 	}
 	return t
 }
@@ -36,8 +40,10 @@ func flowShareHTMLTable(f analyzer.Finding) htmlTable {
 // topFlowsTable lists the top flows; when each was active is one column of
 // offsets, so that the table fits its box.
 func topFlowsTable(flows []analyzer.FlowProfile, traceStart time.Time) htmlTable {
+	// When each was active and its owner are text that may wrap, so the
+	// table fits its card.
 	t := htmlTable{Header: []string{"flow", "iface", "direction", "bytes", "packets", "mean size", "mean rate",
-		"peak rate", "active"}, NumFrom: 3, Mono: true}
+		"peak rate", "active"}, NumFrom: 3, NumTo: 8, Mono: true}
 	owned := false
 	for _, f := range flows {
 		name := flowString(f.Proto, f.Src, f.Dst)

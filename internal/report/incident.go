@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
 // incidentText is the one line that says how an incident's counter moved:
@@ -19,8 +20,8 @@ func incidentText(inc *analyzer.Incident) string {
 		jumps = fmtCount(inc.Jumps) + " jumps"
 	}
 	peak := fmtEvidence(analyzer.Evidence{Value: inc.Peak.Rate, Unit: inc.Peak.Unit})
-	return fmt.Sprintf("%s +%s in %s over %s (%s/s); peak %s over %s from %s; counter lag %s (%s)",
-		inc.Counter, fmtCount(inc.Delta), jumps, fmtSeconds(inc.DurationS), fmtCount(uint64(math.Round(inc.DropRate))),
+	return fmt.Sprintf("%s +%s in %s over %s (%s); peak %s over %s from %s; counter lag %s (%s)",
+		inc.Counter, fmtCount(inc.Delta), jumps, fmtSeconds(inc.DurationS), units.EventRate(inc.DropRate, "/s"),
 		peak, fmtSeconds(inc.Peak.WindowS), fmtOffset(inc.Peak.OffsetS), fmtSeconds(inc.CounterLagS),
 		strings.ReplaceAll(inc.CounterLagSource, "_", " "))
 }

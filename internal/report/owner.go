@@ -6,6 +6,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
 // ownerString names an owner for people (record.Owner.String); empty for
@@ -21,7 +22,7 @@ func ownerString(o *record.Owner) string {
 func ownersText(owners []analyzer.OwnerShare) string {
 	var parts []string
 	for _, s := range owners {
-		parts = append(parts, fmt.Sprintf("%s %s (%s flows)", ownerString(&s.Owner), fmtShare(s.Share), fmtCount(s.Flows)))
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", ownerString(&s.Owner), fmtShare(s.Share), units.Counted(s.Flows, "flow")))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -27,7 +27,7 @@ func TestFlowTableOwners(t *testing.T) {
 	if placed != "" || !strings.Contains(strings.Join(wide.rows[0], " "), "PLACED OWNER") {
 		t.Errorf("wide table header %v, placed %q", wide.rows[0], placed)
 	}
-	if got := ownersText(f.Owners); got != "java[4121] payments.service 90.0% (1 flows)" {
+	if got := ownersText(f.Owners); got != "java[4121] payments.service 90.0% (1 flow)" {
 		t.Errorf("ownersText = %q", got)
 	}
 	f.Flows[0].Owner, f.Owners = nil, nil

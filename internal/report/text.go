@@ -89,21 +89,30 @@ func captureText(attach, bucketModeName string, tr analyzer.TraceInfo) string {
 func limitLines(l analyzer.Limits) []string {
 	source := func(x analyzer.Limit) string { return cmp.Or(x.Source, "unknown") }
 	var out []string
-	if l.BaselineBps.Source == l.BurstBps.Source {
+	switch {
+	case !l.BaselineBps.Known && !l.BurstBps.Known:
+		out = append(out, "baseline and burst per direction unknown: give --instance-type, or --baseline and --burst")
+	case l.BaselineBps.Source == l.BurstBps.Source:
 		out = append(out, fmt.Sprintf("baseline %s, burst %s per direction (from %s)",
 			fmtLimit(l.BaselineBps, fmtBps), fmtLimit(l.BurstBps, fmtBps), source(l.BaselineBps)))
-	} else {
-		out = append(out, fmt.Sprintf("baseline %s per direction (from %s)", fmtLimit(l.BaselineBps, fmtBps), source(l.BaselineBps)),
-			fmt.Sprintf("burst %s per direction (from %s)", fmtLimit(l.BurstBps, fmtBps), source(l.BurstBps)))
+	default:
+		out = append(out, limitText("baseline", " per direction", l.BaselineBps, fmtBps), limitText("burst", " per direction", l.BurstBps, fmtBps))
 	}
-	out = append(out,
-		fmt.Sprintf("per flow (5-tuple) %s (from %s)", fmtLimit(l.FlowLimitBps, fmtBps), source(l.FlowLimitBps)),
-		fmt.Sprintf("link-local (DNS + IMDS + NTP) %s per interface (from %s)",
-			fmtLimit(l.LinkLocalPPS, fmtPPS), source(l.LinkLocalPPS)))
+	out = append(out, limitText("per flow (5-tuple)", "", l.FlowLimitBps, fmtBps),
+		limitText("link-local (DNS + IMDS + NTP)", " per interface", l.LinkLocalPPS, fmtPPS))
 	if l.PPSAllowance.Known {
 		out = append(out, fmt.Sprintf("packets/s %s, both directions (from %s)", fmtLimit(l.PPSAllowance, fmtPPS), source(l.PPSAllowance)))
 	}
 	return out
+}
+
+// limitText is one limit with where its value came from, or that it is
+// unknown (never "unknown (from unknown)").
+func limitText(name, per string, l analyzer.Limit, format func(float64) string) string {
+	if !l.Known {
+		return name + per + " unknown"
+	}
+	return fmt.Sprintf("%s %s%s (from %s)", name, format(l.Value), per, cmp.Or(l.Source, "unknown"))
 }
 
 // bucketMode is how the buckets were kept, for the Capture line: " (per-cpu)"

@@ -155,7 +155,7 @@ func textFindings(p *page, res *analyzer.Result) {
 		}
 		ev := &table{right: []bool{false, true}} // no header
 		for _, e := range f.Evidence {
-			ev.add(e.Name, fmtEvidence(e))
+			ev.add(evidenceName(e), fmtEvidence(e))
 		}
 		for j, l := range ev.render("") {
 			label := ""

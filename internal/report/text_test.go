@@ -180,7 +180,9 @@ func TestFormat(t *testing.T) {
 		{fmtRatio(1.4, 1), "1.4x"},
 		{fmtEvidence(analyzer.Evidence{Value: 1075, Unit: "packets"}), "1,075 packets"},
 		{fmtEvidence(analyzer.Evidence{Value: 0.5, Unit: "ratio"}), "50.0%"},
-		{fmtEvidence(analyzer.Evidence{Value: 4000, Unit: "per_s"}), "4,000 /s"},
+		{fmtEvidence(analyzer.Evidence{Value: 4000, Unit: "per_s"}), "4,000/s"},
+		{fmtEvidence(analyzer.Evidence{Value: 2, Unit: "count"}), "2"},
+		{evidenceName(analyzer.Evidence{Name: "counter_lag_s", Unit: "s"}), "counter_lag"},
 		{sig(0.000123456), "0.000123"},
 	}
 	for _, c := range cases {

@@ -61,12 +61,13 @@ func (p *page) lines(ls []string) {
 }
 
 // wrap breaks s at spaces into lines of at most width runes; a word longer
-// than width gets a line of its own.
+// than width gets a line of its own. A number and its unit ("100 ms",
+// "2.44 Gbit/s") stay on one line.
 func wrap(s string, width int) []string {
 	var out []string
 	var cur strings.Builder
 	n := 0
-	for _, w := range strings.Fields(s) {
+	for _, w := range quantityWords(strings.Fields(s)) {
 		wn := utf8.RuneCountInString(w)
 		if n > 0 && n+1+wn > width {
 			out = append(out, cur.String())
@@ -84,6 +85,39 @@ func wrap(s string, width int) []string {
 		out = append(out, cur.String())
 	}
 	return out
+}
+
+// quantityWords joins each unit to the number before it, so wrapping never
+// puts "+0.933" at the end of one line and "s" at the start of the next.
+func quantityWords(words []string) []string {
+	out := make([]string, 0, len(words))
+	for _, w := range words {
+		if n := len(out); n > 0 && isUnit(strings.TrimRight(w, ",;:.)]")) && endsInDigit(out[n-1]) {
+			out[n-1] += " " + w
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+func endsInDigit(w string) bool {
+	return w != "" && w[len(w)-1] >= '0' && w[len(w)-1] <= '9'
+}
+
+// isUnit tells whether w is a unit package units writes after a number.
+func isUnit(w string) bool {
+	for _, p := range []string{"", "k", "M", "G", "T"} {
+		switch strings.TrimPrefix(w, p) {
+		case "bit/s", "pps", "B", "SYN/s", "/s":
+			return true
+		}
+	}
+	switch w {
+	case "s", "ms", "µs", "min":
+		return true
+	}
+	return false
 }
 
 // table is rows of cells aligned in columns: text left, numbers right. The

@@ -100,6 +100,9 @@ const (
 	Skipped  Result = "skipped"  // already in the bucket with the same size
 )
 
+// Results are every Result, for metrics that list them from the start.
+var Results = []Result{Uploaded, Skipped, Retried, Failed}
+
 // Config says where and how to upload.
 type Config struct {
 	Target   Target

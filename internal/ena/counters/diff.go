@@ -45,8 +45,9 @@ type FailedRead struct {
 }
 
 // ReasonAllZero is the FailedRead.Reason of a read whose device counters were
-// all zero right after a read where some were not: that is how the ENA driver
-// reports a failed admin command (it returns zeros, not an error).
+// all zero right after a read where a cumulative one (or more than one gauge)
+// was not: that is how the ENA driver reports a failed admin command (it
+// returns zeros, not an error). A lone gauge reaching zero is a good read.
 const ReasonAllZero = "device counters all zero after nonzero values: failed admin command"
 
 // GaugeValue is one successful read of a gauge.
@@ -127,9 +128,9 @@ type reading struct {
 
 type interfaceState struct {
 	last map[string]reading
-	// lastNonzero says the last successful read that had something to
-	// check had a nonzero device counter (see zeroRead).
-	lastNonzero bool
+	// lastNonzero is what was nonzero at the last successful read that had
+	// something to check (see nonzeroAt).
+	lastNonzero nonzero
 }
 
 // failure tells whether a sample is a failed read, and why.
@@ -137,8 +138,8 @@ func (st *interfaceState) failure(s *record.CounterSample) (string, bool) {
 	if s.Err != "" {
 		return s.Err, true
 	}
-	zero, checked := zeroRead(s.Values)
-	if !checked || !zero || !st.lastNonzero {
+	now, checked := nonzeroAt(s.Values)
+	if !checked || !now.none() || !st.lastNonzero.vanishing() {
 		return "", false
 	}
 	// A genuine reset also zeroes the counters; total_resets (2.10.0+)
@@ -151,29 +152,50 @@ func (st *interfaceState) failure(s *record.CounterSample) (string, bool) {
 	return ReasonAllZero, true
 }
 
-// zeroRead tells whether a read is all zero. It checks the device counters
-// when the read has any, since the driver's own counters (queues, resets) stay
-// right when the admin command fails; otherwise it checks every value.
-// checked is false for a read with nothing to check.
-func zeroRead(values map[string]uint64) (zero, checked bool) {
-	zero = true
+// nonzero counts the nonzero counters of one read, cumulative and gauges
+// apart.
+type nonzero struct {
+	cumulative, gauges int
+}
+
+func (n nonzero) none() bool { return n.cumulative == 0 && n.gauges == 0 }
+
+// vanishing tells whether this read's nonzero counters all reading zero at
+// the next read says the read failed. A cumulative counter never goes back
+// to zero but by a reset (which total_resets tells apart), so one is enough.
+// A single gauge does reach zero on its own: conntrack_allowance_available
+// does when the table fills, before any *_exceeded moves (the device's
+// counters lag). Two gauges zeroed at once (the SRD mode with it) are the
+// admin command's zeros again.
+func (n nonzero) vanishing() bool { return n.cumulative > 0 || n.gauges > 1 }
+
+// nonzeroAt counts what is nonzero in a read. It looks at the device
+// counters when the read has any, since the driver's own counters (queues,
+// resets) stay right when the admin command fails; otherwise at every value.
+// checked is false for a read with nothing to look at.
+func nonzeroAt(values map[string]uint64) (n nonzero, checked bool) {
+	count := func(name string, v uint64) {
+		checked = true
+		switch {
+		case v == 0:
+		case IsGauge(name):
+			n.gauges++
+		default:
+			n.cumulative++
+		}
+	}
 	for _, name := range DeviceCounters {
 		if v, ok := values[name]; ok {
-			checked = true
-			if v != 0 {
-				zero = false
-			}
+			count(name, v)
 		}
 	}
 	if checked {
-		return zero, true
+		return n, true
 	}
-	for _, v := range values {
-		if v != 0 {
-			return false, true
-		}
+	for name, v := range values {
+		count(name, v)
 	}
-	return len(values) > 0, len(values) > 0
+	return n, checked
 }
 
 // add takes in one successful read.
@@ -211,7 +233,7 @@ func (c *Changes) add(st *interfaceState, s *record.CounterSample) {
 		}
 		st.last[name] = reading{value: v, afterNs: s.AfterNs}
 	}
-	if zero, checked := zeroRead(s.Values); checked {
-		st.lastNonzero = !zero
+	if n, checked := nonzeroAt(s.Values); checked {
+		st.lastNonzero = n
 	}
 }

@@ -256,3 +256,52 @@ func TestDiffEmpty(t *testing.T) {
 		t.Errorf("changes of nothing = %+v", ch)
 	}
 }
+
+func TestDiffGaugeReachingZeroIsNotFailed(t *testing.T) {
+	// A connection flood fills the table: conntrack_allowance_available
+	// reaches 0 while every *_exceeded is still 0 (the device lags). The
+	// read is good, and its zero is the gauge's value.
+	dev := func(avail, conntrack uint64) map[string]uint64 {
+		return map[string]uint64{
+			BwInAllowanceExceeded: 0, BwOutAllowanceExceeded: 0, PPSAllowanceExceeded: 0,
+			ConntrackAllowanceExceeded: conntrack, LinklocalAllowanceExceeded: 0,
+			ConntrackAllowanceAvailable: avail,
+		}
+	}
+	samples := []record.CounterSample{
+		sample(1000, dev(120, 0)),
+		sample(2000, dev(0, 0)),
+		sample(3000, dev(0, 0)),
+		sample(4000, dev(0, 7)),
+	}
+	ch := Diff(samples)
+	if len(ch.Failed) != 0 {
+		t.Fatalf("failed = %+v, want none: the gauge reached 0 legitimately", ch.Failed)
+	}
+	var zeros int
+	for _, g := range ch.Gauges {
+		if g.Name == ConntrackAllowanceAvailable && g.Value == 0 {
+			zeros++
+		}
+	}
+	if zeros != 3 {
+		t.Errorf("conntrack_allowance_available read 0 %d times, want 3", zeros)
+	}
+	want := []Jump{{Interface: "eth0", Name: ConntrackAllowanceExceeded, FromNs: 3100, ToNs: 4000, Delta: 7}}
+	if !reflect.DeepEqual(ch.Jumps, want) {
+		t.Errorf("jumps = %+v, want %+v", ch.Jumps, want)
+	}
+}
+
+func TestDiffAllZeroAfterGaugesOnlyIsFailed(t *testing.T) {
+	// Two gauges (the SRD mode and the conntrack allowance) zeroed at once
+	// with nothing cumulative: the admin command's zeros.
+	samples := []record.CounterSample{
+		sample(1000, map[string]uint64{PPSAllowanceExceeded: 0, ConntrackAllowanceAvailable: 5000, SRDMode: 1}),
+		sample(2000, map[string]uint64{PPSAllowanceExceeded: 0, ConntrackAllowanceAvailable: 0, SRDMode: 0}),
+	}
+	ch := Diff(samples)
+	if len(ch.Failed) != 1 || ch.Failed[0].Reason != ReasonAllZero {
+		t.Errorf("failed = %+v, want the read at 2000 as all zero", ch.Failed)
+	}
+}

@@ -28,11 +28,20 @@
   });
   // Tables must fit their box at desktop widths (#tables); narrower, they
   // scroll inside it.
+  // The card (the section holding the table) counts, not only the scroll
+  // box around it: a table the box scrolls still loses its right columns
+  // from a screenshot.
   if (location.hash === '#tables') document.querySelectorAll('table').forEach(function (t) {
     var box = t.parentElement;
+    var card = t.closest('section') || box;
+    var h = t.querySelector('th');
+    var what = 'table (' + (h ? h.textContent.trim() : '?') + ')';
     if (t.scrollWidth > box.clientWidth + 1 || t.getBoundingClientRect().right > box.getBoundingClientRect().right + 1) {
-      var h = t.querySelector('th');
-      problems.push('table (' + (h ? h.textContent.trim() : '?') + ') is ' + t.scrollWidth + ' px wide in ' + box.clientWidth + ' px');
+      problems.push(what + ' is ' + t.scrollWidth + ' px wide in ' + box.clientWidth + ' px');
+    }
+    var c = card.getBoundingClientRect(), r = t.getBoundingClientRect();
+    if (r.left + t.scrollWidth > c.right + 1) {
+      problems.push(what + ' is wider than its card: ' + t.scrollWidth + ' px from ' + Math.round(r.left - c.left) + ' px in ' + Math.round(c.width) + ' px');
     }
   });
   var root = document.documentElement;

@@ -181,9 +181,6 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Upload != nil {
 		ucfg := *cfg.Upload
 		ucfg.OnResult = func(r upload.Result) { a.m.BundleUploads.WithLabelValues(string(r)).Inc() }
-		for _, r := range []upload.Result{upload.Uploaded, upload.Skipped, upload.Retried, upload.Failed} {
-			a.m.BundleUploads.WithLabelValues(string(r))
-		}
 		u, err := upload.New(ctx, ucfg)
 		if err != nil {
 			return err
@@ -502,12 +499,21 @@ func (a *Agent) publishPeaks() {
 	}
 }
 
-// bundleName names a bundle with its UTC time, interface and what it
-// holds: the finding kinds, else the counters that jumped, else what.
-func bundleName(t time.Time, iface string, kinds []string) string {
+// bundleName names a bundle with its UTC time and what it holds. An
+// incident's: its interface, then the finding kinds, else the counters that
+// jumped. A snapshot's: "snapshot" and every interface ('+' between them),
+// never kinds, so a bundle asked for is never taken for an incident.
+func bundleName(t time.Time, ifaces []string, trigger string, kinds []string) string {
 	name := flightrec.BundlePrefix + t.UTC().Format("20060102T150405.000Z")
-	if iface != "" {
-		name += "-" + iface
+	if trigger == record.TriggerSnapshot {
+		name += "-" + record.TriggerSnapshot
+		if len(ifaces) > 0 {
+			name += "-" + strings.Join(ifaces, "+")
+		}
+		return name + flightrec.BundleSuffix
+	}
+	if len(ifaces) == 1 {
+		name += "-" + ifaces[0]
 	}
 	if len(kinds) > 0 {
 		name += "-" + strings.Join(kinds, "+")
@@ -523,20 +529,20 @@ func (a *Agent) writeSnapshot() (string, error) {
 		return "", errors.New("not attached yet")
 	}
 	now := monoclock.Now()
-	return a.write(nil, now-int64(a.cfg.History), now, now, []string{"snapshot"})
+	return a.write(nil, now-int64(a.cfg.History), now, now, record.TriggerSnapshot, nil)
 }
 
 func (a *Agent) writeIncident(in flightrec.Incident, nowNs int64) (string, error) {
 	from := in.FirstNs - int64(a.cfg.History)
 	to := max(in.UntilNs, nowNs)
-	return a.write([]string{in.Interface}, from, to, in.FirstNs, in.Counters)
+	return a.write([]string{in.Interface}, from, to, in.FirstNs, record.TriggerIncident, in.Counters)
 }
 
 // write analyzes the span of the recorder and writes its bundle, named
-// with the time of atNs (the first jump, or the request) and the finding
-// kinds (what else when none), then keeps the bundle directory within
-// budget.
-func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, what []string) (string, error) {
+// with the time of atNs (the first jump, or the request) and what it holds
+// (bundleName), then keeps the bundle directory within budget. trigger
+// goes into the recording's metadata.
+func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, trigger string, jumped []string) (string, error) {
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
 	a.mu.Lock()
@@ -545,6 +551,7 @@ func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, what []string) 
 	fromNs = max(fromNs, meta.Start.MonoNs)
 	end := record.ClockPair{MonoNs: monoclock.Now(), Wall: time.Now()}
 	rec := a.ring.Recording(meta, ifaces, fromNs, toNs, end)
+	rec.Meta.Trigger = trigger
 	a.resolveOwners(rec)
 	res := analyzer.Analyze(rec, a.cfg.Analysis)
 	rec.Meta.Analysis = analyzer.Inputs(res, a.cfg.Analysis)
@@ -556,11 +563,12 @@ func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, what []string) 
 		}
 	}
 	if len(kinds) == 0 {
-		kinds = what
+		kinds = jumped
 	}
-	iface := ""
-	if len(ifaces) == 1 {
-		iface = ifaces[0]
+	if ifaces == nil {
+		for _, i := range rec.Meta.Interfaces {
+			ifaces = append(ifaces, i.Name)
+		}
 	}
 	env := record.EnvironmentOf(rec)
 	env.CommandLine = a.cfg.CommandLine
@@ -569,7 +577,7 @@ func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, what []string) 
 		in = report.Redact(in)
 	}
 	at := end.Wall.Add(-time.Duration(end.MonoNs - atNs))
-	name := bundleName(at, iface, kinds)
+	name := bundleName(at, ifaces, trigger, kinds)
 	path := filepath.Join(a.cfg.BundleDir, name)
 	for n := 2; fileExists(path); n++ { // two in one millisecond
 		path = filepath.Join(a.cfg.BundleDir, strings.TrimSuffix(name, flightrec.BundleSuffix)+fmt.Sprintf("-%d", n)+flightrec.BundleSuffix)

@@ -5,6 +5,7 @@ package agent
 import (
 	"net/netip"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -136,5 +137,36 @@ func TestSnapshotRedactedWithinBudget(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(a.m.BundlesRemoved); v != 1 {
 		t.Errorf("bundles_removed_total %v, want 1", v)
+	}
+}
+
+// TestSnapshotNamedAndMarked: a snapshot's bundle is named
+// enaprobe-<time>-snapshot-<ifaces>.tar.gz, never after finding kinds, and
+// its recording says it was a snapshot.
+func TestSnapshotNamedAndMarked(t *testing.T) {
+	a := newTestAgent()
+	a.cfg.BundleDir = t.TempDir()
+	now := monoclock.Now()
+	a.onMeta(record.Meta{Start: record.ClockPair{MonoNs: now - int64(time.Second), Wall: time.Now().Add(-time.Second)},
+		WindowNs: 1_000_000, SliceNs: 10_000_000,
+		Interfaces: []record.InterfaceInfo{{Name: "eth0"}, {Name: "eth1"}}})
+	p, err := a.writeSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^enaprobe-\d{8}T\d{6}\.\d{3}Z-snapshot-eth0\+eth1\.tar\.gz$`).MatchString(filepath.Base(p)) {
+		t.Errorf("snapshot bundle %s, want enaprobe-<time>-snapshot-eth0+eth1.tar.gz", filepath.Base(p))
+	}
+	rec, _, err := record.ReadBundle(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Meta.Trigger != record.TriggerSnapshot {
+		t.Errorf("recording's trigger %q, want %q", rec.Meta.Trigger, record.TriggerSnapshot)
+	}
+	at := time.Date(2026, 12, 1, 13, 54, 16, 310e6, time.UTC)
+	if got, want := bundleName(at, []string{"eth0"}, record.TriggerIncident, []string{"pps_exceeded", "microburst_out"}),
+		"enaprobe-20261201T135416.310Z-eth0-pps_exceeded+microburst_out.tar.gz"; got != want {
+		t.Errorf("incident bundle %s, want %s", got, want)
 	}
 }

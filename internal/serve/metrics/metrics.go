@@ -10,6 +10,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/upload"
 )
 
 // Namespace prefixes every metric name.
@@ -42,12 +43,9 @@ const (
 // LossReasons lists the reason label values.
 var LossReasons = []string{LossFlowMapFull, LossRingbufFull, LossBucketOverwritten, LossSliceOverwritten, LossFlowsEvicted, LossIMDSEvents}
 
-// FindingKinds lists the finding kinds of the kind label.
-var FindingKinds = []string{
-	analyzer.KindMicroburstIn, analyzer.KindMicroburstOut, analyzer.KindPPSExceeded,
-	analyzer.KindConntrackExceeded, analyzer.KindConntrackNearLimit, analyzer.KindLinkLocalExceeded,
-	analyzer.KindLinkLocalHot, analyzer.KindFlowAtCap, analyzer.KindBaselineExhausted, analyzer.KindJumboLeavingVPC,
-}
+// FindingKinds lists the finding kinds of the kind label: every kind the
+// analyzer has, so each series exists from the first scrape.
+var FindingKinds = analyzer.Kinds
 
 // SkippedMinGap is the reason label of an incident within --min-gap.
 const SkippedMinGap = "min_gap"
@@ -186,6 +184,9 @@ func New(interfaces []string) *Metrics {
 		m.CounterReadInterval, m.RecorderRingBytes, m.RecorderRingCapacity, m.RecorderHistory, m.RecorderDropped, m.OriginsDropped, m.Attached,
 	)
 	m.BundlesSkipped.WithLabelValues(SkippedMinGap)
+	for _, r := range upload.Results {
+		m.BundleUploads.WithLabelValues(string(r))
+	}
 	for _, iface := range interfaces {
 		m.addInterface(iface)
 	}

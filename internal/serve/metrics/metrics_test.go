@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/internal/record"
 )
 
@@ -80,5 +81,19 @@ func TestLint(t *testing.T) {
 func TestLossReasonPerField(t *testing.T) {
 	if n := reflect.TypeFor[record.Loss]().NumField() - 1; len(LossReasons) != n {
 		t.Errorf("%d loss reasons %v, record.Loss has %d counters", len(LossReasons), LossReasons, n)
+	}
+}
+
+// TestFindingSeriesForEveryKind: enaprobe_findings_total has a series for
+// every analyzer kind from the first scrape, before any finding.
+func TestFindingSeriesForEveryKind(t *testing.T) {
+	m := New([]string{"eth0"})
+	for _, k := range analyzer.Kinds {
+		if n := testutil.CollectAndCount(m.Findings); n != len(analyzer.Kinds) {
+			t.Fatalf("%d findings series, want one per kind (%d)", n, len(analyzer.Kinds))
+		}
+		if v := testutil.ToFloat64(m.Findings.WithLabelValues("eth0", k)); v != 0 {
+			t.Errorf("findings_total{kind=%q} = %v before any finding", k, v)
+		}
 	}
 }
