@@ -38,7 +38,8 @@ recorded value, and the report notes it. Nothing is traced.`,
 				return err
 			}
 			rec, env, err := record.ReadBundle(args[0])
-			if errors.Is(err, fs.ErrNotExist) {
+			var bound *record.BoundError
+			if errors.Is(err, fs.ErrNotExist) || errors.As(err, &bound) {
 				return usageError{err}
 			}
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/enaprobe/enaprobe/internal/ena"
+	"github.com/enaprobe/enaprobe/internal/record"
 	"github.com/enaprobe/enaprobe/internal/serve/agent"
 )
 
@@ -94,8 +95,9 @@ func runServe(ctx context.Context, cmd *cobra.Command, f *serveFlags) error {
 	if f.maxBundles < 0 || f.maxBytes < 0 {
 		return usagef("--max-bundles and --max-bytes must not be negative (0: no limit)")
 	}
-	if f.recorderBytes < 1<<20 {
-		return usagef("--recorder-bytes %d: at least 1 MiB, e.g. %d", f.recorderBytes, 64<<20)
+	// A bundle must read back within the reader's bound.
+	if f.recorderBytes < 1<<20 || f.recorderBytes > record.MaxRecorderBytes {
+		return usagef("--recorder-bytes %d: from 1 MiB to %d MiB, e.g. %d", f.recorderBytes, record.MaxRecorderBytes>>20, 64<<20)
 	}
 	if _, _, err := net.SplitHostPort(f.listen); err != nil {
 		return usagef("--listen %s: want host:port, e.g. 127.0.0.1:9464", f.listen)
