@@ -10,12 +10,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +58,16 @@ type Config struct {
 	Log           zerolog.Logger
 	// Snapshot requests a bundle of the last History (SIGUSR1).
 	Snapshot <-chan struct{}
+	// SnapshotAPI lets POST /snapshot answer requests from any address
+	// that reaches Listen; without it only loopback ones (the others get
+	// 403). An endpoint that analyzes the whole history and writes to
+	// disk is not for whoever reaches the node's address (Prometheus keeps
+	// its TSDB snapshot off the same way, --web.enable-admin-api).
+	SnapshotAPI bool
+	// SnapshotGap is the least time between two POST /snapshot bundles of
+	// one interface, whoever asks (429 with Retry-After sooner); SIGUSR1
+	// is not limited. 0: no limit.
+	SnapshotGap time.Duration
 	// Ready is called once attached and listening, with the address.
 	Ready func(addr string)
 }
@@ -92,6 +105,12 @@ type Agent struct {
 
 	snapshots chan chan snapshotReply
 	writeMu   sync.Mutex // one bundle at a time
+	// snapshotAt is when POST /snapshot last wrote a bundle of each
+	// interface (SnapshotGap); snapshotNames the base names of the
+	// snapshot bundles this run wrote, which the bundle budget removes
+	// before any incident's (flightrec.Prune).
+	snapshotAt    map[string]int64
+	snapshotNames map[string]bool
 }
 
 type snapshotReply struct {
@@ -133,6 +152,7 @@ func Run(ctx context.Context, cfg Config) error {
 		snapshots: make(chan chan snapshotReply),
 		origins:   newOrigins(originBound(cfg.RecorderBytes)),
 	}
+	a.initSnapshots()
 	for _, n := range cfg.Capture.Interfaces {
 		a.ifaces[n] = &ifaceState{}
 	}
@@ -273,6 +293,17 @@ func (a *Agent) mux() *http.ServeMux {
 			http.Error(w, "POST writes a bundle of the last --history", http.StatusMethodNotAllowed)
 			return
 		}
+		if !a.cfg.SnapshotAPI && !fromLoopback(r) {
+			http.Error(w, "POST /snapshot answers only from loopback (curl -X POST http://127.0.0.1:PORT/snapshot on the node, or SIGUSR1); "+
+				"serve --enable-snapshot-api answers it on --listen", http.StatusForbidden)
+			return
+		}
+		if wait := a.claimSnapshot(a.cfg.Capture.Interfaces, monoclock.Now()); wait > 0 {
+			w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(wait.Seconds())), 10))
+			http.Error(w, fmt.Sprintf("a snapshot was written less than --snapshot-gap %v ago: retry in %v", a.cfg.SnapshotGap, wait.Round(time.Second)),
+				http.StatusTooManyRequests)
+			return
+		}
 		reply := make(chan snapshotReply, 1)
 		select {
 		case a.snapshots <- reply:
@@ -280,7 +311,12 @@ func (a *Agent) mux() *http.ServeMux {
 			return
 		}
 		res := <-reply
-		if res.err != nil {
+		switch {
+		case errors.Is(res.err, errBudgetFull):
+			http.Error(w, res.err.Error(), http.StatusInsufficientStorage)
+			return
+		case res.err != nil:
+			a.releaseSnapshot(a.cfg.Capture.Interfaces)
 			http.Error(w, res.err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -489,20 +525,20 @@ func (a *Agent) writeSnapshot() (string, error) {
 		return "", errors.New("not attached yet")
 	}
 	now := monoclock.Now()
-	return a.write(nil, now-int64(a.cfg.History), now, now, []string{"snapshot"})
+	return a.write(nil, now-int64(a.cfg.History), now, now, []string{"snapshot"}, true)
 }
 
 func (a *Agent) writeIncident(in flightrec.Incident, nowNs int64) (string, error) {
 	from := in.FirstNs - int64(a.cfg.History)
 	to := max(in.UntilNs, nowNs)
-	return a.write([]string{in.Interface}, from, to, in.FirstNs, in.Counters)
+	return a.write([]string{in.Interface}, from, to, in.FirstNs, in.Counters, false)
 }
 
 // write analyzes the span of the recorder and writes its bundle, named
 // with the time of atNs (the first jump, or the request) and the finding
 // kinds (what else when none), then keeps the bundle directory within
-// budget.
-func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, what []string) (string, error) {
+// budget (a snapshot only by removing snapshots, itself too).
+func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, what []string, snapshot bool) (string, error) {
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
 	a.mu.Lock()
@@ -550,20 +586,90 @@ func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, what []string) 
 	}
 	a.mu.Lock()
 	a.written++
+	if snapshot {
+		a.snapshotNames[filepath.Base(path)] = true
+	}
 	a.mu.Unlock()
 	a.log.Info().Str("bundle", path).Strs("findings", kinds).Dur("span", time.Duration(toNs-fromNs)).Msg("bundle written")
 	// Analyzing and rendering a bundle takes tens of MiB for a moment;
 	// hand them back, so an agent's RSS stays what its ring needs.
 	debug.FreeOSMemory()
-	removed, _, err := flightrec.Prune(a.cfg.BundleDir, a.cfg.MaxBundles, a.cfg.MaxBytes)
+	removed, _, err := flightrec.Prune(a.cfg.BundleDir, flightrec.Budget{MaxBundles: a.cfg.MaxBundles, MaxBytes: a.cfg.MaxBytes},
+		a.isSnapshot, snapshot)
 	for _, p := range removed {
 		a.log.Info().Str("bundle", p).Msg("removed the oldest bundle: over --max-bundles or --max-bytes")
 	}
 	a.m.BundlesRemoved.Add(float64(len(removed)))
+	a.mu.Lock()
+	for _, p := range removed {
+		delete(a.snapshotNames, filepath.Base(p))
+	}
+	a.mu.Unlock()
 	if err != nil {
 		return path, fmt.Errorf("keep %s within budget: %w", a.cfg.BundleDir, err)
 	}
+	if slices.Contains(removed, path) {
+		return "", errBudgetFull
+	}
 	return path, nil
+}
+
+// errBudgetFull is a snapshot that did not stay: incident bundles alone
+// fill --max-bundles or --max-bytes, and snapshots never remove them.
+var errBudgetFull = errors.New("snapshot not kept: incident bundles fill --max-bundles or --max-bytes, and a snapshot never removes one")
+
+func (a *Agent) initSnapshots() {
+	a.snapshotAt = map[string]int64{}
+	a.snapshotNames = map[string]bool{}
+}
+
+// isSnapshot says whether a bundle of the directory is a snapshot: one this
+// run wrote as such, or one named as snapshots are
+// (enaprobe-<time>-snapshot-<iface>.tar.gz) by an earlier run.
+func (a *Agent) isSnapshot(name string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.snapshotNames[name] || strings.Contains(strings.TrimPrefix(name, flightrec.BundlePrefix), "-snapshot-")
+}
+
+// claimSnapshot takes the interfaces' turn for a POST /snapshot bundle, or
+// says how long until they have one (SnapshotGap).
+func (a *Agent) claimSnapshot(ifaces []string, nowNs int64) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(ifaces) == 0 {
+		ifaces = []string{""}
+	}
+	var wait time.Duration
+	for _, i := range ifaces {
+		if at, ok := a.snapshotAt[i]; ok && a.cfg.SnapshotGap > 0 {
+			wait = max(wait, time.Duration(at+int64(a.cfg.SnapshotGap)-nowNs))
+		}
+	}
+	if wait > 0 {
+		return wait
+	}
+	for _, i := range ifaces {
+		a.snapshotAt[i] = nowNs
+	}
+	return 0
+}
+
+// releaseSnapshot gives back a turn whose bundle was not written.
+func (a *Agent) releaseSnapshot(ifaces []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, i := range append(ifaces, "") {
+		delete(a.snapshotAt, i)
+	}
+}
+
+// fromLoopback: the request came from a loopback address (127.0.0.0/8,
+// ::1). The kernel drops packets from outside that claim such a source
+// (martians), so only a process of the host itself sends one.
+func fromLoopback(r *http.Request) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && ap.Addr().Unmap().IsLoopback()
 }
 
 // resolveOwners names the owners of rec's flows, only those, as a trace

@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"errors"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -19,7 +20,7 @@ import (
 )
 
 func newTestAgent() *Agent {
-	return &Agent{
+	a := &Agent{
 		cfg:     Config{After: time.Second, MinGap: time.Minute, History: time.Minute},
 		m:       metrics.New([]string{"eth0"}),
 		ring:    flightrec.NewRing(time.Minute, 1<<20),
@@ -28,6 +29,8 @@ func newTestAgent() *Agent {
 		ifaces:  map[string]*ifaceState{"eth0": {}},
 		origins: newOrigins(originBound(1 << 20)),
 	}
+	a.initSnapshots()
+	return a
 }
 
 func sample(atNs int64, pps, gauge uint64) record.CounterSample {
@@ -136,5 +139,53 @@ func TestSnapshotRedactedWithinBudget(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(a.m.BundlesRemoved); v != 1 {
 		t.Errorf("bundles_removed_total %v, want 1", v)
+	}
+}
+
+// TestSnapshotsNeverEvictIncidents: with --max-bundles 3, an incident
+// bundle and then 8 snapshots: the incident bundle stays, with the 2 newest
+// snapshots; with 3 incident bundles a snapshot is not kept (errBudgetFull,
+// 507 on POST /snapshot) and they all stay.
+func TestSnapshotsNeverEvictIncidents(t *testing.T) {
+	a := newTestAgent()
+	a.cfg.BundleDir = t.TempDir()
+	a.cfg.MaxBundles = 3
+	now := monoclock.Now()
+	a.onMeta(record.Meta{Start: record.ClockPair{MonoNs: now - int64(time.Second), Wall: time.Now().Add(-time.Second)},
+		BucketNs: 100_000, WindowNs: 1_000_000, SliceNs: 10_000_000, Interfaces: []record.InterfaceInfo{{Name: "eth0"}}})
+	incident := func() string {
+		t.Helper()
+		at := monoclock.Now()
+		p, err := a.writeIncident(flightrec.Incident{Interface: "eth0", FirstNs: at, UntilNs: at, Counters: []string{"pps_allowance_exceeded"}}, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	left := func() []string {
+		l, _ := filepath.Glob(filepath.Join(a.cfg.BundleDir, "*.tar.gz"))
+		return l
+	}
+	first := incident()
+	var snaps []string
+	for range 8 {
+		p, err := a.writeSnapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps = append(snaps, p)
+	}
+	if l := left(); len(l) != 3 || !slices.Contains(l, first) || !slices.Contains(l, snaps[6]) || !slices.Contains(l, snaps[7]) {
+		t.Fatalf("bundles left %v, want the incident %s and the 2 newest snapshots", l, first)
+	}
+	second, third := incident(), incident()
+	if l := left(); len(l) != 3 || !slices.Contains(l, first) || !slices.Contains(l, second) || !slices.Contains(l, third) {
+		t.Fatalf("bundles left %v, want the 3 incident bundles", l)
+	}
+	if _, err := a.writeSnapshot(); !errors.Is(err, errBudgetFull) {
+		t.Fatalf("a snapshot over a budget of incident bundles: %v, want errBudgetFull", err)
+	}
+	if l := left(); len(l) != 3 || !slices.Contains(l, first) {
+		t.Fatalf("bundles left %v, want the 3 incident bundles", l)
 	}
 }
