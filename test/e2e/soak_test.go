@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,9 +34,16 @@ func soakDuration(t *testing.T) time.Duration {
 
 // TestServeSoak runs serve in a lab under mixed traffic (many short UDP
 // flows, repeated bursts over the bandwidth allowance, steady link-local
-// DNS) and checks that it stays bounded: RSS flat after warm-up, every
-// packet sent counted or its loss counted, the recorder within its bound,
-// the bundles within their budget. It logs RSS and CPU for BENCHMARKS.md.
+// DNS) and checks that it stays bounded: what the process holds (the Go
+// heap the last collection found live, the recorder's own accounting of
+// its ring) flat after warm-up, RSS within the DaemonSet's memory limit,
+// every packet sent counted or its loss counted, the recorder within its
+// bound, the bundles within their budget. It logs RSS and CPU for
+// BENCHMARKS.md. RSS is not what the trend is judged by: its peaks come
+// while a bundle is analysed and written, and how much garbage they leave
+// before the next collection, and when the runtime hands pages back,
+// depend on the machine's load (on a shared 2-core machine the highest RSS
+// of the last third once came out 40% over the second's with no leak).
 func TestServeSoak(t *testing.T) {
 	d := soakDuration(t)
 	const maxBundles, maxBytes = 3, 4 << 20
@@ -95,16 +103,19 @@ func TestServeSoak(t *testing.T) {
 	}()
 
 	type point struct {
-		at  time.Duration
-		rss int64
-		cpu float64
+		at         time.Duration
+		rss        int64
+		cpu        float64
+		live, ring int64 // go_gc_heap_live_bytes, enaprobe_recorder_ring_bytes
 	}
 	var points []point
 	start := time.Now()
 	tick := time.NewTicker(time.Second)
 	for time.Now().Before(end) {
 		<-tick.C
-		points = append(points, point{time.Since(start), rssBytes(t, pid), processCPU(t, pid)})
+		m := scrape(t, s)
+		points = append(points, point{time.Since(start), rssBytes(t, pid), processCPU(t, pid),
+			int64(m["go_gc_heap_live_bytes"]), int64(m["enaprobe_recorder_ring_bytes"])})
 	}
 	tick.Stop()
 	for range 3 {
@@ -115,29 +126,53 @@ func TestServeSoak(t *testing.T) {
 	sent += <-burstsSent
 	ll := <-llSent
 
-	// RSS after the warm-up (the first third): the median of the last third
-	// against the second's shows a trend (a leak grows it); the highest
-	// against the highest bounds the peaks, which come while a bundle is
-	// analysed and written and vary with the bundle, so they get more room.
+	// After the warm-up (the first third): the last third against the
+	// second shows a trend (a leak grows it) in what the process holds,
+	// judged by the lower quartile: a leak raises the floor, while a bundle
+	// being analysed (a few seconds in every five here, its span growing as
+	// incidents chain) raises the readings taken meanwhile. RSS is logged,
+	// and bounded by the DaemonSet's limit.
 	third := len(points) / 3
-	rssOf := func(ps []point) (median, highest int64) {
+	stats := func(ps []point, of func(point) int64) (median, highest int64) {
 		v := make([]int64, len(ps))
 		for i, p := range ps {
-			v[i] = p.rss
+			v[i] = of(p)
 		}
 		slices.Sort(v)
 		return v[len(v)/2], v[len(v)-1]
 	}
-	warmMed, warm := rssOf(points[third : 2*third])
-	lastMed, last := rssOf(points[2*third:])
+	quartile := func(ps []point, of func(point) int64) int64 {
+		v := make([]int64, len(ps))
+		for i, p := range ps {
+			v[i] = of(p)
+		}
+		slices.Sort(v)
+		return v[len(v)/4]
+	}
+	rss := func(p point) int64 { return p.rss }
+	live := func(p point) int64 { return p.live }
+	ring := func(p point) int64 { return p.ring }
+	warmMed, warm := stats(points[third:2*third], rss)
+	lastMed, last := stats(points[2*third:], rss)
+	warmLive, lastLive := quartile(points[third:2*third], live), quartile(points[2*third:], live)
+	_, highLive := stats(points[2*third:], live)
+	warmRing, lastRing := quartile(points[third:2*third], ring), quartile(points[2*third:], ring)
 	cpu := (points[len(points)-1].cpu - points[third].cpu) / (points[len(points)-1].at - points[third].at).Seconds()
 	t.Logf("soak %v, --history %v: RSS after warm-up median %.1f MiB, highest %.1f MiB; last third median %.1f MiB, highest %.1f MiB (first read %.1f MiB); CPU %.1f%% of one core after warm-up",
 		d, history, mib(warmMed), mib(warm), mib(lastMed), mib(last), mib(points[0].rss), 100*cpu)
-	if float64(lastMed) > 1.15*float64(warmMed)+(2<<20) {
-		t.Errorf("RSS grew after warm-up: median %d -> %d bytes", warmMed, lastMed)
+	t.Logf("live Go heap lower quartile %.1f MiB after warm-up, %.1f MiB in the last third (highest %.1f MiB); recorder ring lower quartile %.1f MiB, then %.1f MiB",
+		mib(warmLive), mib(lastLive), mib(highLive), mib(warmRing), mib(lastRing))
+	if warmLive == 0 {
+		t.Errorf("go_gc_heap_live_bytes not exported: the trend cannot be judged")
 	}
-	if float64(last) > 1.3*float64(warm)+(4<<20) {
-		t.Errorf("RSS peaks grew after warm-up: %d -> %d bytes", warm, last)
+	if float64(lastLive) > 1.15*float64(warmLive)+(2<<20) {
+		t.Errorf("live Go heap grew after warm-up: lower quartile %d -> %d bytes", warmLive, lastLive)
+	}
+	if float64(lastRing) > 1.15*float64(warmRing)+(1<<20) {
+		t.Errorf("recorder ring grew after warm-up: lower quartile %d -> %d bytes", warmRing, lastRing)
+	}
+	if limit := daemonSetMemoryLimit(t); max(warm, last) > limit {
+		t.Errorf("RSS peaked at %d bytes, over the DaemonSet's memory limit %d", max(warm, last), limit)
 	}
 
 	// Every packet sent is counted (exact per-CPU totals) on the interface's
@@ -185,6 +220,24 @@ func TestServeSoak(t *testing.T) {
 	if len(bs) > maxBundles || total > maxBytes && len(bs) > 1 {
 		t.Errorf("%d bundles of %d bytes in %s: over the budget of %d and %d", len(bs), total, s.dir, maxBundles, maxBytes)
 	}
+}
+
+// daemonSetMemoryLimit is the memory limit of serve's container in the
+// DaemonSet (deploy/kubernetes/daemonset.yaml): past it the kubelet kills
+// serve.
+func daemonSetMemoryLimit(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("../../deploy/kubernetes/daemonset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, limits, ok := strings.Cut(string(b), "limits:")
+	m := regexp.MustCompile(`memory:\s*(\d+)Mi`).FindStringSubmatch(limits)
+	if !ok || m == nil {
+		t.Fatal("no memory limit in deploy/kubernetes/daemonset.yaml")
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n << 20
 }
 
 // rssBytes reads a process's resident set.
