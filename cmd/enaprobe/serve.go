@@ -80,7 +80,7 @@ It needs root (or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON).`,
 	fs.DurationVar(&f.snapshotGap, "snapshot-gap", time.Minute, "at most one POST /snapshot bundle per interface within this long, whoever asks (429 sooner), a duration, e.g. 1m (0: no limit)")
 	fs.IntVar(&f.maxBundles, "max-bundles", 20, "keep at most this many bundles in --bundle-dir, the oldest removed first (0: no limit)")
 	fs.Int64Var(&f.maxBytes, "max-bytes", 500<<20, "keep the bundles in --bundle-dir within this many bytes, the oldest removed first (0: no limit)")
-	fs.Int64Var(&f.recorderBytes, "recorder-bytes", 64<<20, "memory bound of the flight recorder in bytes; beyond it the oldest of the history goes first (counted)")
+	fs.Int64Var(&f.recorderBytes, "recorder-bytes", 64<<20, fmt.Sprintf("memory bound of the flight recorder in bytes, from 1 MiB to %d MiB (what analyze reads back); beyond it the oldest of the history goes first (counted)", record.MaxRecorderBytes>>20))
 	fs.BoolVar(&f.redact, "redact", false, "pseudonymize addresses and host names in the bundles (as trace --redact)")
 	f.registerCapture(fs, serveReadInterval, "1s")
 	return cmd
