@@ -31,11 +31,11 @@ const (
 	MaxRecordingBytes = 160 << 20
 	// MaxRecorderBytes is the most serve's flight recorder may hold.
 	MaxRecorderBytes = MaxRecordingBytes * 2 / 5
-	// maxDecompressedBytes bounds the decoded JSON: the densest records
-	// (bucket columns, a few bytes a number) take no fewer bytes in JSON
-	// than a quarter of their memory, so a recording within
-	// MaxRecordingBytes is well inside 1 GiB; beyond it only the time spent
-	// inflating would grow.
+	// maxDecompressedBytes bounds the inflated JSON: the wordiest records
+	// (a flow snapshot, about 300 bytes of JSON for 152 in memory) take
+	// about twice their memory in JSON, so a recording within
+	// MaxRecordingBytes takes well under 1 GiB; past it only the time
+	// spent inflating would grow.
 	maxDecompressedBytes = 1 << 30
 	// maxInflation bounds the ratio of decoded to compressed bytes beyond
 	// the first inflationFloor bytes. Deflate reaches about 1032:1 on runs
@@ -50,9 +50,9 @@ const (
 	// maxRecordJSON bounds one record of an array (a flow, a counter
 	// sample with its few hundred names, an owner's cgroup path).
 	maxRecordJSON = 64 << 10
-	// maxSeries bounds the series: one per interface and direction, and
-	// an interface name is at most 15 bytes (IFNAMSIZ); a host with more
-	// than 256 traced interfaces is not one enaprobe is for.
+	// maxSeries bounds the series: one per interface and direction; a
+	// host with more than 256 traced interfaces is not one enaprobe is
+	// for.
 	maxSeries = 2 * 256
 	// structureJSON is what a key or a bracket may take.
 	structureJSON = 4 << 10
@@ -151,10 +151,11 @@ func (d *decoder) charge(field string, n int64) error {
 func (d *decoder) token(field string) (json.Token, error) {
 	d.br.allow(field, structureJSON)
 	t, err := d.dec.Token()
-	if err != nil {
+	var be *BoundError
+	if err != nil && !errors.As(err, &be) {
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}
-	return t, nil
+	return t, err
 }
 
 // open reads the start of an array or object (or null: ok false).
