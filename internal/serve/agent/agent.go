@@ -624,12 +624,14 @@ func (a *Agent) initSnapshots() {
 }
 
 // isSnapshot says whether a bundle of the directory is a snapshot: one this
-// run wrote as such, or one named as snapshots are
-// (enaprobe-<time>-snapshot-<iface>.tar.gz) by an earlier run.
+// run wrote as such, or one an earlier run named as a snapshot
+// (enaprobe-<time>-snapshot-<iface>.tar.gz, or enaprobe-<time>-snapshot.tar.gz
+// when it found nothing). Any other is taken for an incident's, and kept.
 func (a *Agent) isSnapshot(name string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.snapshotNames[name] || strings.Contains(strings.TrimPrefix(name, flightrec.BundlePrefix), "-snapshot-")
+	rest := strings.TrimPrefix(name, flightrec.BundlePrefix)
+	return a.snapshotNames[name] || strings.Contains(rest, "-snapshot-") || strings.HasSuffix(rest, "-snapshot"+flightrec.BundleSuffix)
 }
 
 // claimSnapshot takes the interfaces' turn for a POST /snapshot bundle, or

@@ -4,6 +4,7 @@ package agent
 
 import (
 	"errors"
+	"net/http"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -187,5 +188,35 @@ func TestSnapshotsNeverEvictIncidents(t *testing.T) {
 	}
 	if l := left(); len(l) != 3 || !slices.Contains(l, first) {
 		t.Fatalf("bundles left %v, want the 3 incident bundles", l)
+	}
+}
+
+// TestSnapshotRequestChecks: loopback is 127.0.0.0/8 and ::1 (mapped too),
+// nothing else; a turn per --snapshot-gap, for every interface at once;
+// snapshots of an earlier run are known by name.
+func TestSnapshotRequestChecks(t *testing.T) {
+	for addr, want := range map[string]bool{"127.0.0.1:5000": true, "127.9.9.9:1": true, "[::1]:80": true,
+		"[::ffff:127.0.0.1]:80": true, "10.0.0.5:80": false, "[2001:db8::1]:80": false, "garbage": false} {
+		if got := fromLoopback(&http.Request{RemoteAddr: addr}); got != want {
+			t.Errorf("fromLoopback(%s) = %v, want %v", addr, got, want)
+		}
+	}
+	a := newTestAgent()
+	a.cfg.SnapshotGap = time.Minute
+	ifaces := []string{"eth0", "eth1"}
+	if w := a.claimSnapshot(ifaces, 0); w != 0 {
+		t.Fatalf("first claim: wait %v", w)
+	}
+	if w := a.claimSnapshot(ifaces, int64(20*time.Second)); w != 40*time.Second {
+		t.Errorf("claim 20 s later: wait %v, want 40s", w)
+	}
+	if w := a.claimSnapshot(ifaces, int64(time.Minute)); w != 0 {
+		t.Errorf("claim a minute later: wait %v, want none", w)
+	}
+	for name, want := range map[string]bool{"enaprobe-20261201T010000.000Z-snapshot.tar.gz": true,
+		"enaprobe-20261201T010000.000Z-snapshot-eth0.tar.gz": true, "enaprobe-20261201T010000.000Z-eth0-microburst_out.tar.gz": false} {
+		if got := a.isSnapshot(name); got != want {
+			t.Errorf("isSnapshot(%s) = %v, want %v", name, got, want)
+		}
 	}
 }
