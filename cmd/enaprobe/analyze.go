@@ -40,7 +40,8 @@ recorded value, and the report notes it. Nothing is traced.`,
 			}
 			rec, env, err := record.ReadBundle(args[0])
 			var nb *record.NotBundleError
-			if errors.Is(err, fs.ErrNotExist) || errors.As(err, &nb) {
+			var bound *record.BoundError
+			if errors.Is(err, fs.ErrNotExist) || errors.As(err, &nb) || errors.As(err, &bound) {
 				return usageError{err}
 			}
 			if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/signal"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/enaprobe/enaprobe/internal/ena"
+	"github.com/enaprobe/enaprobe/internal/record"
 	"github.com/enaprobe/enaprobe/internal/serve/agent"
 	"github.com/enaprobe/enaprobe/internal/upload"
 )
@@ -32,6 +34,8 @@ type serveFlags struct {
 	history       time.Duration
 	after         time.Duration
 	minGap        time.Duration
+	snapshotAPI   bool
+	snapshotGap   time.Duration
 	maxBundles    int
 	maxBytes      int64
 	recorderBytes int64
@@ -51,9 +55,12 @@ When an allowance counter jumps it records --after more (a jump meanwhile
 extends it), then writes a bundle (as trace -o writes) to --bundle-dir covering
 --history before the first jump to the end, named with the time and the kinds
 found; at most one per --min-gap per interface, the oldest removed beyond
---max-bundles or --max-bytes. SIGUSR1 or POST /snapshot writes one of the last
---history at once. /metrics serves Prometheus metrics and /healthz answers 200
-while the probe is attached and the counters are read, on --listen only.
+--max-bundles or --max-bytes (snapshots first: a snapshot never removes an
+incident's bundle). SIGUSR1 or POST /snapshot writes one of the last --history
+at once; POST /snapshot answers only from loopback unless --enable-snapshot-api,
+at most once per --snapshot-gap. /metrics serves Prometheus metrics and
+/healthz answers 200 while the probe is attached and the counters are read, on
+--listen only.
 
 It needs root (or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON).`,
 		Example: `  sudo enaprobe serve -i ens5 --bundle-dir /var/lib/enaprobe
@@ -72,9 +79,11 @@ It needs root (or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON).`,
 	fs.DurationVar(&f.history, "history", time.Minute, "how much the flight recorder keeps, and a bundle holds before the first jump, a duration from 1s to 10m, e.g. 60s")
 	fs.DurationVar(&f.after, "after", 10*time.Second, "how long to keep recording after the last jump before writing the bundle, a duration from 0 to 5m, e.g. 10s")
 	fs.DurationVar(&f.minGap, "min-gap", 5*time.Minute, "at most one incident bundle per interface within this long, a duration, e.g. 5m (0: no limit)")
+	fs.BoolVar(&f.snapshotAPI, "enable-snapshot-api", false, "answer POST /snapshot from any address that reaches --listen (without it: from loopback only; SIGUSR1 always)")
+	fs.DurationVar(&f.snapshotGap, "snapshot-gap", time.Minute, "at most one POST /snapshot bundle per interface within this long, whoever asks (429 sooner), a duration, e.g. 1m (0: no limit)")
 	fs.IntVar(&f.maxBundles, "max-bundles", 20, "keep at most this many bundles in --bundle-dir, the oldest removed first (0: no limit)")
 	fs.Int64Var(&f.maxBytes, "max-bytes", 500<<20, "keep the bundles in --bundle-dir within this many bytes, the oldest removed first (0: no limit)")
-	fs.Int64Var(&f.recorderBytes, "recorder-bytes", 64<<20, "memory bound of the flight recorder in bytes; beyond it the oldest of the history goes first (counted)")
+	fs.Int64Var(&f.recorderBytes, "recorder-bytes", 64<<20, fmt.Sprintf("memory bound of the flight recorder in bytes, from 1 MiB to %d MiB (what analyze reads back); beyond it the oldest of the history goes first (counted)", record.MaxRecorderBytes>>20))
 	fs.BoolVar(&f.redact, "redact", false, "pseudonymize addresses and host names in the bundles (as trace --redact)")
 	fs.StringVar(&f.upload, "upload", "", "also upload every bundle to s3://BUCKET/PREFIX, under PREFIX/CLUSTER/NODE/, with the AWS SDK's default credentials (instance role, IRSA, EKS Pod Identity); a bundle stays in --bundle-dir until uploaded")
 	f.uploadOpts.register(fs)
@@ -95,11 +104,15 @@ func runServe(ctx context.Context, cmd *cobra.Command, f *serveFlags) error {
 	if f.minGap < 0 {
 		return usagef("--min-gap %v: must not be negative", f.minGap)
 	}
+	if f.snapshotGap < 0 {
+		return usagef("--snapshot-gap %v: must not be negative", f.snapshotGap)
+	}
 	if f.maxBundles < 0 || f.maxBytes < 0 {
 		return usagef("--max-bundles and --max-bytes must not be negative (0: no limit)")
 	}
-	if f.recorderBytes < 1<<20 {
-		return usagef("--recorder-bytes %d: at least 1 MiB, e.g. %d", f.recorderBytes, 64<<20)
+	// A bundle must read back within the reader's bound.
+	if f.recorderBytes < 1<<20 || f.recorderBytes > record.MaxRecorderBytes {
+		return usagef("--recorder-bytes %d: from 1 MiB to %d MiB, e.g. %d", f.recorderBytes, record.MaxRecorderBytes>>20, 64<<20)
 	}
 	if _, _, err := net.SplitHostPort(f.listen); err != nil {
 		return usagef("--listen %s: want host:port, e.g. 127.0.0.1:9464", f.listen)
@@ -154,6 +167,8 @@ func runServe(ctx context.Context, cmd *cobra.Command, f *serveFlags) error {
 		History:       f.history,
 		After:         f.after,
 		MinGap:        f.minGap,
+		SnapshotAPI:   f.snapshotAPI,
+		SnapshotGap:   f.snapshotGap,
 		MaxBundles:    f.maxBundles,
 		MaxBytes:      f.maxBytes,
 		RecorderBytes: f.recorderBytes,

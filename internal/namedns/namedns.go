@@ -33,6 +33,9 @@ type NS struct {
 // the calling thread into it, so that happens on a locked thread that is
 // moved back before being unlocked.
 func New(name string) (*NS, error) {
+	if err := shareDir(); err != nil {
+		return nil, fmt.Errorf("create netns %s: %w", name, err)
+	}
 	var h netns.NsHandle
 	err := onLockedThread(func() error {
 		var err error
@@ -46,6 +49,28 @@ func New(name string) (*NS, error) {
 		return nil, fmt.Errorf("create netns %s: %w", name, err)
 	}
 	return &NS{Name: name, Handle: h}, nil
+}
+
+// shareDir makes Dir a shared mount of its own, as `ip netns add` does
+// (iproute2's netns_add), before a namespace is mounted in it. When Dir is
+// not a mount point, the first `ip netns add` of any other program does it
+// with mount --rbind Dir Dir: the namespaces mounted before are copied on
+// top of themselves, and removing one's file after unmounting the copy
+// fails with EBUSY on the original beneath (TestCloseAfterIPNetnsAdd).
+func shareDir() error {
+	if err := os.MkdirAll(Dir, 0o755); err != nil {
+		return err
+	}
+	err := unix.Mount("", Dir, "none", unix.MS_SHARED|unix.MS_REC, "")
+	if errors.Is(err, unix.EINVAL) { // not a mount point
+		if err = unix.Mount(Dir, Dir, "none", unix.MS_BIND|unix.MS_REC, ""); err == nil {
+			err = unix.Mount("", Dir, "none", unix.MS_SHARED|unix.MS_REC, "")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("make %s a shared mount: %w", Dir, err)
+	}
+	return nil
 }
 
 // Open opens an existing named namespace; Release closes what it opened and
@@ -74,10 +99,22 @@ func (n *NS) Release() error {
 // handle) is gone.
 func (n *NS) Close() error {
 	errs := []error{n.Release()}
-	if err := netns.DeleteNamed(n.Name); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := deleteNamed(n.Path()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, fmt.Errorf("delete netns %s: %w", n.Name, err))
 	}
 	return errors.Join(errs...)
+}
+
+// deleteNamed unmounts the namespace's name and removes its file.
+func deleteNamed(p string) error {
+	if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("unmount %s: %w", p, err) // EINVAL: not mounted (any more)
+	}
+	err := os.Remove(p)
+	if errors.Is(err, unix.EBUSY) {
+		return fmt.Errorf("%w: it is still mounted beneath a bind mount of %s made after it (see shareDir)", err, Dir)
+	}
+	return err
 }
 
 // Netlink is a netlink handle that works in the namespace from any thread,

@@ -256,12 +256,18 @@ func readArchive(p string) (*Recording, Environment, error) {
 		return nil, Environment{}, err
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	cr := &countingReader{r: f}
+	zr, err := gzip.NewReader(cr)
 	if err != nil {
 		return nil, Environment{}, fmt.Errorf("open archive: %w", err)
 	}
 	defer zr.Close()
-	tr := tar.NewReader(zr)
+	// The archive is bounded as a recording is: whatever entries come
+	// before the two files are read through, and may not inflate without
+	// end. The recording inside is gzip of its own, bounded by Read.
+	br := &boundedReader{r: zr, compressed: cr}
+	br.allow("archive", maxDecompressedBytes+1)
+	tr := tar.NewReader(br)
 	var rec *Recording
 	var env *Environment
 	for rec == nil || env == nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 )
 
@@ -73,38 +72,6 @@ func toFileSeries(s Series) fileSeries {
 	return fs
 }
 
-func (fs fileSeries) series() (Series, error) {
-	n := len(fs.StartDelta)
-	if len(fs.Packets) != n || len(fs.Bytes) != n || len(fs.SYNs) != n {
-		return Series{}, fmt.Errorf("series %s %s: columns of different lengths", fs.Interface, fs.Direction)
-	}
-	for _, c := range fs.LinkLocal {
-		if len(c) != n {
-			return Series{}, fmt.Errorf("series %s %s: link-local column of length %d, want %d", fs.Interface, fs.Direction, len(c), n)
-		}
-	}
-	if fs.WidthNs <= 0 || fs.WidthNs > maxBucketNs {
-		return Series{}, fmt.Errorf("series %s %s: bucket width %d ns, want 1 ns to 1 s", fs.Interface, fs.Direction, fs.WidthNs)
-	}
-	s := Series{Interface: fs.Interface, Direction: fs.Direction, WidthNs: fs.WidthNs, Buckets: make([]Bucket, n)}
-	var idx int64
-	limit := math.MaxInt64 / fs.WidthNs
-	for i := range s.Buckets {
-		d := fs.StartDelta[i]
-		if d < 0 && i > 0 || d > limit || d < -limit || idx+d > limit || idx+d < -limit {
-			return Series{}, fmt.Errorf("series %s %s: bucket %d out of order or out of range", fs.Interface, fs.Direction, i)
-		}
-		idx += d
-		b := &s.Buckets[i]
-		b.StartNs = idx * fs.WidthNs
-		b.Packets, b.Bytes, b.SYNs = fs.Packets[i], fs.Bytes[i], fs.SYNs[i]
-		for j := range b.LinkLocal {
-			b.LinkLocal[j] = fs.LinkLocal[j][i]
-		}
-	}
-	return s, nil
-}
-
 // Write encodes r to w in the recording file format.
 func Write(w io.Writer, r *Recording) error {
 	f := fileRecording{Format: FormatVersion, Meta: &fileMeta{Meta: &r.Meta, BucketNs: r.BucketNs()}, Flows: r.Flows, Owners: r.Owners, Windows: r.Windows, IMDS: r.IMDS,
@@ -122,32 +89,29 @@ func Write(w io.Writer, r *Recording) error {
 	return nil
 }
 
-// Read decodes a recording written by Write.
+// Read decodes a recording written by Write, within the bounds of
+// decode.go: a file beyond them is refused with a *BoundError before it
+// takes more than MaxRecordingBytes of memory.
 func Read(rd io.Reader) (*Recording, error) {
-	zr, err := gzip.NewReader(bufio.NewReader(rd))
+	cr := &countingReader{r: rd}
+	zr, err := gzip.NewReader(bufio.NewReader(cr))
 	if err != nil {
 		return nil, fmt.Errorf("open recording: %w", err)
 	}
 	defer zr.Close()
-	var f fileRecording
-	if err := json.NewDecoder(zr).Decode(&f); err != nil {
+	d := newDecoder(zr, cr)
+	f, err := d.decodeFile()
+	if err != nil {
 		return nil, fmt.Errorf("decode recording: %w", err)
 	}
 	if f.Format < 1 || f.Format > FormatVersion {
 		return nil, fmt.Errorf("recording format %d not supported (this build reads up to %d)", f.Format, FormatVersion)
 	}
-	if f.Meta == nil || f.Meta.Meta == nil {
+	if f.Meta == nil {
 		return nil, errNoMeta
 	}
-	r := &Recording{Meta: *f.Meta.Meta, Flows: f.Flows, Owners: f.Owners, Windows: f.Windows, IMDS: f.IMDS, Sizes: f.Sizes,
-		Totals: f.Totals, Loss: f.Loss, Counters: f.Counters}
-	for _, fs := range f.Series {
-		s, err := fs.series()
-		if err != nil {
-			return nil, fmt.Errorf("decode recording: %w", err)
-		}
-		r.Series = append(r.Series, s)
-	}
+	r := &f.Recording
+	r.Meta = *f.Meta
 	if err := Validate(r); err != nil {
 		return nil, fmt.Errorf("invalid recording: %w", err)
 	}

@@ -10,12 +10,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -56,6 +59,16 @@ type Config struct {
 	Log           zerolog.Logger
 	// Snapshot requests a bundle of the last History (SIGUSR1).
 	Snapshot <-chan struct{}
+	// SnapshotAPI lets POST /snapshot answer requests from any address
+	// that reaches Listen; without it only loopback ones (the others get
+	// 403). An endpoint that analyzes the whole history and writes to
+	// disk is not for whoever reaches the node's address (Prometheus keeps
+	// its TSDB snapshot off the same way, --web.enable-admin-api).
+	SnapshotAPI bool
+	// SnapshotGap is the least time between two POST /snapshot bundles of
+	// one interface, whoever asks (429 with Retry-After sooner); SIGUSR1
+	// is not limited. 0: no limit.
+	SnapshotGap time.Duration
 	// Ready is called once attached and listening, with the address.
 	Ready func(addr string)
 	// Upload, when set, uploads every bundle (and those BundleDir holds at
@@ -97,6 +110,12 @@ type Agent struct {
 	snapshots chan chan snapshotReply
 	writeMu   sync.Mutex       // one bundle at a time
 	uploader  *upload.Uploader // nil without --upload
+	// snapshotAt is when POST /snapshot last wrote a bundle of each
+	// interface (SnapshotGap); snapshotNames the base names of the
+	// snapshot bundles this run wrote, which the bundle budget removes
+	// before any incident's (flightrec.Prune).
+	snapshotAt    map[string]int64
+	snapshotNames map[string]bool
 }
 
 type snapshotReply struct {
@@ -138,6 +157,7 @@ func Run(ctx context.Context, cfg Config) error {
 		snapshots: make(chan chan snapshotReply),
 		origins:   newOrigins(originBound(cfg.RecorderBytes)),
 	}
+	a.initSnapshots()
 	for _, n := range cfg.Capture.Interfaces {
 		a.ifaces[n] = &ifaceState{}
 	}
@@ -195,7 +215,7 @@ func Run(ctx context.Context, cfg Config) error {
 				u.Enqueue(p)
 			}
 		}
-		go u.Run(upCtx, func(string) { a.prune() })
+		go u.Run(upCtx, func(string) { _, _ = a.prune(false) })
 	}
 
 	loopCtx, stopLoop := context.WithCancel(context.Background())
@@ -304,6 +324,17 @@ func (a *Agent) mux() *http.ServeMux {
 			http.Error(w, "POST writes a bundle of the last --history", http.StatusMethodNotAllowed)
 			return
 		}
+		if !a.cfg.SnapshotAPI && !fromLoopback(r) {
+			http.Error(w, "POST /snapshot answers only from loopback (curl -X POST http://127.0.0.1:PORT/snapshot on the node, or SIGUSR1); "+
+				"serve --enable-snapshot-api answers it on --listen", http.StatusForbidden)
+			return
+		}
+		if wait := a.claimSnapshot(a.cfg.Capture.Interfaces, monoclock.Now()); wait > 0 {
+			w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(wait.Seconds())), 10))
+			http.Error(w, fmt.Sprintf("a snapshot was written less than --snapshot-gap %v ago: retry in %v", a.cfg.SnapshotGap, wait.Round(time.Second)),
+				http.StatusTooManyRequests)
+			return
+		}
 		reply := make(chan snapshotReply, 1)
 		select {
 		case a.snapshots <- reply:
@@ -311,7 +342,12 @@ func (a *Agent) mux() *http.ServeMux {
 			return
 		}
 		res := <-reply
-		if res.err != nil {
+		switch {
+		case errors.Is(res.err, errBudgetFull):
+			http.Error(w, res.err.Error(), http.StatusInsufficientStorage)
+			return
+		case res.err != nil:
+			a.releaseSnapshot(a.cfg.Capture.Interfaces)
 			http.Error(w, res.err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -590,35 +626,111 @@ func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, trigger string,
 	for _, f := range res.Findings {
 		a.m.Findings.WithLabelValues(f.Interface, f.Kind).Inc()
 	}
+	snapshot := trigger == record.TriggerSnapshot
 	a.mu.Lock()
 	a.written++
+	if snapshot {
+		a.snapshotNames[filepath.Base(path)] = true
+	}
 	a.mu.Unlock()
 	a.log.Info().Str("bundle", path).Strs("findings", kinds).Dur("span", time.Duration(toNs-fromNs)).Msg("bundle written")
 	// Analyzing and rendering a bundle takes tens of MiB for a moment;
 	// hand them back, so an agent's RSS stays what its ring needs.
 	debug.FreeOSMemory()
+	removed, err := a.prune(snapshot)
+	if slices.Contains(removed, path) {
+		return "", errBudgetFull
+	}
+	// Queued once it stays: from now on the budget keeps it until it is in
+	// the bucket.
 	if u := a.uploader; u != nil {
 		u.Enqueue(path)
 	}
-	return path, a.prune()
+	return path, err
 }
 
-// prune keeps the bundle directory within budget, never removing a bundle
-// that waits for its upload.
-func (a *Agent) prune() error {
-	var keep func(string) bool
+// prune keeps the bundle directory within budget: snapshots go first,
+// and after a snapshot only snapshots (flightrec.Prune); a bundle that
+// waits for its upload never goes.
+func (a *Agent) prune(forSnapshot bool) ([]string, error) {
+	b := flightrec.Budget{MaxBundles: a.cfg.MaxBundles, MaxBytes: a.cfg.MaxBytes}
 	if u := a.uploader; u != nil {
-		keep = u.Pending
+		b.Pending = u.Pending
 	}
-	removed, _, err := flightrec.Prune(a.cfg.BundleDir, a.cfg.MaxBundles, a.cfg.MaxBytes, keep)
+	removed, _, err := flightrec.Prune(a.cfg.BundleDir, b, a.isSnapshot, forSnapshot)
 	for _, p := range removed {
 		a.log.Info().Str("bundle", p).Msg("removed the oldest bundle: over --max-bundles or --max-bytes")
 	}
 	a.m.BundlesRemoved.Add(float64(len(removed)))
-	if err != nil {
-		return fmt.Errorf("keep %s within budget: %w", a.cfg.BundleDir, err)
+	a.mu.Lock()
+	for _, p := range removed {
+		delete(a.snapshotNames, filepath.Base(p))
 	}
-	return nil
+	a.mu.Unlock()
+	if err != nil {
+		return removed, fmt.Errorf("keep %s within budget: %w", a.cfg.BundleDir, err)
+	}
+	return removed, nil
+}
+
+// errBudgetFull is a snapshot that did not stay: incident bundles alone
+// fill --max-bundles or --max-bytes, and snapshots never remove them.
+var errBudgetFull = errors.New("snapshot not kept: incident bundles fill --max-bundles or --max-bytes, and a snapshot never removes one")
+
+func (a *Agent) initSnapshots() {
+	a.snapshotAt = map[string]int64{}
+	a.snapshotNames = map[string]bool{}
+}
+
+// isSnapshot says whether a bundle of the directory is a snapshot: one this
+// run wrote as such, or one an earlier run named as a snapshot
+// (enaprobe-<time>-snapshot-<iface>.tar.gz, or enaprobe-<time>-snapshot.tar.gz
+// when it found nothing). Any other is taken for an incident's, and kept.
+func (a *Agent) isSnapshot(name string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rest := strings.TrimPrefix(name, flightrec.BundlePrefix)
+	return a.snapshotNames[name] || strings.Contains(rest, "-snapshot-") || strings.HasSuffix(rest, "-snapshot"+flightrec.BundleSuffix)
+}
+
+// claimSnapshot takes the interfaces' turn for a POST /snapshot bundle, or
+// says how long until they have one (SnapshotGap).
+func (a *Agent) claimSnapshot(ifaces []string, nowNs int64) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(ifaces) == 0 {
+		ifaces = []string{""}
+	}
+	var wait time.Duration
+	for _, i := range ifaces {
+		if at, ok := a.snapshotAt[i]; ok && a.cfg.SnapshotGap > 0 {
+			wait = max(wait, time.Duration(at+int64(a.cfg.SnapshotGap)-nowNs))
+		}
+	}
+	if wait > 0 {
+		return wait
+	}
+	for _, i := range ifaces {
+		a.snapshotAt[i] = nowNs
+	}
+	return 0
+}
+
+// releaseSnapshot gives back a turn whose bundle was not written.
+func (a *Agent) releaseSnapshot(ifaces []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, i := range append(ifaces, "") {
+		delete(a.snapshotAt, i)
+	}
+}
+
+// fromLoopback: the request came from a loopback address (127.0.0.0/8,
+// ::1). The kernel drops packets from outside that claim such a source
+// (martians), so only a process of the host itself sends one.
+func fromLoopback(r *http.Request) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && ap.Addr().Unmap().IsLoopback()
 }
 
 // resolveOwners names the owners of rec's flows, only those, as a trace

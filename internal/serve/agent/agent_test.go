@@ -3,6 +3,8 @@
 package agent
 
 import (
+	"errors"
+	"net/http"
 	"net/netip"
 	"path/filepath"
 	"regexp"
@@ -20,7 +22,7 @@ import (
 )
 
 func newTestAgent() *Agent {
-	return &Agent{
+	a := &Agent{
 		cfg:     Config{After: time.Second, MinGap: time.Minute, History: time.Minute},
 		m:       metrics.New([]string{"eth0"}),
 		ring:    flightrec.NewRing(time.Minute, 1<<20),
@@ -29,6 +31,8 @@ func newTestAgent() *Agent {
 		ifaces:  map[string]*ifaceState{"eth0": {}},
 		origins: newOrigins(originBound(1 << 20)),
 	}
+	a.initSnapshots()
+	return a
 }
 
 func sample(atNs int64, pps, gauge uint64) record.CounterSample {
@@ -168,5 +172,83 @@ func TestSnapshotNamedAndMarked(t *testing.T) {
 	if got, want := bundleName(at, []string{"eth0"}, record.TriggerIncident, []string{"pps_exceeded", "microburst_out"}),
 		"enaprobe-20261201T135416.310Z-eth0-pps_exceeded+microburst_out.tar.gz"; got != want {
 		t.Errorf("incident bundle %s, want %s", got, want)
+	}
+}
+
+// TestSnapshotsNeverEvictIncidents: with --max-bundles 3, an incident
+// bundle and then 8 snapshots: the incident bundle stays, with the 2 newest
+// snapshots; with 3 incident bundles a snapshot is not kept (errBudgetFull,
+// 507 on POST /snapshot) and they all stay.
+func TestSnapshotsNeverEvictIncidents(t *testing.T) {
+	a := newTestAgent()
+	a.cfg.BundleDir = t.TempDir()
+	a.cfg.MaxBundles = 3
+	now := monoclock.Now()
+	a.onMeta(record.Meta{Start: record.ClockPair{MonoNs: now - int64(time.Second), Wall: time.Now().Add(-time.Second)},
+		WindowNs: 1_000_000, SliceNs: 10_000_000, Interfaces: []record.InterfaceInfo{{Name: "eth0"}}})
+	incident := func() string {
+		t.Helper()
+		at := monoclock.Now()
+		p, err := a.writeIncident(flightrec.Incident{Interface: "eth0", FirstNs: at, UntilNs: at, Counters: []string{"pps_allowance_exceeded"}}, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	left := func() []string {
+		l, _ := filepath.Glob(filepath.Join(a.cfg.BundleDir, "*.tar.gz"))
+		return l
+	}
+	first := incident()
+	var snaps []string
+	for range 8 {
+		p, err := a.writeSnapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps = append(snaps, p)
+	}
+	if l := left(); len(l) != 3 || !slices.Contains(l, first) || !slices.Contains(l, snaps[6]) || !slices.Contains(l, snaps[7]) {
+		t.Fatalf("bundles left %v, want the incident %s and the 2 newest snapshots", l, first)
+	}
+	second, third := incident(), incident()
+	if l := left(); len(l) != 3 || !slices.Contains(l, first) || !slices.Contains(l, second) || !slices.Contains(l, third) {
+		t.Fatalf("bundles left %v, want the 3 incident bundles", l)
+	}
+	if _, err := a.writeSnapshot(); !errors.Is(err, errBudgetFull) {
+		t.Fatalf("a snapshot over a budget of incident bundles: %v, want errBudgetFull", err)
+	}
+	if l := left(); len(l) != 3 || !slices.Contains(l, first) {
+		t.Fatalf("bundles left %v, want the 3 incident bundles", l)
+	}
+}
+
+// TestSnapshotRequestChecks: loopback is 127.0.0.0/8 and ::1 (mapped too),
+// nothing else; a turn per --snapshot-gap, for every interface at once;
+// snapshots of an earlier run are known by name.
+func TestSnapshotRequestChecks(t *testing.T) {
+	for addr, want := range map[string]bool{"127.0.0.1:5000": true, "127.9.9.9:1": true, "[::1]:80": true,
+		"[::ffff:127.0.0.1]:80": true, "10.0.0.5:80": false, "[2001:db8::1]:80": false, "garbage": false} {
+		if got := fromLoopback(&http.Request{RemoteAddr: addr}); got != want {
+			t.Errorf("fromLoopback(%s) = %v, want %v", addr, got, want)
+		}
+	}
+	a := newTestAgent()
+	a.cfg.SnapshotGap = time.Minute
+	ifaces := []string{"eth0", "eth1"}
+	if w := a.claimSnapshot(ifaces, 0); w != 0 {
+		t.Fatalf("first claim: wait %v", w)
+	}
+	if w := a.claimSnapshot(ifaces, int64(20*time.Second)); w != 40*time.Second {
+		t.Errorf("claim 20 s later: wait %v, want 40s", w)
+	}
+	if w := a.claimSnapshot(ifaces, int64(time.Minute)); w != 0 {
+		t.Errorf("claim a minute later: wait %v, want none", w)
+	}
+	for name, want := range map[string]bool{"enaprobe-20261201T010000.000Z-snapshot.tar.gz": true,
+		"enaprobe-20261201T010000.000Z-snapshot-eth0.tar.gz": true, "enaprobe-20261201T010000.000Z-eth0-microburst_out.tar.gz": false} {
+		if got := a.isSnapshot(name); got != want {
+			t.Errorf("isSnapshot(%s) = %v, want %v", name, got, want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package flightrec
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -158,18 +159,18 @@ func TestPrune(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	removed, kept, err := Prune(dir, 3, 0, nil)
+	removed, kept, err := Prune(dir, Budget{MaxBundles: 3}, noSnapshots, false)
 	if err != nil || len(removed) != 1 || filepath.Base(removed[0]) != names[0] || kept != 3000 {
 		t.Fatalf("max 3: removed %v, kept %d, %v", removed, kept, err)
 	}
-	removed, kept, err = Prune(dir, 0, 1500, nil)
+	removed, kept, err = Prune(dir, Budget{MaxBytes: 1500}, noSnapshots, false)
 	if err != nil || len(removed) != 2 || kept != 1000 {
 		t.Fatalf("max 1500 bytes: removed %v, kept %d, %v", removed, kept, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, names[3])); err != nil {
 		t.Error("the newest bundle went")
 	}
-	if removed, _, _ := Prune(dir, 0, 10, nil); len(removed) != 0 {
+	if removed, _, _ := Prune(dir, Budget{MaxBytes: 10}, noSnapshots, false); len(removed) != 0 {
 		t.Errorf("removed the newest bundle %v", removed)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
@@ -177,9 +178,72 @@ func TestPrune(t *testing.T) {
 	}
 }
 
-// TestPruneKeeps: a bundle keep holds (one waiting for its upload) stays
-// whatever the budget, and older ones go first.
-func TestPruneKeeps(t *testing.T) {
+func noSnapshots(string) bool { return false }
+
+// TestPruneSnapshotsFirst: snapshots go before incident bundles, and a
+// snapshot never makes an incident bundle go, however many come: with a
+// budget of 3, one incident bundle and 8 snapshots after it, the incident
+// bundle stays; when incident bundles alone fill the budget, the new
+// snapshot itself goes. An incident makes room by snapshots first.
+func TestPruneSnapshotsFirst(t *testing.T) {
+	dir := t.TempDir()
+	snapshots := map[string]bool{}
+	isSnapshot := func(name string) bool { return snapshots[name] }
+	add := func(name string, snapshot bool) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), make([]byte, 1000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		snapshots[name] = snapshot
+	}
+	left := func() []string {
+		t.Helper()
+		m, err := filepath.Glob(filepath.Join(dir, "*.tar.gz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range m {
+			m[i] = filepath.Base(m[i])
+		}
+		return m
+	}
+	budget := Budget{MaxBundles: 3}
+	incident := "enaprobe-20261201T010000.000Z-eth0-micro_burst.tar.gz"
+	add(incident, false)
+	for i := range 8 {
+		add(fmt.Sprintf("enaprobe-20261201T0200%02d.000Z-snapshot.tar.gz", i), true)
+		if _, _, err := Prune(dir, budget, isSnapshot, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l := left(); len(l) != 3 || l[0] != incident {
+		t.Fatalf("after 8 snapshots: %v, want the incident bundle and the 2 newest snapshots", l)
+	}
+	// Two incidents more: the snapshots make room for them.
+	add("enaprobe-20261201T030000.000Z-eth0-pps.tar.gz", false)
+	Prune(dir, budget, isSnapshot, false)
+	add("enaprobe-20261201T040000.000Z-eth0-pps.tar.gz", false)
+	Prune(dir, budget, isSnapshot, false)
+	if l := left(); len(l) != 3 || l[0] != incident || snapshots[l[1]] || snapshots[l[2]] {
+		t.Fatalf("after 2 incidents: %v, want the 3 incident bundles", l)
+	}
+	// Incidents fill the budget: a snapshot does not stay.
+	snap := "enaprobe-20261201T050000.000Z-snapshot.tar.gz"
+	add(snap, true)
+	removed, _, err := Prune(dir, budget, isSnapshot, true)
+	if err != nil || len(removed) != 1 || filepath.Base(removed[0]) != snap {
+		t.Fatalf("snapshot over a budget of incidents: removed %v, %v; want the snapshot", removed, err)
+	}
+	// An incident over a budget of incidents: the oldest goes.
+	add("enaprobe-20261201T060000.000Z-eth0-pps.tar.gz", false)
+	if removed, _, _ := Prune(dir, budget, isSnapshot, false); len(removed) != 1 || filepath.Base(removed[0]) != incident {
+		t.Fatalf("incident over budget: removed %v, want the oldest incident", removed)
+	}
+}
+
+// TestPruneKeepsPending: a bundle Budget.Pending holds (one waiting for its
+// upload) stays whatever the budget, and older ones go first.
+func TestPruneKeepsPending(t *testing.T) {
 	dir := t.TempDir()
 	var names []string
 	for i := range 4 {
@@ -189,11 +253,11 @@ func TestPruneKeeps(t *testing.T) {
 		}
 		names = append(names, n)
 	}
-	removed, _, err := Prune(dir, 1, 0, func(p string) bool { return p == names[0] })
+	removed, _, err := Prune(dir, Budget{MaxBundles: 1, Pending: func(p string) bool { return p == names[0] }}, noSnapshots, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := names[1:3]; !slices.Equal(removed, want) {
-		t.Errorf("removed %v, want %v (the kept oldest and the newest stay)", removed, want)
+		t.Errorf("removed %v, want %v (the pending oldest and the newest stay)", removed, want)
 	}
 }
