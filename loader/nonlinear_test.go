@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/enaprobe/enaprobe/bpf"
@@ -120,8 +121,7 @@ func nonLinearFrame(t testing.TB, src, dst net.IP, sport uint16, tcp bool, size 
 
 // sendRaw writes each frame as it is to ifname in namespace ns with an
 // AF_PACKET socket: through the interface's egress, qdisc and tc included.
-// It returns the CPU time the sending thread spent in the sends.
-func sendRaw(t testing.TB, ns, ifname string, batch [][]byte) (cpu time.Duration) {
+func sendRaw(t testing.TB, ns, ifname string, batch [][]byte) {
 	t.Helper()
 	err := vethpair.Do(ns, func() error {
 		ifc, err := net.InterfaceByName(ifname)
@@ -134,26 +134,17 @@ func sendRaw(t testing.TB, ns, ifname string, batch [][]byte) (cpu time.Duration
 		}
 		defer unix.Close(fd)
 		to := &unix.SockaddrLinklayer{Ifindex: ifc.Index, Halen: 6}
-		var start, end unix.Timespec
-		if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &start); err != nil {
-			return err
-		}
 		for _, f := range batch {
 			copy(to.Addr[:], f[:6])
 			if err := unix.Sendto(fd, f, 0, to); err != nil {
 				return fmt.Errorf("send %d-byte frame on %s: %w", len(f), ifname, err)
 			}
 		}
-		if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &end); err != nil {
-			return err
-		}
-		cpu = time.Duration(end.Nano() - start.Nano())
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cpu
 }
 
 // waitCounted polls the datapath's totals until direction dir has counted at
@@ -178,46 +169,57 @@ func waitCounted(t testing.TB, p *Probe, dir record.Direction, n int) {
 	t.Errorf("%s counted fewer than %d packets within 5 s", dir, n)
 }
 
-// BenchmarkNonLinear is what the egress program costs a frame whose
-// headers lie outside the skb's linear part, the pull included, beside what
-// it costs a linear frame of the same flow, measured in one run through real
-// veths (BPF_PROG_TEST_RUN builds only linear skbs). Two jumbo pairs, one
-// traced and one bare, get the same batches of AF_PACKET sends in turn; the
-// program's cost per frame is the sending thread's CPU time (which holds
-// the egress path and the peer's receive, run in the same thread) on the
-// traced pair minus that on the bare one. CPU time, not wall time: the other
-// work on a shared machine does not count to it. The kernel's per-program
-// run-time statistics or an fentry/fexit timer would time the program alone,
-// but the 6.18 host's kernel counts no tc or tcx runs in the former and
-// refuses tracing programs. Reported: the medians over rounds of each cost
+// BenchmarkNonLinear is what the datapath costs a frame whose headers lie
+// outside the skb's linear part, the pull included, as a ratio to a linear
+// frame of the same flow, measured in one run through a real veth
+// (BPF_PROG_TEST_RUN builds only linear skbs). The kernel's run-time
+// statistics time the egress hook's program (the trampoline, whose runs
+// include the counting program it tail-calls) over batches of each kind in
+// turn; reported are the medians over the rounds of each one's ns per run
 // and of their ratio.
 //
 //	go test -run '^$' -bench NonLinear -benchtime 1x ./loader
 func BenchmarkNonLinear(b *testing.B) {
-	traced := vethpair.ForTest(b, vethpair.Options{Octet: 8, MTU: 9001})
-	bare := vethpair.ForTest(b, vethpair.Options{Octet: 9, MTU: 9001})
+	pair := vethpair.ForTest(b, vethpair.Options{Octet: 8, MTU: 9001})
 	var p *Probe
 	var att *Attachment
-	if err := vethpair.Do(traced.NSA, func() (err error) {
+	if err := vethpair.Do(pair.NSA, func() (err error) {
 		if p, err = Load(DefaultOptions()); err != nil {
 			return err
 		}
-		att, err = Attach(p, traced.IfA, AttachAuto)
+		att, err = Attach(p, pair.IfA, AttachAuto)
 		return err
 	}); err != nil {
 		b.Fatalf("%+v", err)
 	}
 	b.Cleanup(func() {
-		_ = vethpair.Do(traced.NSA, att.Close)
+		_ = vethpair.Do(pair.NSA, att.Close)
 		p.Close()
 	})
-	const batch, rounds = 10000, 21
-	send := func(pair *vethpair.Pair, f []byte) float64 { // CPU ns per frame
+	var hook *ebpf.Program
+	for _, h := range att.hooks {
+		if h.dir == "egress" {
+			hook = h.cur.prog
+		}
+	}
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		b.Fatalf("enable bpf run-time statistics: %v", err)
+	}
+	defer stats.Close()
+	const batch, rounds = 2000, 21
+	run := func(f []byte) float64 { // mean ns per run of the egress hook
+		before := progRuntime(b, hook)
 		frames := make([][]byte, batch)
 		for i := range frames {
 			frames[i] = f
 		}
-		return float64(sendRaw(b, pair.NSA, pair.IfA, frames).Nanoseconds()) / batch
+		sendRaw(b, pair.NSA, pair.IfA, frames)
+		after := progRuntime(b, hook)
+		if after.runs-before.runs < batch {
+			b.Fatalf("%d runs counted for %d frames sent", after.runs-before.runs, batch)
+		}
+		return float64(after.ns-before.ns) / float64(after.runs-before.runs)
 	}
 	for _, c := range []struct {
 		name string
@@ -234,8 +236,7 @@ func BenchmarkNonLinear(b *testing.B) {
 			for b.Loop() {
 				var lin, pag, ratios []float64
 				for range rounds {
-					l := send(traced, linear) - send(bare, linear)
-					n := send(traced, paged) - send(bare, paged)
+					l, n := run(linear), run(paged)
 					lin, pag, ratios = append(lin, l), append(pag, n), append(ratios, n/l)
 				}
 				for _, s := range [][]float64{lin, pag, ratios} {
@@ -247,6 +248,18 @@ func BenchmarkNonLinear(b *testing.B) {
 			}
 		})
 	}
+}
+
+type progRun struct{ ns, runs uint64 }
+
+// progRuntime is the kernel's run-time statistics of prog.
+func progRuntime(tb testing.TB, prog *ebpf.Program) progRun {
+	tb.Helper()
+	st, err := prog.Stats()
+	if err != nil {
+		tb.Fatalf("program run-time statistics: %v", err)
+	}
+	return progRun{uint64(st.Runtime), st.RunCount}
 }
 
 // TestLargestTestRunFrame checks the fuzz target's bound: above what it fuzzed
