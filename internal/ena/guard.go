@@ -73,6 +73,17 @@ func newGuardState(g Guard) *guardState {
 	return &guardState{g: g, status: GuardStatus{State: "reading"}}
 }
 
+// forSource is the guard for reads of src: the slow-read signs only where
+// a read reaches a device (the ethtool source). A file's or a lab's read
+// time says nothing of a device, and on a busy machine is mostly the wait
+// for a CPU; their health counters are still watched.
+func (g Guard) forSource(src Source) Guard {
+	if src.Kind() != "ethtool" {
+		g.SlowRead, g.MedianFactor = 0, 0
+	}
+	return g
+}
+
 // on reports whether the guard watches anything.
 func (g Guard) on() bool { return g.SlowRead > 0 || g.MedianFactor > 0 || g.StopAfter > 0 }
 

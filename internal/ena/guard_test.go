@@ -156,3 +156,13 @@ func TestSamplerGuard(t *testing.T) {
 		t.Errorf("interval %v, want 500ms", s.Current())
 	}
 }
+
+// TestGuardForSource: slow reads are signs only for the ethtool source.
+func TestGuardForSource(t *testing.T) {
+	if g := DefaultGuard.forSource(NewFileSource("x")); g.SlowRead != 0 || g.MedianFactor != 0 || g.StopAfter != DefaultGuard.StopAfter {
+		t.Errorf("file source guard %+v", g)
+	}
+	if g := DefaultGuard.forSource(&EthtoolSource{}); g != DefaultGuard {
+		t.Errorf("ethtool source guard %+v", g)
+	}
+}

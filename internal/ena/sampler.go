@@ -72,7 +72,9 @@ func NewSampler(iface string, source Source, interval time.Duration) (*Sampler, 
 }
 
 // SetBackoff turns backing off on, before Run.
-func (s *Sampler) SetBackoff(b Backoff) { s.backoff, s.guard = b, newGuardState(b.Guard) }
+func (s *Sampler) SetBackoff(b Backoff) {
+	s.backoff, s.guard = b, newGuardState(b.Guard.forSource(s.source))
+}
 
 // Interval is the time between two reads the sampler was made with.
 func (s *Sampler) Interval() time.Duration { return s.interval }
