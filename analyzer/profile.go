@@ -39,7 +39,7 @@ func (a *analysis) profile() Profile {
 		}
 		l := counters.Latency(byIface[name])
 		p.CounterReadLatency = append(p.CounterReadLatency, ReadLatency{Interface: name, Reads: l.Reads,
-			MinUs: us(l.Min), MedianUs: us(l.Median), MaxUs: us(l.Max)})
+			MinUs: us(l.Min), MedianUs: us(l.Median), MaxUs: us(l.Max), HeldMs: float64(counters.ReadTime(byIface[name])) / 1e6})
 	}
 	return p
 }

@@ -52,6 +52,18 @@ type InterfaceENA struct {
 	Present       []string `json:"present"` // allowance counters seen in at least one successful read
 	Absent        []string `json:"absent"`  // allowance counters never seen: no finding can rest on them
 	Reads         int      `json:"reads"`   // counter samples, failed ones included
+	// ReadGuard is what the counter reads did on signs of a struggling
+	// device (its health counters moved, reads slowed down): backed off,
+	// then stopped. Empty when the device showed none.
+	ReadGuard []ReadGuardEvent `json:"read_guard"`
+}
+
+// ReadGuardEvent is one sign of a struggling device and what the reads did.
+type ReadGuardEvent struct {
+	AtS        float64 `json:"at_s"` // since the trace's start
+	Reason     string  `json:"reason"`
+	Action     string  `json:"action"`      // record.CounterGuardBackedOff or CounterGuardStopped
+	IntervalMs float64 `json:"interval_ms"` // the read interval from then on; 0 once stopped
 }
 
 // Limits are the limits the trace was compared with.
@@ -476,4 +488,8 @@ type ReadLatency struct {
 	MinUs     float64 `json:"min_us"`
 	MedianUs  float64 `json:"median_us"`
 	MaxUs     float64 `json:"max_us"`
+	// HeldMs is the reads' durations summed: how long they held the
+	// kernel's RTNL lock in all (an upper bound: a read's stamps include
+	// the time its thread waited for a CPU).
+	HeldMs float64 `json:"held_ms"`
 }

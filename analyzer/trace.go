@@ -2,8 +2,10 @@ package analyzer
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/limits"
@@ -51,6 +53,16 @@ func (a *analysis) traceInfo() TraceInfo {
 			}
 		}
 		e.ENA = len(e.Present) > 0
+		e.ReadGuard = []ReadGuardEvent{}
+		for _, ev := range m.CounterGuard {
+			if ev.Interface != name {
+				continue
+			}
+			g := ReadGuardEvent{AtS: float64(ev.AtNs-m.Start.MonoNs) / 1e9, Reason: ev.Reason, Action: ev.Action,
+				IntervalMs: float64(ev.IntervalNs) / 1e6}
+			e.ReadGuard = append(e.ReadGuard, g)
+			t.Notes = append(t.Notes, readGuardNote(name, g))
+		}
 		anyCounter = anyCounter || e.ENA
 		if info[name].Down {
 			t.Notes = append(t.Notes, name+": down when the trace began: it carried no traffic until it came up")
@@ -80,6 +92,16 @@ func (a *analysis) traceInfo() TraceInfo {
 	}
 	t.Notes = append(t.Notes, a.opt.Notes...)
 	return t
+}
+
+// readGuardNote says what the counter reads did on a sign of a struggling
+// device, and what it means for the counter-based findings.
+func readGuardNote(iface string, g ReadGuardEvent) string {
+	if g.Action == record.CounterGuardStopped {
+		return fmt.Sprintf("%s: counter reads stopped at +%.1fs (%s): the device showed trouble again; no counter-based finding after that", iface, g.AtS, g.Reason)
+	}
+	return fmt.Sprintf("%s: counter reads backed off to every %s at +%.1fs (%s), to spare the device admin commands; counter jumps are placed less precisely after that",
+		iface, time.Duration(g.IntervalMs*1e6), g.AtS, g.Reason)
 }
 
 func nonNil[T any](s []T) []T {

@@ -102,14 +102,43 @@ func stateKey6(k bpf.ProbeFlowKey) stateKey {
 	return stateKey{v6: true, key: k}
 }
 
-// flowState is what the collector remembers of a flow between drains.
+// flowState is what the collector remembers of a flow between drains: one
+// per flow seen, so it is kept small (issue 23: 195,000 flows in a trace).
+// The past of evicted entries is rare and kept apart; the origin holds only
+// what the key and the interface do not say.
 type flowState struct {
-	base        bpf.ProbeFlowStats // counters of entries evicted earlier
-	last        bpf.ProbeFlowStats // as last read from the table
-	lastPackets uint64             // cumulative packets at the last snapshot
-	lastWindow  uint64             // start of the last window event sent
-	folded      uint64             // first_seen_ns of an entry taken into base unseen by an eviction event
-	origin      FlowOrigin         // the first origin an entry of the flow noted
+	last        bpf.ProbeFlowStats  // as last read from the table
+	base        *bpf.ProbeFlowStats // counters of entries evicted earlier; nil while none was
+	lastPackets uint64              // cumulative packets at the last snapshot
+	lastWindow  uint64              // start of the last window event sent
+	folded      uint64              // first_seen_ns of an entry taken into base unseen by an eviction event
+	origin      flowOrigin          // the first origin an entry of the flow noted
+}
+
+// flowOrigin is a FlowOrigin without its interface and key.
+type flowOrigin struct {
+	cookie, cgroup uint64
+	inIfindex      uint32
+	kind           bpf.ProbeOrigin
+}
+
+// past is the counters of the flow's evicted entries.
+func (fs *flowState) past() bpf.ProbeFlowStats {
+	if fs.base == nil {
+		return bpf.ProbeFlowStats{}
+	}
+	return *fs.base
+}
+
+// addPast takes an evicted entry's counters into the flow's past.
+func (fs *flowState) addPast(v bpf.ProbeFlowStats) {
+	p := addStats(fs.past(), v)
+	fs.base = &p
+}
+
+// originOf is the flow's origin, named by interface and key.
+func (c *Collector) originOf(sk stateKey, o flowOrigin) FlowOrigin {
+	return FlowOrigin{Interface: c.iface, Key: flowKey(sk.key), Kind: o.kind, Cookie: o.cookie, Cgroup: o.cgroup, InIfindex: o.inIfindex}
 }
 
 // FlowOrigin is what the datapath noted of a flow's first egress packet,
@@ -499,7 +528,7 @@ func (c *Collector) scanTables(nowNs int64) {
 			// A new entry of a flow whose eviction event was lost (ring
 			// full) or comes later: only idle flows are evicted, so the
 			// entry last read holds all of its traffic.
-			fs.base = addStats(fs.base, fs.last)
+			fs.addPast(fs.last)
 			fs.folded = fs.last.FirstSeenNs
 			c.evicted++
 		}
@@ -515,7 +544,7 @@ func (c *Collector) evict(nowNs int64, sk stateKey, final bpf.ProbeFlowStats) {
 	if fs.folded == final.FirstSeenNs {
 		return // taken in already, when its successor was read
 	}
-	fs.base = addStats(fs.base, final)
+	fs.addPast(final)
 	if fs.last.FirstSeenNs == final.FirstSeenNs {
 		fs.last = bpf.ProbeFlowStats{} // the entry last read was this one
 	}
@@ -526,14 +555,13 @@ func (c *Collector) evict(nowNs int64, sk stateKey, final bpf.ProbeFlowStats) {
 // observe records a snapshot of the flow when its cumulative counters moved,
 // and the window of entry v when it closed heavy.
 func (c *Collector) observe(nowNs int64, sk stateKey, fs *flowState, v bpf.ProbeFlowStats) {
-	if fs.origin.Kind == bpf.ProbeOriginORIGIN_UNKNOWN && bpf.ProbeOrigin(v.Origin) != bpf.ProbeOriginORIGIN_UNKNOWN {
-		fs.origin = FlowOrigin{Interface: c.iface, Key: flowKey(sk.key), Kind: bpf.ProbeOrigin(v.Origin),
-			Cookie: v.SockCookie, Cgroup: v.SockCgroup, InIfindex: v.InIfindex}
+	if fs.origin.kind == bpf.ProbeOriginORIGIN_UNKNOWN && bpf.ProbeOrigin(v.Origin) != bpf.ProbeOriginORIGIN_UNKNOWN {
+		fs.origin = flowOrigin{kind: bpf.ProbeOrigin(v.Origin), cookie: v.SockCookie, cgroup: v.SockCgroup, inIfindex: v.InIfindex}
 		if c.streamOrigins {
-			c.origins = append(c.origins, fs.origin)
+			c.origins = append(c.origins, c.originOf(sk, fs.origin))
 		}
 	}
-	cum := addStats(fs.base, fs.last)
+	cum := addStats(fs.past(), fs.last)
 	if cum.Packets != fs.lastPackets {
 		fs.lastPackets = cum.Packets
 		c.snapshots = append(c.snapshots, record.FlowSnapshot{
@@ -624,9 +652,9 @@ func (c *Collector) Totals() []record.Totals { return c.totals[:] }
 // streaming trace takes at every drain).
 func (c *Collector) Origins() []FlowOrigin {
 	var out []FlowOrigin
-	for _, fs := range c.flows {
-		if fs.origin.Kind != bpf.ProbeOriginORIGIN_UNKNOWN {
-			out = append(out, fs.origin)
+	for sk, fs := range c.flows {
+		if fs.origin.kind != bpf.ProbeOriginORIGIN_UNKNOWN {
+			out = append(out, c.originOf(sk, fs.origin))
 		}
 	}
 	return out

@@ -39,9 +39,10 @@ func FuzzDatapath(f *testing.F) {
 	opts := testOptions()
 	opts.VPCResolver = vpc
 	tp := newTestProbe(f, opts)
+	maxFrame := tp.largestTestRunFrame(f)
 	f.Fuzz(func(t *testing.T, frame []byte, ingress bool, gsoSegs, gsoSize uint16) {
-		if len(frame) > 3000 {
-			return // the test run takes at most a page
+		if len(frame) > maxFrame {
+			return // the test run builds an skb of one page at most
 		}
 		dir := record.Egress
 		if ingress {

@@ -132,6 +132,32 @@ func kernelRefuses(frame []byte) bool {
 	return false
 }
 
+// largestTestRunFrame is the longest frame the kernel's test run takes:
+// it builds a linear skb in one page, less its headroom and the shared info
+// at its end (about 3.7 kB on x86-64; bpf_test_init in net/bpf/test_run.c),
+// so the frames of more than a page that a real link brings with headers
+// in page fragments are the veth tests' (TestVethNonLinearHeaders).
+// Found by bisection, as the sizes differ by kernel and architecture.
+func (tp *testProbe) largestTestRunFrame(tb testing.TB) int {
+	tb.Helper()
+	runs := func(n int) bool {
+		_, err := tp.progs[record.Egress].Run(&ebpf.RunOptions{Data: make([]byte, n)})
+		return err == nil
+	}
+	lo, hi := 14, 1<<16 // runs(lo); !runs(hi)
+	if !runs(lo) || runs(hi) {
+		tb.Fatalf("the test run takes no %d-byte frame or takes a %d-byte one", lo, hi)
+	}
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; runs(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
 // tryRun feeds one frame to the program of direction dir with the given GSO
 // metadata and checks the program let it pass.
 func (tp *testProbe) tryRun(dir record.Direction, frame []byte, gsoSegs, gsoSize uint32) error {

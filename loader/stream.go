@@ -31,7 +31,7 @@ func (c *Collector) PruneFlows(beforeNs int64) int {
 		if fs.last.Packets != 0 {
 			continue // in the table at the last scan
 		}
-		if int64(fs.base.LastSeenNs) < beforeNs {
+		if int64(fs.past().LastSeenNs) < beforeNs {
 			delete(c.flows, sk)
 			n++
 		}

@@ -187,12 +187,45 @@ static __always_inline int parse_ipv6(void *data, void *end, __u32 off, struct p
 	return parse_l4(data, end, off, nexthdr, p);
 }
 
+/* Headers outside the linear part (issue 23): an skb may carry only its
+ * Ethernet header in the linear part and the rest in page fragments (a
+ * frame of more than a page sent with AF_PACKET, GSO packets built from a
+ * virtio header, drivers that build skbs from pages), and direct packet
+ * access reads only data..data_end. PULL_LEN covers what the parse reads in
+ * all but exotic frames: 2 VLAN tags, a full IPv4 header with options and
+ * TCP (22 + 60 + 20 = 102 bytes), or IPv6 with about 170 bytes of extension
+ * headers. A frame whose linear part is at least PULL_LEN bytes, or is the
+ * whole frame, pays one compare of data_end (and, below PULL_LEN, one load
+ * of skb->len); only a frame whose headers may lie beyond the linear part
+ * pays the pull. */
+#define PULL_LEN 256
+
+/* pull_headers makes the first min(len, PULL_LEN) bytes of skb linear when
+ * they are not, and reloads data and end: the pull invalidates every packet
+ * pointer. It changes the skb's layout, never its bytes (a cloned skb gets
+ * its own head, as for any tc program that writes). A failed pull (no
+ * memory) leaves the frame as it was: the parse reads what is linear. */
+static __always_inline void pull_headers(struct __sk_buff *skb, void **data, void **end)
+{
+	if (*data + PULL_LEN <= *end)
+		return;
+	__u32 want = skb->len;
+	if (want > PULL_LEN)
+		want = PULL_LEN;
+	if (*data + want <= *end)
+		return;
+	bpf_skb_pull_data(skb, want);
+	*data = (void *)(long)skb->data;
+	*end = (void *)(long)skb->data_end;
+}
+
 /* parse fills p. Anything it cannot make sense of stays CLASS_OTHER, and a
  * frame whose IP header is complete still gets a flow key. */
 static __always_inline void parse(struct __sk_buff *skb, struct packet *p)
 {
 	void *data = (void *)(long)skb->data;
 	void *end = (void *)(long)skb->data_end;
+	pull_headers(skb, &data, &end);
 
 	/* key6 is left alone: only an IPv6 packet reads it, after writing its
 	 * addresses whole and the rest from key4. */

@@ -25,7 +25,7 @@ const serveReadInterval = time.Second
 // serveBackoff is how serve lengthens its read interval while reads are
 // slow: 3 reads in a row that take more than 1% of the interval double it,
 // up to 30 s; 10 fast reads in a row halve it back.
-var serveBackoff = ena.Backoff{Max: 30 * time.Second, Share: 0.01, Slow: 3, Recover: 10}
+var serveBackoff = ena.Backoff{Max: 30 * time.Second, Share: 0.01, Slow: 3, Recover: 10, Guard: ena.DefaultGuard}
 
 type serveFlags struct {
 	traceFlags

@@ -65,7 +65,8 @@ type Config struct {
 	// only the metadata, totals and loss.
 	Stream *Stream
 	// SampleBackoff lengthens the counter sample interval while reads are
-	// slow (ena.Backoff); the zero value keeps it fixed.
+	// slow, and backs off or stops reading on signs of a struggling device
+	// (ena.Backoff, its Guard); the zero value keeps it fixed.
 	SampleBackoff ena.Backoff
 }
 
@@ -103,6 +104,8 @@ type Health struct {
 	loader.Health
 	// SampleInterval is the counter read interval in use (0: no counters).
 	SampleInterval time.Duration
+	// Guarded is what the counter reads' guard did so far.
+	Guarded ena.GuardStatus
 }
 
 // Progress is what a live status line shows.
@@ -121,6 +124,7 @@ func DefaultConfig() Config {
 		Datapath:       loader.DefaultOptions(),
 		Attach:         loader.AttachAuto,
 		SampleInterval: ena.DefaultInterval,
+		SampleBackoff:  ena.Backoff{Guard: ena.DefaultGuard},
 		DrainInterval:  50 * time.Millisecond,
 		FlowInterval:   100 * time.Millisecond,
 		AnchorInterval: 250 * time.Millisecond,
@@ -450,6 +454,7 @@ func loop(ctx context.Context, cfg Config, traced []*tracedInterface, owners *ow
 				h := Health{Health: ti.col.Health(now)}
 				if ti.sampler != nil {
 					h.SampleInterval = ti.sampler.Current()
+					h.Guarded = ti.sampler.Guarded()
 				}
 				if d := cfg.Stream.ForgetFlowsAfter; d > 0 {
 					ti.col.PruneFlows(now - int64(d))
@@ -540,6 +545,7 @@ func assemble(cfg Config, traced []*tracedInterface, start, end record.ClockPair
 		ti.mu.Unlock()
 		if ti.sampler != nil {
 			m.CounterSource = counterSourceName(cfg, ti.info.Name)
+			m.CounterGuard = append(m.CounterGuard, ti.sampler.Guarded().Events...)
 		}
 	}
 	return rec

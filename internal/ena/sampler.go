@@ -34,6 +34,7 @@ type Sampler struct {
 	source   Source
 	interval time.Duration
 	backoff  Backoff
+	guard    *guardState
 	current  atomic.Int64 // the interval in use, ns
 }
 
@@ -43,12 +44,14 @@ type Sampler struct {
 // Recover reads in a row that took under a quarter of that, it halves back
 // toward the interval it was made with. One slow read is not enough: a
 // read's stamps include the time the sampler's thread waited for a CPU.
-// The zero Backoff keeps the interval fixed (a trace).
+// The zero Backoff keeps the interval fixed. Guard, the same for trace and
+// serve, backs off at once on signs of a struggling device (guard.go).
 type Backoff struct {
 	Max     time.Duration
 	Share   float64
 	Slow    int
 	Recover int
+	Guard   Guard
 }
 
 // NewSampler samples source, the counters of interface iface, every
@@ -63,13 +66,15 @@ func NewSampler(iface string, source Source, interval time.Duration) (*Sampler, 
 	if interval < MinInterval {
 		return nil, fmt.Errorf("new sampler for %s: interval %v below the minimum %v", iface, interval, MinInterval)
 	}
-	sa := &Sampler{iface: iface, source: source, interval: interval}
+	sa := &Sampler{iface: iface, source: source, interval: interval, guard: newGuardState(Guard{})}
 	sa.current.Store(int64(interval))
 	return sa, nil
 }
 
 // SetBackoff turns backing off on, before Run.
-func (s *Sampler) SetBackoff(b Backoff) { s.backoff = b }
+func (s *Sampler) SetBackoff(b Backoff) {
+	s.backoff, s.guard = b, newGuardState(b.Guard.forSource(s.source))
+}
 
 // Interval is the time between two reads the sampler was made with.
 func (s *Sampler) Interval() time.Duration { return s.interval }
@@ -127,10 +132,19 @@ func (s *Sampler) Run(ctx context.Context, emit func(record.CounterSample)) {
 		return
 	}
 	cur, fast := s.interval, 0
+	base, stopped := s.interval, false // base: the shortest interval allowed now
 	sample := func() {
 		cs := s.Sample()
 		emit(cs)
-		next, f := s.backoff.next(s.interval, cur, time.Duration(cs.AfterNs-cs.BeforeNs), fast)
+		var backOff time.Duration
+		if backOff, stopped = s.guard.observe(cs, cur); stopped {
+			return
+		}
+		if backOff > 0 {
+			base, cur = backOff, backOff
+			s.current.Store(int64(cur))
+		}
+		next, f := s.backoff.next(base, cur, time.Duration(cs.AfterNs-cs.BeforeNs), fast)
 		fast = f
 		if next != cur {
 			cur = next
@@ -138,6 +152,9 @@ func (s *Sampler) Run(ctx context.Context, emit func(record.CounterSample)) {
 		}
 	}
 	sample()
+	if stopped {
+		return
+	}
 	ticker := time.NewTicker(cur)
 	defer ticker.Stop()
 	for {
@@ -152,6 +169,9 @@ func (s *Sampler) Run(ctx context.Context, emit func(record.CounterSample)) {
 			}
 			was := cur
 			sample()
+			if stopped {
+				return
+			}
 			if cur != was {
 				ticker.Reset(cur)
 			}

@@ -353,6 +353,23 @@ type InterfaceInfo struct {
 	Down bool `json:",omitempty"`
 }
 
+// The actions of a CounterGuardEvent.
+const (
+	CounterGuardBackedOff = "backed off"
+	CounterGuardStopped   = "stopped reading"
+)
+
+// CounterGuardEvent is one sign of a struggling device on Interface and what
+// the counter reads did about it (ena.Guard): "backed off" to IntervalNs, or
+// "stopped reading".
+type CounterGuardEvent struct {
+	Interface  string
+	AtNs       int64 // CLOCK_MONOTONIC
+	Reason     string
+	Action     string
+	IntervalNs int64 `json:",omitempty"`
+}
+
 // Meta is what a reader needs to interpret the rest.
 type Meta struct {
 	Version      string // enaprobe version that recorded
@@ -390,6 +407,11 @@ type Meta struct {
 	// cgroup programs could not attach, sockets closed before they were
 	// seen, owners evicted from their bounded maps.
 	OwnerNotes []string `json:",omitempty"`
+
+	// CounterGuard is what the counter reads' guard did: when a device's
+	// health counters moved or its reads slowed down, reads backed off,
+	// then stopped.
+	CounterGuard []CounterGuardEvent `json:",omitempty"`
 }
 
 // The values of Meta.Trigger.

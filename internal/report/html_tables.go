@@ -96,10 +96,10 @@ func sizeMixTable(mix []analyzer.SizeMix) htmlTable {
 }
 
 func latencyTable(lat []analyzer.ReadLatency) htmlTable {
-	t := htmlTable{Header: []string{"iface", "reads", "min", "median", "max"}, NumFrom: 1}
+	t := htmlTable{Header: []string{"iface", "reads", "min", "median", "max", "lock held in all"}, NumFrom: 1}
 	for _, l := range lat {
 		t.Rows = append(t.Rows, []string{l.Interface, fmtCount(l.Reads), fmtSeconds(l.MinUs / 1e6),
-			fmtSeconds(l.MedianUs / 1e6), fmtSeconds(l.MaxUs / 1e6)})
+			fmtSeconds(l.MedianUs / 1e6), fmtSeconds(l.MaxUs / 1e6), fmtSeconds(l.HeldMs / 1e3)})
 	}
 	return t
 }

@@ -222,9 +222,9 @@ func textReadLatency(p *page, lat []analyzer.ReadLatency) {
 		p.para("  ", "No counter reads.")
 		return
 	}
-	t := newTable("IFACE", "READS", "MIN", "MEDIAN", "MAX").rightAlign(1, 2, 3, 4)
+	t := newTable("IFACE", "READS", "MIN", "MEDIAN", "MAX", "LOCK HELD").rightAlign(1, 2, 3, 4, 5)
 	for _, l := range lat {
-		t.add(l.Interface, fmtCount(l.Reads), fmtSeconds(l.MinUs/1e6), fmtSeconds(l.MedianUs/1e6), fmtSeconds(l.MaxUs/1e6))
+		t.add(l.Interface, fmtCount(l.Reads), fmtSeconds(l.MinUs/1e6), fmtSeconds(l.MedianUs/1e6), fmtSeconds(l.MaxUs/1e6), fmtSeconds(l.HeldMs/1e3))
 	}
 	p.lines(t.render("  "))
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -233,24 +232,6 @@ func TestServeSoak(t *testing.T) {
 	if len(bs) > maxBundles || total > maxBytes && len(bs) > 1 {
 		t.Errorf("%d bundles of %d bytes in %s: over the budget of %d and %d", len(bs), total, s.dir, maxBundles, maxBytes)
 	}
-}
-
-// daemonSetMemoryLimit is the memory limit of serve's container in the
-// DaemonSet (deploy/kubernetes/daemonset.yaml): past it the kubelet kills
-// serve.
-func daemonSetMemoryLimit(t *testing.T) int64 {
-	t.Helper()
-	b, err := os.ReadFile("../../deploy/kubernetes/daemonset.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, limits, ok := strings.Cut(string(b), "limits:")
-	m := regexp.MustCompile(`memory:\s*(\d+)Mi`).FindStringSubmatch(limits)
-	if !ok || m == nil {
-		t.Fatal("no memory limit in deploy/kubernetes/daemonset.yaml")
-	}
-	n, _ := strconv.ParseInt(m[1], 10, 64)
-	return n << 20
 }
 
 // rssBytes reads a process's resident set.

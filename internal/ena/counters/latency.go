@@ -42,3 +42,13 @@ func Latency(samples []record.CounterSample) ReadLatency {
 		Max:    time.Duration(d[n-1]),
 	}
 }
+
+// ReadTime is the samples' read durations summed: on ENA, how long the reads
+// held the kernel's RTNL lock in all.
+func ReadTime(samples []record.CounterSample) time.Duration {
+	var sum int64
+	for _, s := range samples {
+		sum += s.AfterNs - s.BeforeNs
+	}
+	return time.Duration(sum)
+}

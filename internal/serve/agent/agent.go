@@ -28,6 +28,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/internal/capture"
+	"github.com/enaprobe/enaprobe/internal/ena"
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/internal/owner"
@@ -129,6 +130,7 @@ type ifaceState struct {
 	lastGood    *record.CounterSample // the last successful read
 	lastReadNs  int64                 // AfterNs of the last successful read
 	interval    time.Duration         // read interval in use
+	guardSeen   int                   // the read guard's events already logged
 	totals      [record.NumDirections]record.Totals
 	loss        record.Loss
 	peak        peakTracker
@@ -520,6 +522,30 @@ func (a *Agent) onHealth(iface string, h capture.Health) {
 		st.interval = h.SampleInterval
 		a.m.CounterReadInterval.Set(h.SampleInterval.Seconds())
 	}
+	if st := a.ifaces[iface]; st != nil {
+		a.noteReadGuard(iface, st, h.Guarded)
+	}
+}
+
+// noteReadGuard logs and exports what the counter reads' guard did since
+// the last health report, and keeps it for the bundles. Called with a.mu
+// held.
+func (a *Agent) noteReadGuard(iface string, st *ifaceState, g ena.GuardStatus) {
+	for _, ev := range g.Events[min(st.guardSeen, len(g.Events)):] {
+		a.log.Warn().Str("interface", iface).Str("reason", ev.Reason).Str("action", ev.Action).
+			Dur("read_interval", time.Duration(ev.IntervalNs)).Msg("ENA device shows trouble: counter reads " + ev.Action)
+		a.m.CounterReadSigns.WithLabelValues(iface).Inc()
+		a.meta.CounterGuard = append(a.meta.CounterGuard, ev) // the bundles' reports say it too
+	}
+	st.guardSeen = len(g.Events)
+	state := metrics.ReadGuardReading
+	switch g.State {
+	case record.CounterGuardBackedOff:
+		state = metrics.ReadGuardBackedOff
+	case record.CounterGuardStopped:
+		state = metrics.ReadGuardStopped
+	}
+	a.m.CounterReadGuard.WithLabelValues(iface).Set(float64(state))
 }
 
 // publishPeaks sets the peak gauges to the highest 1 ms rate since the
@@ -583,6 +609,7 @@ func (a *Agent) write(ifaces []string, fromNs, toNs, atNs int64, trigger string,
 	defer a.writeMu.Unlock()
 	a.mu.Lock()
 	meta := a.meta
+	meta.CounterGuard = slices.Clone(meta.CounterGuard)
 	a.mu.Unlock()
 	fromNs = max(fromNs, meta.Start.MonoNs)
 	end := record.ClockPair{MonoNs: monoclock.Now(), Wall: time.Now()}

@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 
+	"github.com/enaprobe/enaprobe/internal/capture"
+	"github.com/enaprobe/enaprobe/internal/ena"
 	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/internal/record"
 	"github.com/enaprobe/enaprobe/internal/serve/flightrec"
@@ -250,5 +252,33 @@ func TestSnapshotRequestChecks(t *testing.T) {
 		if got := a.isSnapshot(name); got != want {
 			t.Errorf("isSnapshot(%s) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestReadGuardMetrics: what the counter reads' guard did reaches /metrics:
+// the state gauge follows it, and each sign is counted once, however often
+// the health report repeats it.
+func TestReadGuardMetrics(t *testing.T) {
+	a := newTestAgent()
+	state := func() float64 { return testutil.ToFloat64(a.m.CounterReadGuard.WithLabelValues("eth0")) }
+	signs := func() float64 { return testutil.ToFloat64(a.m.CounterReadSigns.WithLabelValues("eth0")) }
+	h := capture.Health{SampleInterval: time.Second, Guarded: ena.GuardStatus{State: "reading"}}
+	a.onHealth("eth0", h)
+	if state() != metrics.ReadGuardReading || signs() != 0 {
+		t.Fatalf("state %v signs %v before any sign", state(), signs())
+	}
+	ev := record.CounterGuardEvent{Interface: "eth0", Reason: "wd_expired +1", Action: record.CounterGuardBackedOff, IntervalNs: int64(10 * time.Second)}
+	h.Guarded = ena.GuardStatus{State: record.CounterGuardBackedOff, Events: []record.CounterGuardEvent{ev}}
+	a.onHealth("eth0", h)
+	a.onHealth("eth0", h)
+	if state() != metrics.ReadGuardBackedOff || signs() != 1 {
+		t.Errorf("backed off: state %v signs %v, want %d and 1", state(), signs(), metrics.ReadGuardBackedOff)
+	}
+	stop := ev
+	stop.Action, stop.IntervalNs = record.CounterGuardStopped, 0
+	h.Guarded = ena.GuardStatus{State: record.CounterGuardStopped, Events: []record.CounterGuardEvent{ev, ev, stop}}
+	a.onHealth("eth0", h)
+	if state() != metrics.ReadGuardStopped || signs() != 3 {
+		t.Errorf("stopped: state %v signs %v, want %d and 3", state(), signs(), metrics.ReadGuardStopped)
 	}
 }

@@ -78,6 +78,8 @@ type Metrics struct {
 	CounterReadSeconds   *prometheus.HistogramVec // interface
 	CounterReadErrors    *prometheus.CounterVec   // interface
 	CounterReadInterval  prometheus.Gauge         // seconds
+	CounterReadGuard     *prometheus.GaugeVec     // interface: ReadGuard*
+	CounterReadSigns     *prometheus.CounterVec   // interface
 	RecorderRingBytes    prometheus.Gauge         // bytes held
 	RecorderRingCapacity prometheus.Gauge         // bytes at most
 	RecorderHistory      prometheus.Gauge         // seconds kept
@@ -121,6 +123,8 @@ var descs = map[string]desc{
 	"readsec":   {"ena_read_duration_seconds", "Time one ENA counter read (ethtool -S: one admin command to the device) took."},
 	"readerr":   {"ena_read_errors_total", "ENA counter reads that failed."},
 	"interval":  {"ena_read_interval_seconds", "ENA counter read interval in use (raised when reads slow down)."},
+	"guard":     {"ena_read_guard_state", "ENA counter reads: 0 reading, 1 backed off, 2 stopped, after signs of a struggling device (its health counters moved, reads slowed down). The reads' time under the RTNL lock in all is ena_read_duration_seconds_sum."},
+	"signs":     {"ena_read_guard_signs_total", "Signs of a struggling device seen in ENA counter reads (health counters moved, a read over 50 ms, a slow median); each backed reads off, the third stopped them."},
 	"ringbytes": {"recorder_ring_bytes", "Memory the flight recorder holds now, estimated."},
 	"ringcap":   {"recorder_ring_capacity_bytes", "Memory the flight recorder holds at most."},
 	"history":   {"recorder_history_seconds", "How far back the flight recorder keeps buckets, flows and counter samples (--history)."},
@@ -169,6 +173,8 @@ func New(interfaces []string) *Metrics {
 			Name: name("readsec"), Help: help("readsec"), Buckets: ReadLatencyBuckets}, []string{"interface"}),
 		CounterReadErrors:    cv("readerr", "interface"),
 		CounterReadInterval:  g("interval"),
+		CounterReadGuard:     gv("guard", "interface"),
+		CounterReadSigns:     cv("signs", "interface"),
 		RecorderRingBytes:    g("ringbytes"),
 		RecorderRingCapacity: g("ringcap"),
 		RecorderHistory:      g("history"),
@@ -188,7 +194,7 @@ func New(interfaces []string) *Metrics {
 		m.AllowanceExceeded, m.ConntrackAllowanceAvailable, m.Packets, m.Bytes, m.SYNs,
 		m.LinklocalPackets, m.Findings, m.BundlesWritten, m.BundleErrors, m.BundlesSkipped, m.BundlesRemoved, m.BundleUploads, m.PeakBitsPerSecond,
 		m.Lost, m.FlowTableFill, m.RingUse, m.CounterReadSeconds, m.CounterReadErrors,
-		m.CounterReadInterval, m.RecorderRingBytes, m.RecorderRingCapacity, m.RecorderHistory, m.RecorderDropped, m.OriginsDropped, m.Attached,
+		m.CounterReadInterval, m.CounterReadGuard, m.CounterReadSigns, m.RecorderRingBytes, m.RecorderRingCapacity, m.RecorderHistory, m.RecorderDropped, m.OriginsDropped, m.Attached,
 	)
 	m.BundlesSkipped.WithLabelValues(SkippedMinGap)
 	for _, r := range upload.Results {
@@ -228,5 +234,14 @@ func (m *Metrics) addInterface(iface string) {
 	m.RingUse.WithLabelValues(iface)
 	m.CounterReadSeconds.WithLabelValues(iface)
 	m.CounterReadErrors.WithLabelValues(iface)
+	m.CounterReadGuard.WithLabelValues(iface)
+	m.CounterReadSigns.WithLabelValues(iface)
 	m.Attached.WithLabelValues(iface)
 }
+
+// Values of the ena_read_guard_state gauge.
+const (
+	ReadGuardReading   = 0
+	ReadGuardBackedOff = 1
+	ReadGuardStopped   = 2
+)

@@ -28,7 +28,7 @@ var Matrix = []string{"5.10", "6.1", "6.12", "6.1-arm64", "host"}
 // Left out: tests that time traffic (TestVethBurstTiming) or fill tables
 // for statistics (TestFlowTableLoad, TestFlowTableConcurrentInserts), which
 // TCG makes slow without telling anything about the kernel.
-const DefaultTests = `^(TestVerifierStats|TestDatapath.*|FuzzDatapath|TestMinimalProgram|TestBucketModeResolves|TestFlushTimer|TestNoTimerFlushesAtOnce|TestFlowTable(Full|Eviction|LateEviction)|TestWindowEvents|TestVeth(UDPExact|SYNsExact|LinkLocalExact|SizeClasses)|TestStaleFilterRemoved|TestBesideCNIVerdicts|TestTwoEnaprobe|TestForeignFilterAtOurPlace|TestReanchorUnderTraffic)$`
+const DefaultTests = `^(TestVerifierStats|TestDatapath.*|FuzzDatapath|TestMinimalProgram|TestBucketModeResolves|TestFlushTimer|TestNoTimerFlushesAtOnce|TestFlowTable(Full|Eviction|LateEviction)|TestWindowEvents|TestVeth(UDPExact|SYNsExact|LinkLocalExact|SizeClasses|NonLinearHeaders)|TestLargestTestRunFrame|TestStaleFilterRemoved|TestBesideCNIVerdicts|TestTwoEnaprobe|TestForeignFilterAtOurPlace|TestReanchorUnderTraffic)$`
 
 // ShortTests are CI's form of the matrix: the verifier's counts, the parser
 // against the reference, the bucket modes, and exact counts through tc and
@@ -37,7 +37,7 @@ const DefaultTests = `^(TestVerifierStats|TestDatapath.*|FuzzDatapath|TestMinima
 // 6.6 that is legacy tc, where CNIs attach); what the long form adds (more program test
 // runs, the flow table, the fuzz corpus) exercises the same verified
 // programs and is covered on the host by the regular tests.
-const ShortTests = `^(TestVerifierStats|TestDatapathParsePaths|TestBucketModeResolves|TestFlushTimer|TestNoTimerFlushesAtOnce|TestVethUDPExact|TestVethSYNsExact|TestStaleFilterRemoved|TestBesideCNIVerdicts|TestTwoEnaprobe|TestDatapathOrigin)$`
+const ShortTests = `^(TestVerifierStats|TestDatapathParsePaths|TestBucketModeResolves|TestFlushTimer|TestNoTimerFlushesAtOnce|TestVethUDPExact|TestVethSYNsExact|TestVethNonLinearHeaders|TestStaleFilterRemoved|TestBesideCNIVerdicts|TestTwoEnaprobe|TestDatapathOrigin)$`
 
 type config struct {
 	repo      string // tree under test
