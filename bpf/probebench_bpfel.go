@@ -44,6 +44,7 @@ const (
 	ProbeBenchVarFlowRegions4       = "flow_regions4"
 	ProbeBenchVarFlowRegions6       = "flow_regions6"
 	ProbeBenchVarFlowSeed           = "flow_seed"
+	ProbeBenchVarFlowSnapshotGen    = "flow_snapshot_gen"
 	ProbeBenchVarHeavyBytes         = "heavy_bytes"
 	ProbeBenchVarNoteOrigins        = "note_origins"
 	ProbeBenchVarSliceDrained       = "slice_drained"
@@ -145,6 +146,7 @@ type ProbeBenchVariableSpecs struct {
 	FlowRegions4       *ebpf.VariableSpec `ebpf:"flow_regions4"`
 	FlowRegions6       *ebpf.VariableSpec `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
+	FlowSnapshotGen    *ebpf.VariableSpec `ebpf:"flow_snapshot_gen"`
 	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
 	NoteOrigins        *ebpf.VariableSpec `ebpf:"note_origins"`
 	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
@@ -231,6 +233,7 @@ type ProbeBenchVariables struct {
 	FlowRegions4       *ebpf.Variable `ebpf:"flow_regions4"`
 	FlowRegions6       *ebpf.Variable `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
+	FlowSnapshotGen    *ebpf.Variable `ebpf:"flow_snapshot_gen"`
 	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
 	NoteOrigins        *ebpf.Variable `ebpf:"note_origins"`
 	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`

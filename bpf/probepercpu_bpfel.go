@@ -42,6 +42,7 @@ const (
 	ProbePerCPUVarFlowRegions4           = "flow_regions4"
 	ProbePerCPUVarFlowRegions6           = "flow_regions6"
 	ProbePerCPUVarFlowSeed               = "flow_seed"
+	ProbePerCPUVarFlowSnapshotGen        = "flow_snapshot_gen"
 	ProbePerCPUVarFlushDelayNs           = "flush_delay_ns"
 	ProbePerCPUVarHeavyBytes             = "heavy_bytes"
 	ProbePerCPUVarNoteOrigins            = "note_origins"
@@ -142,6 +143,7 @@ type ProbePerCPUVariableSpecs struct {
 	FlowRegions4       *ebpf.VariableSpec `ebpf:"flow_regions4"`
 	FlowRegions6       *ebpf.VariableSpec `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
+	FlowSnapshotGen    *ebpf.VariableSpec `ebpf:"flow_snapshot_gen"`
 	FlushDelayNs       *ebpf.VariableSpec `ebpf:"flush_delay_ns"`
 	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
 	NoteOrigins        *ebpf.VariableSpec `ebpf:"note_origins"`
@@ -230,6 +232,7 @@ type ProbePerCPUVariables struct {
 	FlowRegions4       *ebpf.Variable `ebpf:"flow_regions4"`
 	FlowRegions6       *ebpf.Variable `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
+	FlowSnapshotGen    *ebpf.Variable `ebpf:"flow_snapshot_gen"`
 	FlushDelayNs       *ebpf.Variable `ebpf:"flush_delay_ns"`
 	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
 	NoteOrigins        *ebpf.Variable `ebpf:"note_origins"`

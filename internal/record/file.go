@@ -43,6 +43,9 @@ type fileSeries struct {
 	Bytes      []uint64              `json:"bytes"`
 	SYNs       []uint64              `json:"syns"`
 	LinkLocal  [NumServices][]uint64 `json:"link_local"`
+	// Retrans is left out when every bucket's is zero: recordings made
+	// before impact was measured have none.
+	Retrans []uint64 `json:"retrans,omitempty"`
 }
 
 func toFileSeries(s Series) fileSeries {
@@ -61,6 +64,12 @@ func toFileSeries(s Series) fileSeries {
 		for j := range fs.LinkLocal {
 			fs.LinkLocal[j][i] = b.LinkLocal[j]
 		}
+		if b.Retrans != 0 && fs.Retrans == nil {
+			fs.Retrans = make([]uint64, n)
+		}
+		if fs.Retrans != nil {
+			fs.Retrans[i] = b.Retrans
+		}
 	}
 	return fs
 }
@@ -69,6 +78,9 @@ func (fs fileSeries) series() (Series, error) {
 	n := len(fs.StartDelta)
 	if len(fs.Packets) != n || len(fs.Bytes) != n || len(fs.SYNs) != n {
 		return Series{}, fmt.Errorf("series %s %s: columns of different lengths", fs.Interface, fs.Direction)
+	}
+	if fs.Retrans != nil && len(fs.Retrans) != n {
+		return Series{}, fmt.Errorf("series %s %s: retrans column of length %d, want %d", fs.Interface, fs.Direction, len(fs.Retrans), n)
 	}
 	for _, c := range fs.LinkLocal {
 		if len(c) != n {
@@ -92,6 +104,9 @@ func (fs fileSeries) series() (Series, error) {
 		b.Packets, b.Bytes, b.SYNs = fs.Packets[i], fs.Bytes[i], fs.SYNs[i]
 		for j := range b.LinkLocal {
 			b.LinkLocal[j] = fs.LinkLocal[j][i]
+		}
+		if fs.Retrans != nil {
+			b.Retrans = fs.Retrans[i]
 		}
 	}
 	return s, nil
