@@ -130,7 +130,7 @@ static __always_inline int count(struct __sk_buff *skb, __u32 dir)
 	}
 	if (v) {
 		count_flow(cs, now, dir, v, p, &w, syn);
-		if (p->class == CLASS_TCP)
+		if (measure_impact && p->class == CLASS_TCP)
 			count_impact(skb, cs, dir, v, w.packets);
 		if (note_origins && dir == DIR_EGRESS && !v->origin)
 			note_origin(skb, v);

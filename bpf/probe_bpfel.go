@@ -155,8 +155,9 @@ type ProbeFlowStats struct {
 	SrttMinUs   uint32
 	SrttMaxUs   uint32
 	SrttGen     uint32
+	SkWin       uint32
 	ImpactFlags uint8
-	ImpactPad   [3]uint8
+	ImpactPad   [7]uint8
 }
 
 type ProbeImdsEvent struct {
@@ -271,6 +272,7 @@ const (
 	ProbeVarFlowSeed           = "flow_seed"
 	ProbeVarFlowSnapshotGen    = "flow_snapshot_gen"
 	ProbeVarHeavyBytes         = "heavy_bytes"
+	ProbeVarMeasureImpact      = "measure_impact"
 	ProbeVarNoteOrigins        = "note_origins"
 	ProbeVarSliceDrained       = "slice_drained"
 	ProbeVarSliceMask          = "slice_mask"
@@ -369,6 +371,7 @@ type ProbeVariableSpecs struct {
 	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
 	FlowSnapshotGen    *ebpf.VariableSpec `ebpf:"flow_snapshot_gen"`
 	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
+	MeasureImpact      *ebpf.VariableSpec `ebpf:"measure_impact"`
 	NoteOrigins        *ebpf.VariableSpec `ebpf:"note_origins"`
 	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
 	SliceMask          *ebpf.VariableSpec `ebpf:"slice_mask"`
@@ -455,6 +458,7 @@ type ProbeVariables struct {
 	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
 	FlowSnapshotGen    *ebpf.Variable `ebpf:"flow_snapshot_gen"`
 	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
+	MeasureImpact      *ebpf.Variable `ebpf:"measure_impact"`
 	NoteOrigins        *ebpf.Variable `ebpf:"note_origins"`
 	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`
 	SliceMask          *ebpf.Variable `ebpf:"slice_mask"`

@@ -46,6 +46,7 @@ const (
 	ProbeBenchVarFlowSeed           = "flow_seed"
 	ProbeBenchVarFlowSnapshotGen    = "flow_snapshot_gen"
 	ProbeBenchVarHeavyBytes         = "heavy_bytes"
+	ProbeBenchVarMeasureImpact      = "measure_impact"
 	ProbeBenchVarNoteOrigins        = "note_origins"
 	ProbeBenchVarSliceDrained       = "slice_drained"
 	ProbeBenchVarSliceMask          = "slice_mask"
@@ -148,6 +149,7 @@ type ProbeBenchVariableSpecs struct {
 	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
 	FlowSnapshotGen    *ebpf.VariableSpec `ebpf:"flow_snapshot_gen"`
 	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
+	MeasureImpact      *ebpf.VariableSpec `ebpf:"measure_impact"`
 	NoteOrigins        *ebpf.VariableSpec `ebpf:"note_origins"`
 	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
 	SliceMask          *ebpf.VariableSpec `ebpf:"slice_mask"`
@@ -235,6 +237,7 @@ type ProbeBenchVariables struct {
 	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
 	FlowSnapshotGen    *ebpf.Variable `ebpf:"flow_snapshot_gen"`
 	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
+	MeasureImpact      *ebpf.Variable `ebpf:"measure_impact"`
 	NoteOrigins        *ebpf.Variable `ebpf:"note_origins"`
 	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`
 	SliceMask          *ebpf.Variable `ebpf:"slice_mask"`

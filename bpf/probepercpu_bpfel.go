@@ -45,6 +45,7 @@ const (
 	ProbePerCPUVarFlowSnapshotGen        = "flow_snapshot_gen"
 	ProbePerCPUVarFlushDelayNs           = "flush_delay_ns"
 	ProbePerCPUVarHeavyBytes             = "heavy_bytes"
+	ProbePerCPUVarMeasureImpact          = "measure_impact"
 	ProbePerCPUVarNoteOrigins            = "note_origins"
 	ProbePerCPUVarSliceDrained           = "slice_drained"
 	ProbePerCPUVarSliceMask              = "slice_mask"
@@ -146,6 +147,7 @@ type ProbePerCPUVariableSpecs struct {
 	FlowSnapshotGen    *ebpf.VariableSpec `ebpf:"flow_snapshot_gen"`
 	FlushDelayNs       *ebpf.VariableSpec `ebpf:"flush_delay_ns"`
 	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
+	MeasureImpact      *ebpf.VariableSpec `ebpf:"measure_impact"`
 	NoteOrigins        *ebpf.VariableSpec `ebpf:"note_origins"`
 	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
 	SliceMask          *ebpf.VariableSpec `ebpf:"slice_mask"`
@@ -235,6 +237,7 @@ type ProbePerCPUVariables struct {
 	FlowSnapshotGen    *ebpf.Variable `ebpf:"flow_snapshot_gen"`
 	FlushDelayNs       *ebpf.Variable `ebpf:"flush_delay_ns"`
 	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
+	MeasureImpact      *ebpf.Variable `ebpf:"measure_impact"`
 	NoteOrigins        *ebpf.Variable `ebpf:"note_origins"`
 	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`
 	SliceMask          *ebpf.Variable `ebpf:"slice_mask"`

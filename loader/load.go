@@ -59,6 +59,10 @@ type Options struct {
 	// cgroup, or the interface a forwarded packet came in on) at its first
 	// egress packet, which owner attribution needs.
 	NoOrigins bool
+	// NoImpact turns off counting TCP retransmissions and reading the
+	// local sockets' srtt (bpf/include/impact.h): what the benchmarks
+	// measure the impact counting against.
+	NoImpact bool
 }
 
 // BucketMode is how packets reach the time-bucket ring.
@@ -320,6 +324,7 @@ func specOf(load func() (*ebpf.CollectionSpec, error), opts Options) (*ebpf.Coll
 		"slice_ns":          uint64(opts.Slice),
 		"slice_mask":        opts.SliceSlots - 1,
 		"note_origins":      boolByte(!opts.NoOrigins),
+		"measure_impact":    boolByte(!opts.NoImpact),
 	}
 	if opts.Buckets == BucketsPerCPU {
 		consts["flush_delay_ns"] = uint64(opts.FlushDelay)

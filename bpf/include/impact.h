@@ -17,6 +17,9 @@
  * smallest and largest srtt since the one before. */
 volatile __u32 flow_snapshot_gen = 0;
 
+/* 0 turns the impact counting off (the benchmarks' comparison). */
+volatile const __u8 measure_impact = 1;
+
 /* add_retrans_to_slot adds retransmitted segments to the shared ring's
  * bucket of epoch, which the packet's counting has just taken over; a
  * slot holding another epoch (taken over meanwhile by a later bucket) is
@@ -50,7 +53,7 @@ static __always_inline __u32 tcp_payload(struct __sk_buff *skb, const struct pac
 
 /* count_impact runs for every TCP packet with a flow entry. segs is the
  * wire segments the skb stands for. */
-static __attribute__((noinline)) void count_impact(struct __sk_buff *skb, struct cpu_state *cs,
+static __always_inline void count_impact(struct __sk_buff *skb, struct cpu_state *cs,
 						   __u32 dir, struct flow_stats *v, __u32 segs)
 {
 	if (!v)
@@ -86,12 +89,18 @@ static __attribute__((noinline)) void count_impact(struct __sk_buff *skb, struct
 	}
 	if (dir != DIR_EGRESS)
 		return;
-	/* A local full socket only: forwarded packets have none, timewait
-	 * and request sockets are not full. */
-	struct bpf_sock *sk = skb->sk;
-	if (!sk)
+	/* The socket once per fine window of the flow, at its first packet
+	 * in it: srtt moves with ACKs, smoothed, and a retransmission is
+	 * counted once done, so a reading per millisecond misses little, where
+	 * one per packet cost a quarter of the packet's budget (cost.md). */
+	__u32 win = (__u32)v->win_start_ns;
+	if (win == v->sk_win)
 		return;
-	sk = bpf_sk_fullsock(sk);
+	v->sk_win = win;
+	/* A local full TCP socket only (bpf_tcp_sock checks it is full):
+	 * forwarded packets have none, timewait and request sockets are not
+	 * full. */
+	struct bpf_sock *sk = skb->sk;
 	if (!sk)
 		return;
 	struct bpf_tcp_sock *tp = bpf_tcp_sock(sk);

@@ -115,8 +115,9 @@ struct flow_stats {
 	__u32 srtt_min_us;   /* smallest and largest srtt of the socket since */
 	__u32 srtt_max_us;   /* snapshot generation srtt_gen (flow_snapshot_gen) */
 	__u32 srtt_gen;
+	__u32 sk_win;        /* low bits of the fine window the socket was last read in */
 	__u8 impact_flags;   /* IMPACT_SEQ_SEEN, IMPACT_SOCK_SEEN */
-	__u8 impact_pad[3];
+	__u8 impact_pad[7];
 };
 
 /* How a flow's owner was looked for (flow_stats.origin). */
