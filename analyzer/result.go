@@ -167,6 +167,10 @@ type Finding struct {
 	// IMDS is set on imds_hop_limit findings: the client and what became
 	// of its requests.
 	IMDS *IMDSDiagnosis `json:"imds,omitempty"`
+	// Impact is set on the findings of an allowance that queues or drops
+	// (microburst_in, microburst_out, pps_exceeded, baseline_exhausted):
+	// what the TCP flows that ran through it lost, or waited.
+	Impact *Impact `json:"impact,omitempty"`
 }
 
 // IMDSDiagnosis is one IMDS client whose IMDSv2 token replies died on the
