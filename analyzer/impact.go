@@ -298,8 +298,8 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 	switch {
 	case lost > 0:
 		im.Verdict = ImpactDropped
-		im.Summary = fmt.Sprintf("dropped: %d TCP segments sent again (%d egress, %d ingress) by %d flows",
-			lost, im.Retransmitted.Egress, im.Retransmitted.Ingress, countRetransmitting(victims))
+		im.Summary = fmt.Sprintf("dropped: %d TCP segments sent again (%d egress, %d ingress) by %s",
+			lost, im.Retransmitted.Egress, im.Retransmitted.Ingress, flowsText(countRetransmitting(victims)))
 		if im.SRTT != nil {
 			im.Summary += fmt.Sprintf("; srtt p50 %s before, %s during", fmtUs(srtt.BeforeP50Us), fmtUs(srtt.DuringP50Us))
 		}
@@ -314,13 +314,21 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 			fmtUs(srtt.RiseUs), fmtUs(srtt.NoiseUs), fmtDur(aboveTo-aboveFrom), fmtUs(srtt.BeforeP50Us), fmtUs(srtt.DuringP50Us))
 	case timed == 0:
 		im.Verdict = ImpactNone
-		im.Summary = fmt.Sprintf("nothing lost (%d TCP flows sent nothing again); no local socket's srtt to tell queueing", len(flows))
+		im.Summary = fmt.Sprintf("nothing lost (%s sent nothing again); no local socket's srtt to tell queueing", flowsText(len(flows)))
 	default:
 		im.Verdict = ImpactNone
 		im.SRTTKnown = true
-		im.Summary = fmt.Sprintf("queued briefly; nothing lost (%d TCP flows, srtt of %d within noise)", len(flows), timed)
+		im.Summary = fmt.Sprintf("queued briefly; nothing lost (%s, srtt of %d within noise)", flowsText(len(flows)), timed)
 	}
 	return im
+}
+
+// flowsText counts TCP flows for people.
+func flowsText(n int) string {
+	if n == 1 {
+		return "1 TCP flow"
+	}
+	return fmt.Sprintf("%d TCP flows", n)
 }
 
 func countRetransmitting(fs []flowImpact) int {
