@@ -43,8 +43,12 @@ type Impact struct {
 	// Retransmitted are the TCP segments sent again in the incident and
 	// the retransmission tail after it, by direction: egress by this
 	// host's sockets (their own count) or forwarded senders (the wire),
-	// ingress by remote senders (the wire).
+	// ingress by remote senders (the wire); tail loss probes left out.
 	Retransmitted ImpactRetransmitted `json:"retransmitted"`
+	// TailProbes are the segments sent again up to the highest sequence
+	// sent (tail loss probes: a wait past two srtt sets them off, with or
+	// without a loss), not in Retransmitted.
+	TailProbes uint64 `json:"tail_probes,omitempty"`
 	// SRTT is the smoothed RTT of the victims (the local sockets among
 	// them) in the seconds before the incident and during it.
 	SRTT *ImpactSRTT `json:"srtt,omitempty"`
@@ -93,9 +97,11 @@ type Victim struct {
 	Flow      string `json:"flow"`
 	Direction string `json:"direction"` // the direction its packets were seen in
 	Owner     string `json:"owner,omitempty"`
-	// Retransmitted are its segments sent again in the span: the local
-	// socket's count, or the wire's for a flow without one.
+	// Retransmitted are its segments sent again in the span (the local
+	// socket's count, or the wire's for a flow without one), beyond its
+	// TailProbes.
 	Retransmitted uint64 `json:"retransmitted"`
+	TailProbes    uint64 `json:"tail_probes,omitempty"`
 	// SRTTBeforeUs is its srtt before the incident (median of the
 	// seconds before), SRTTDuringUs the highest during; 0 when it has no
 	// local socket or no sample.
@@ -176,7 +182,8 @@ type flowImpact struct {
 	ref             flowRef
 	active          bool // moved packets in the span
 	egress          bool
-	retrans         uint64
+	retrans         uint64 // segments sent again, tail probes included
+	tail            uint64 // tail loss probes among them
 	before          []float64 // srtt samples of the seconds before (each snapshot's range ends)
 	during          float64   // highest srtt in the span
 	beforeLevel     float64
@@ -220,6 +227,7 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 				local := rose(prev.RetransLocal, s.RetransLocal)
 				wire := rose(prev.RetransWire, s.RetransWire)
 				fi.retrans += max(local, wire)
+				fi.tail += min(rose(prev.RetransTail, s.RetransTail), max(local, wire))
 				fi.during = max(fi.during, float64(s.SRTTMaxUs))
 			}
 			fi.egress = fi.egress || hasDirection(s.FlowStats, record.Egress)
@@ -245,22 +253,31 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 		}
 	}
 	im.Retransmitted = a.wireRetrans(iface, fromNs, endNs)
+	// Tail loss probes are sent again without a loss: a queue that holds
+	// the ACKs back past two srtt sets them off. What a flow lost is what
+	// it sent again beyond them.
 	var victims []flowImpact
-	var local uint64
+	var lostBy, tailBy [record.NumDirections]uint64
 	for _, fi := range flows {
-		if fi.retrans > 0 || fi.risen {
+		if fi.lost() > 0 || fi.risen {
 			victims = append(victims, fi)
 		}
+		d := record.Ingress
 		if fi.egress {
-			local += fi.retrans
+			d = record.Egress
 		}
+		lostBy[d] += fi.lost()
+		tailBy[d] += fi.tail
+		im.TailProbes += fi.tail
 	}
-	// Egress: the local sockets' own count where it is the larger (the
-	// wire sees what leaves, the socket also what its qdisc dropped).
-	im.Retransmitted.Egress = max(im.Retransmitted.Egress, local)
+	// By direction: the flows' own count where it is the larger (a
+	// socket also counts what its qdisc dropped), else the buckets' less
+	// the probes (they count flows whose snapshots came too late too).
+	im.Retransmitted.Egress = max(im.Retransmitted.Egress-min(im.Retransmitted.Egress, tailBy[record.Egress]), lostBy[record.Egress])
+	im.Retransmitted.Ingress = max(im.Retransmitted.Ingress-min(im.Retransmitted.Ingress, tailBy[record.Ingress]), lostBy[record.Ingress])
 
 	slices.SortStableFunc(victims, func(x, y flowImpact) int {
-		return cmp.Or(cmp.Compare(y.retrans, x.retrans), cmp.Compare(y.during-y.beforeLevel, x.during-x.beforeLevel))
+		return cmp.Or(cmp.Compare(y.lost(), x.lost()), cmp.Compare(y.during-y.beforeLevel, x.during-x.beforeLevel))
 	})
 	im.VictimsTotal = len(victims)
 	var before, during []float64
@@ -279,8 +296,8 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 		}
 	}
 	for _, fi := range victims[:min(len(victims), a.opt.TopFlows)] {
-		v := Victim{Flow: fi.ref.key.String(), Direction: record.Ingress.String(), Retransmitted: fi.retrans,
-			SRTTBeforeUs: fi.beforeLevel, SRTTDuringUs: fi.during}
+		v := Victim{Flow: fi.ref.key.String(), Direction: record.Ingress.String(), Retransmitted: fi.lost(),
+			TailProbes: fi.tail, SRTTBeforeUs: fi.beforeLevel, SRTTDuringUs: fi.during}
 		if fi.egress {
 			v.Direction = record.Egress.String()
 		}
@@ -312,6 +329,9 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 		im.QueuedS = float64(aboveTo-aboveFrom) / 1e9
 		im.Summary = fmt.Sprintf("queued: srtt rose by up to %s (noise %s) for %s, p50 %s before, %s during; nothing lost",
 			fmtUs(srtt.RiseUs), fmtUs(srtt.NoiseUs), fmtDur(aboveTo-aboveFrom), fmtUs(srtt.BeforeP50Us), fmtUs(srtt.DuringP50Us))
+		if im.TailProbes > 0 {
+			im.Summary += fmt.Sprintf(" (%d tail loss probes, set off by the wait)", im.TailProbes)
+		}
 	case timed == 0:
 		im.Verdict = ImpactNone
 		im.Summary = fmt.Sprintf("nothing lost (%s sent nothing again); no local socket's srtt to tell queueing", flowsText(len(flows)))
@@ -331,10 +351,13 @@ func flowsText(n int) string {
 	return fmt.Sprintf("%d TCP flows", n)
 }
 
+// lost is what a flow sent again beyond its tail loss probes.
+func (fi flowImpact) lost() uint64 { return fi.retrans - min(fi.tail, fi.retrans) }
+
 func countRetransmitting(fs []flowImpact) int {
 	n := 0
 	for _, f := range fs {
-		if f.retrans > 0 {
+		if f.lost() > 0 {
 			n++
 		}
 	}

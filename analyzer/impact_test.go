@@ -88,15 +88,23 @@ var (
 // incident to 2 s after it; at(ns) gives the snapshot's impact fields
 // (cumulative retransmissions, the srtt range of its interval).
 func (c *impactCase) addFlow(key record.FlowKey, dir record.Direction, at func(ns int64) (retransLocal, retransWire uint64, srttMin, srttMax uint32)) {
+	c.addFlowTail(key, dir, func(ns int64) (uint64, uint64, uint64, uint32, uint32) {
+		l, w, lo, hi := at(ns)
+		return l, w, 0, lo, hi
+	})
+}
+
+// addFlowTail is addFlow with tail loss probes.
+func (c *impactCase) addFlowTail(key record.FlowKey, dir record.Direction, at func(ns int64) (retransLocal, retransWire, tail uint64, srttMin, srttMax uint32)) {
 	first := c.fromNs - 3*int64(time.Second)
 	var packets uint64
 	for ns := first; ns <= c.toNs+2*int64(time.Second); ns += 100 * int64(time.Millisecond) {
 		packets += 200
-		local, wire, lo, hi := at(ns)
+		local, wire, tail, lo, hi := at(ns)
 		c.rec.Flows = append(c.rec.Flows, record.FlowSnapshot{TimeNs: ns, Interface: c.iface, Key: key,
 			FlowStats: record.FlowStats{Packets: packets, Bytes: packets * 1500, Directions: 1 << dir,
 				FirstSeenNs: first - 1, LastSeenNs: ns - 1, MinSize: 52, MaxSize: 1500,
-				RetransLocal: local, RetransWire: wire, SRTTMinUs: lo, SRTTMaxUs: hi}})
+				RetransLocal: local, RetransWire: wire, RetransTail: tail, SRTTMinUs: lo, SRTTMaxUs: hi}})
 	}
 }
 
@@ -179,14 +187,17 @@ func TestImpactDropped(t *testing.T) {
 
 func TestImpactQueued(t *testing.T) {
 	c := newImpactCase(t)
-	// The srtt rises to 6 ms for the 300 ms after the burst began,
-	// nothing is sent again.
-	c.addFlow(victimKey, record.Egress, func(ns int64) (uint64, uint64, uint32, uint32) {
+	// The srtt rises to 6 ms for the 300 ms after the burst began; the
+	// wait sets off one tail loss probe, nothing else is sent again.
+	c.addFlowTail(victimKey, record.Egress, func(ns int64) (uint64, uint64, uint64, uint32, uint32) {
 		lo, hi := jitter(ns)
-		if ns > c.fromNs && ns <= c.fromNs+300*int64(time.Millisecond) {
-			return 2, 0, lo, 6000 // the socket's count from before: no rise
+		switch {
+		case ns > c.fromNs && ns <= c.fromNs+300*int64(time.Millisecond):
+			return 3, 1, 1, lo, 6000 // the socket's 2 are from before the incident
+		case ns > c.fromNs:
+			return 3, 1, 1, lo, hi
 		}
-		return 2, 0, lo, hi
+		return 2, 0, 0, lo, hi
 	})
 	f := c.finding(t)
 	im := f.Impact
@@ -199,8 +210,8 @@ func TestImpactQueued(t *testing.T) {
 	if im.QueuedS < 0.2 || im.QueuedS > 0.4 {
 		t.Errorf("queued for %.3f s, want about 0.3", im.QueuedS)
 	}
-	if len(im.Victims) != 1 || im.Victims[0].Retransmitted != 0 {
-		t.Errorf("victims %+v, want the flow, nothing retransmitted", im.Victims)
+	if len(im.Victims) != 1 || im.Victims[0].Retransmitted != 0 || im.Victims[0].TailProbes != 1 || im.TailProbes != 1 {
+		t.Errorf("victims %+v, tail probes %d: want the flow, nothing retransmitted but one tail probe", im.Victims, im.TailProbes)
 	}
 	if f.Severity == SeverityCritical || f.Severity == SeverityInfo {
 		t.Errorf("severity %s, want at most a warning and not info", f.Severity)

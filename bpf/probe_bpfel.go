@@ -156,8 +156,9 @@ type ProbeFlowStats struct {
 	SrttMaxUs   uint32
 	SrttGen     uint32
 	SkWin       uint32
+	SeqTail     uint32
 	ImpactFlags uint8
-	ImpactPad   [7]uint8
+	ImpactPad   [3]uint8
 }
 
 type ProbeImdsEvent struct {

@@ -574,6 +574,7 @@ func addStats(base, v bpf.ProbeFlowStats) bpf.ProbeFlowStats {
 	// rose by since the entry's first packet of it: a sum is kept as that
 	// rise over a zero SkRetrans0.
 	out.SeqRetrans += base.SeqRetrans
+	out.SeqTail += base.SeqTail
 	out.SkRetrans = entrySockRetrans(base) + entrySockRetrans(v)
 	out.SkRetrans0 = 0
 	out.ImpactFlags |= base.ImpactFlags
@@ -601,7 +602,7 @@ func flowStats(v bpf.ProbeFlowStats, gen uint32) record.FlowStats {
 		Directions: v.Dirs, Service: record.Service(v.Service),
 		FirstSeenNs: int64(v.FirstSeenNs), LastSeenNs: int64(v.LastSeenNs),
 		MinSize: uint32(v.MinSize), MaxSize: uint32(v.MaxSize),
-		RetransWire: uint64(v.SeqRetrans),
+		RetransWire: uint64(v.SeqRetrans), RetransTail: uint64(v.SeqTail),
 	}
 	st.RetransLocal = uint64(entrySockRetrans(v))
 	if v.SrttMaxUs != 0 && v.SrttGen == gen {

@@ -35,7 +35,8 @@ func seqFrame(tb testing.TB, src, dst net.IP, sport uint16, syn, ack bool, seq u
 // it stands for, in the flow and in the time bucket of its direction, also
 // across the sequence space's wrap; new data, a SYN, a pure ACK padded to
 // Ethernet's minimum (whose padding is no payload) and a partly new segment
-// do not count. BPF_PROG_TEST_RUN's socket is no TCP socket, so egress
+// do not count; one sent again up to the highest end is also a tail
+// probe. BPF_PROG_TEST_RUN's socket is no TCP socket, so egress
 // reads no socket state: the real socket is the lab's (TestImpact in
 // internal/lab/catalog).
 func TestDatapathRetransmissions(t *testing.T) {
@@ -94,6 +95,9 @@ func TestDatapathRetransmissions(t *testing.T) {
 						t.Errorf("%s buckets: %d retransmissions, want 0", 1-dir, got)
 					}
 					v, _ := tp.flow(t, key)
+					if v.SeqTail != 1 {
+						t.Errorf("%d tail probes, want 1 (the last segment, ending at the highest end)", v.SeqTail)
+					}
 					if v.SkRetrans != 0 || v.SrttMaxUs != 0 || v.ImpactFlags&2 != 0 {
 						t.Errorf("socket state read without a TCP socket: retrans %d srtt max %d flags %#x", v.SkRetrans, v.SrttMaxUs, v.ImpactFlags)
 					}

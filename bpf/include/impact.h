@@ -74,6 +74,11 @@ static __always_inline void count_impact(struct __sk_buff *skb, struct cpu_state
 				v->seq_high = end;
 			} else {
 				__sync_fetch_and_add(&v->seq_retrans, segs);
+				/* The highest segment sent again is what a tail loss
+				 * probe sends (2 srtt without an ACK, as when a queue
+				 * holds the ACKs back): no loss by itself. */
+				if (end == v->seq_high)
+					__sync_fetch_and_add(&v->seq_tail, segs);
 #ifdef ENAPROBE_PERCPU_BUCKETS
 				/* The open bucket, unless this CPU hands each
 				 * packet over at once (no timer): then the ring. */

@@ -116,8 +116,9 @@ struct flow_stats {
 	__u32 srtt_max_us;   /* snapshot generation srtt_gen (flow_snapshot_gen) */
 	__u32 srtt_gen;
 	__u32 sk_win;        /* low bits of the fine window the socket was last read in */
+	__u32 seq_tail;      /* of seq_retrans, those ending at seq_high: tail probes */
 	__u8 impact_flags;   /* IMPACT_SEQ_SEEN, IMPACT_SOCK_SEEN */
-	__u8 impact_pad[7];
+	__u8 impact_pad[3];
 };
 
 /* How a flow's owner was looked for (flow_stats.origin). */

@@ -219,7 +219,11 @@ type FlowStats struct {
 	// was traced; both cumulative. SRTTMinUs and SRTTMaxUs are the
 	// smallest and largest smoothed RTT of the local socket since the
 	// flow's previous snapshot, in microseconds (0: no socket, no sample).
+	// RetransTail are those of RetransWire that ended at the highest
+	// sequence sent: tail loss probes, which a queue holding ACKs back
+	// sets off without a loss.
 	RetransWire  uint64 `json:",omitempty"`
+	RetransTail  uint64 `json:",omitempty"`
 	RetransLocal uint64 `json:",omitempty"`
 	SRTTMinUs    uint32 `json:",omitempty"`
 	SRTTMaxUs    uint32 `json:",omitempty"`
