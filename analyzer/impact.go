@@ -182,8 +182,8 @@ type flowImpact struct {
 	ref             flowRef
 	active          bool // moved packets in the span
 	egress          bool
-	retrans         uint64 // segments sent again, tail probes included
-	tail            uint64 // tail loss probes among them
+	retrans         uint64    // segments sent again, tail probes included
+	tail            uint64    // tail loss probes among them
 	before          []float64 // srtt samples of the seconds before (each snapshot's range ends)
 	during          float64   // highest srtt in the span
 	beforeLevel     float64
