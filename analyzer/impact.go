@@ -179,18 +179,18 @@ func rose(prev, cur uint64) uint64 {
 
 // flowImpact is what one flow did around an incident.
 type flowImpact struct {
-	ref             flowRef
-	active          bool // moved packets in the span
-	egress          bool
-	retrans         uint64    // segments sent again, tail probes included
-	tail            uint64    // tail loss probes among them
-	before          []float64 // srtt samples of the seconds before (each snapshot's range ends)
-	during          float64   // highest srtt in the span
-	beforeLevel     float64
-	noise           float64
-	aboveFromNs     int64 // the stretch its srtt stayed above its noise
-	aboveToNs       int64
-	risen, hasBelow bool
+	ref         flowRef
+	active      bool // moved packets in the span
+	egress      bool
+	retrans     uint64    // segments sent again, tail probes included
+	tail        uint64    // tail loss probes among them
+	before      []float64 // srtt samples of the seconds before (each snapshot's range ends)
+	during      float64   // highest srtt in the span
+	beforeLevel float64
+	noise       float64
+	aboveFromNs int64 // the stretch its srtt stayed above its noise
+	aboveToNs   int64
+	risen       bool
 }
 
 // impactOf measures the impact of an incident of iface spanning

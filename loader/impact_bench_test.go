@@ -3,7 +3,11 @@
 package loader
 
 import (
+	"errors"
+	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf"
 )
 
 // BenchmarkImpact is what the impact counting (bpf/include/impact.h) costs
@@ -14,8 +18,10 @@ import (
 // retransmission every time: the worst case, which takes the bucket's
 // atomic add too. Its socket is the test run's own, no TCP socket:
 // bpf_sk_fullsock and bpf_tcp_sock are called and the latter finds none,
-// so the socket's fields are not read; BenchmarkImpactVeth measures
-// real sockets.
+// so the socket's fields are not read. The socket is looked at once per
+// fine window of a flow: the _every_packet rows set the window to 1 ns, so
+// every packet pays the helper call, the cost of a flow's first packet in
+// a window.
 func BenchmarkImpact(b *testing.B) {
 	floors := loadFloors(b)
 	empty := floors.Programs[BenchEmpty]
@@ -23,6 +29,8 @@ func BenchmarkImpact(b *testing.B) {
 	offOpts := DefaultOptions()
 	offOpts.NoImpact = true
 	off := loadProduct(b, offOpts).Programs["enaprobe_egress"]
+	everyOn := loadEveryPacket(b, DefaultOptions())
+	everyOff := loadEveryPacket(b, offOpts)
 	for _, f := range []struct {
 		name  string
 		frame []byte
@@ -43,5 +51,25 @@ func BenchmarkImpact(b *testing.B) {
 				b.ReportMetric(r, "x_empty_no_impact")
 			}
 		})
+		if strings.HasPrefix(f.name, "ipv4_tcp") {
+			b.Run(f.name+"_every_packet", func(b *testing.B) {
+				for b.Loop() {
+					r, ns := medianRatio(b, everyOn, everyOff, f.frame)
+					b.ReportMetric(r, "x_no_impact")
+					b.ReportMetric(ns, "prog_ns")
+				}
+			})
+		}
 	}
+}
+
+// loadEveryPacket loads the product's egress program with a fine window
+// of 1 ns, a new window at every packet, and no window events.
+func loadEveryPacket(b *testing.B, opts Options) *ebpf.Program {
+	b.Helper()
+	spec, err := Spec(opts)
+	if err == nil {
+		err = errors.Join(spec.Variables["window_ns"].Set(uint64(1)), spec.Variables["heavy_bytes"].Set(^uint64(0)))
+	}
+	return loadCollection(b, spec, err).Programs["enaprobe_egress"]
 }
