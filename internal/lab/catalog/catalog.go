@@ -58,8 +58,8 @@ type Truth struct {
 	CounterAgeMaxNs int64
 	// Impact scenarios: the TCP victim's two ends (Victim the instance's
 	// or its container's), the kernel's TcpRetransSegs delta over the
-	// traffic in the victim's namespace (the instance or its container)
-	// and in the VPC peer (the remote sender), and the most the lab's
+	// traffic in the instance (or its container) and at the peer (the VPC
+	// namespace, or the remote host sending), and the most the lab's
 	// delay probe saw its round trip rise once the burst began.
 	Victim, VictimPeer           netip.AddrPort
 	RetransSegs, PeerRetransSegs uint64
@@ -89,7 +89,7 @@ type Outcome struct {
 // All lists the scenarios by name.
 func All() []Scenario {
 	s := []Scenario{microBurst(), flowAtCap(), linkLocal(), linkLocalMild(), connFlood(), clean(), imdsHopLimit(),
-		impactShallow(), impactDeep()}
+		impactShallow(), impactDeep(), impactInbound()}
 	sort.Slice(s, func(i, j int) bool { return s[i].Name < s[j].Name })
 	return s
 }

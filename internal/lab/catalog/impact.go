@@ -66,12 +66,26 @@ func impactDeep() Scenario {
 	}
 }
 
+// impactInbound's sender is a host beyond the VPC namespace, for the
+// reason impactShallow's is in a container: the inbound shaper is on the
+// VPC namespace's own interface.
+func impactInbound() Scenario {
+	return Scenario{
+		Name:    "impact-inbound",
+		Summary: "a TCP download paced at 25 Mbit/s by a remote host, and a 2 MB UDP burst toward the instance through a shallow queue (64 packets)",
+		Expect:  "microburst_in naming the burst, impact dropped, the download's remote sender a victim with its retransmissions, seen on ingress",
+		Lab:     impactLab(64),
+		Drive:   func(ctx context.Context, l *lab.Lab) (Truth, error) { return victimBesideBurst(ctx, l, victimRemote) },
+	}
+}
+
 // Where an impact scenario's victim runs.
 type victimKind int
 
 const (
 	victimLocal     victimKind = iota // a socket of the instance, uploading
 	victimForwarded                   // a container's socket, uploading through the instance
+	victimRemote                      // a remote host's socket, sending to the instance
 )
 
 // victimBesideBurst runs the victim, the burst 1.5 s into it, and the
@@ -81,18 +95,26 @@ func victimBesideBurst(ctx context.Context, l *lab.Lab, kind victimKind) (Truth,
 	var t Truth
 	retrans := func() (uint64, error) { return l.TCPRetransSegs(false) }
 	var from *lab.Container
-	if kind == victimForwarded {
+	peerRetrans := func() (uint64, error) { return l.TCPRetransSegs(true) }
+	switch kind {
+	case victimForwarded:
 		var err error
 		if from, err = l.AddContainer(); err != nil {
 			return t, err
 		}
 		retrans = from.TCPRetransSegs
+	case victimRemote:
+		var err error
+		if from, err = l.AddRemoteHost(); err != nil {
+			return t, err
+		}
+		peerRetrans = from.TCPRetransSegs
 	}
 	before, err := retrans()
 	if err != nil {
 		return t, err
 	}
-	peerBefore, err := l.TCPRetransSegs(true)
+	peerBefore, err := peerRetrans()
 	if err != nil {
 		return t, err
 	}
@@ -104,7 +126,11 @@ func victimBesideBurst(ctx context.Context, l *lab.Lab, kind victimKind) (Truth,
 	err = together(func() error {
 		defer stopProbe()
 		var err error
-		victim, err = l.PacedTCP(ctx, lab.PacedTCPSpec{Rate: victimRate, Duration: impactDrive, From: from})
+		if kind == victimRemote {
+			victim, err = l.PacedDownload(ctx, from, victimRate, impactDrive)
+		} else {
+			victim, err = l.PacedTCP(ctx, lab.PacedTCPSpec{Rate: victimRate, Duration: impactDrive, From: from})
+		}
 		return err
 	}, func() error {
 		var err error
@@ -117,7 +143,11 @@ func victimBesideBurst(ctx context.Context, l *lab.Lab, kind victimKind) (Truth,
 			return ctx.Err()
 		}
 		var err error
-		burst, err = l.Burst(ctx, lab.BurstSpec{Packets: impactBurst, PacketSize: 1200})
+		if kind == victimRemote {
+			burst, err = l.InboundBurst(ctx, from, lab.BurstSpec{Packets: impactBurst, PacketSize: 1200})
+		} else {
+			burst, err = l.Burst(ctx, lab.BurstSpec{Packets: impactBurst, PacketSize: 1200})
+		}
 		return err
 	})
 	if err != nil {
@@ -127,7 +157,7 @@ func victimBesideBurst(ctx context.Context, l *lab.Lab, kind victimKind) (Truth,
 	if err != nil {
 		return t, err
 	}
-	peerAfter, err := l.TCPRetransSegs(true)
+	peerAfter, err := peerRetrans()
 	if err != nil {
 		return t, err
 	}
@@ -136,7 +166,7 @@ func victimBesideBurst(ctx context.Context, l *lab.Lab, kind victimKind) (Truth,
 	t.Victim, t.VictimPeer = victim.Instance, victim.Peer
 	t.RetransSegs, t.PeerRetransSegs = after-before, peerAfter-peerBefore
 	t.QueueDelay = queueDelay(samples, burst.StartNs)
-	t.Notes = append(t.Notes, fmt.Sprintf("victim got %.1f Mbit/s; kernel TcpRetransSegs +%d in its namespace, +%d in the VPC peer; probe queueing delay %v",
+	t.Notes = append(t.Notes, fmt.Sprintf("victim got %.1f Mbit/s; kernel TcpRetransSegs +%d in the instance (or its container), +%d at the peer; probe queueing delay %v",
 		victim.Bps()/1e6, t.RetransSegs, t.PeerRetransSegs, t.QueueDelay.Round(time.Millisecond)))
 	return t, nil
 }
