@@ -26,6 +26,9 @@ type analysis struct {
 	// readStart and readEnd map a read's end to its start and back, for
 	// certain; built on first use.
 	readStart, readEnd map[readKey]int64
+	// impactFlows are the TCP flows' snapshots (impact.go), built on
+	// first use.
+	impactFlows *[]tcpFlow
 }
 
 // Analyze reads a recording and returns the report.
@@ -120,6 +123,9 @@ func withDefaults(opt Options) Options {
 	fillD(&opt.CriticalDuration, def.CriticalDuration)
 	fillD(&opt.PeakWindow, def.PeakWindow)
 	fillD(&opt.IncidentRefill, def.IncidentRefill)
+	fillD(&opt.ImpactBefore, def.ImpactBefore)
+	fillD(&opt.ImpactTail, def.ImpactTail)
+	fill(&opt.ImpactMinRise, def.ImpactMinRise)
 	return opt
 }
 
@@ -208,6 +214,7 @@ func (a *analysis) findings() []Finding {
 	out = append(out, a.flowCapFindings()...)
 	out = append(out, a.jumboLeavingFindings()...)
 	out = append(out, a.imdsFindings()...)
+	a.attachImpacts(out)
 	slices.SortStableFunc(out, func(x, y Finding) int {
 		return cmp.Or(cmp.Compare(severityRank(y.Severity), severityRank(x.Severity)), findingCost(x, y),
 			cmp.Compare(x.StartOffsetS, y.StartOffsetS), cmp.Compare(x.Kind, y.Kind))

@@ -138,6 +138,15 @@ type Options struct {
 	// carry at least this share of the window's bytes, else from flow
 	// snapshots.
 	EventCoverage float64
+
+	// Impact (impact.go). ImpactBefore is how long before an incident a
+	// flow's srtt gives its level and noise; ImpactTail how long after
+	// it retransmissions still count as its (a lost segment is sent again
+	// after an RTO of at least 200 ms, doubling); ImpactMinRise the
+	// least noise, as a share of the level (a steady srtt still jitters).
+	ImpactBefore  time.Duration
+	ImpactTail    time.Duration
+	ImpactMinRise float64
 }
 
 // LimitSources name the origin of each limit of Options.
@@ -187,5 +196,8 @@ func DefaultOptions() Options {
 		TopFlows:             5,
 		ProfileFlows:         10,
 		EventCoverage:        0.5,
+		ImpactBefore:         3 * time.Second,
+		ImpactTail:           time.Second,
+		ImpactMinRise:        0.1,
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 // SchemaVersion is the version of the Result JSON. Bump the major part when a
 // field changes meaning or disappears; adding a field is a minor change.
-const SchemaVersion = "1.2"
+const SchemaVersion = "1.3"
 
 // Result is everything the analysis says about one recording. It is the JSON
 // report: renderers and the JSON Schema are built from these types.
@@ -193,6 +193,10 @@ type Finding struct {
 	// when it is not the finding's own (a connection flood's attribution
 	// window starts at its first SYN): its owners are ranked over it too.
 	flowsFromNs, flowsToNs int64
+	// Impact is set on the findings of an allowance that queues or drops
+	// (microburst_in, microburst_out, pps_exceeded, baseline_exhausted):
+	// what the TCP flows that ran through it lost, or waited.
+	Impact *Impact `json:"impact,omitempty"`
 }
 
 // IMDSDiagnosis is one IMDS client whose IMDSv2 token replies died on the

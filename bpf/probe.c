@@ -50,6 +50,7 @@ const enum imds_kind *unused_imds_kind __attribute__((unused));
 const struct imds_event *unused_imds_event __attribute__((unused));
 
 #include "include/linklocal.h"
+#include "include/impact.h"
 #include "include/buckets.h"
 #include "include/flowtable.h"
 
@@ -129,6 +130,8 @@ static __always_inline int count(struct __sk_buff *skb, __u32 dir)
 	}
 	if (v) {
 		count_flow(cs, now, dir, v, p, &w, syn);
+		if (measure_impact && p->class == CLASS_TCP)
+			count_impact(skb, cs, dir, v, w.packets);
 		if (note_origins && dir == DIR_EGRESS && !v->origin)
 			note_origin(skb, v);
 	}

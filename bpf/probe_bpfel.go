@@ -14,12 +14,14 @@ import (
 )
 
 type ProbeBucket struct {
-	_         structs.HostLayout
-	Epoch     uint64
-	Packets   uint64
-	Bytes     uint64
-	Syns      uint32
-	LinkLocal [3]uint32
+	_          structs.HostLayout
+	Epoch      uint64
+	Packets    uint64
+	Bytes      uint64
+	Syns       uint32
+	LinkLocal  [3]uint32
+	Retrans    uint32
+	RetransPad uint32
 }
 
 type ProbeCpuState struct {
@@ -45,6 +47,8 @@ type ProbeCpuState struct {
 		TcpFlags uint8
 		Service  uint8
 		Scratch  uint32
+		TcpSeq   uint32
+		L3Len    uint32
 		Pad      uint32
 		_        [4]byte
 	}
@@ -144,6 +148,17 @@ type ProbeFlowStats struct {
 	InIfindex   uint32
 	Origin      uint8
 	OriginPad   [3]uint8
+	SeqHigh     uint32
+	SeqRetrans  uint32
+	SkRetrans   uint32
+	SkRetrans0  uint32
+	SrttMinUs   uint32
+	SrttMaxUs   uint32
+	SrttGen     uint32
+	SkWin       uint32
+	SeqTail     uint32
+	ImpactFlags uint8
+	ImpactPad   [3]uint8
 }
 
 type ProbeImdsEvent struct {
@@ -256,7 +271,9 @@ const (
 	ProbeVarFlowRegions4       = "flow_regions4"
 	ProbeVarFlowRegions6       = "flow_regions6"
 	ProbeVarFlowSeed           = "flow_seed"
+	ProbeVarFlowSnapshotGen    = "flow_snapshot_gen"
 	ProbeVarHeavyBytes         = "heavy_bytes"
+	ProbeVarMeasureImpact      = "measure_impact"
 	ProbeVarNoteOrigins        = "note_origins"
 	ProbeVarSliceDrained       = "slice_drained"
 	ProbeVarSliceMask          = "slice_mask"
@@ -353,7 +370,9 @@ type ProbeVariableSpecs struct {
 	FlowRegions4       *ebpf.VariableSpec `ebpf:"flow_regions4"`
 	FlowRegions6       *ebpf.VariableSpec `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
+	FlowSnapshotGen    *ebpf.VariableSpec `ebpf:"flow_snapshot_gen"`
 	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
+	MeasureImpact      *ebpf.VariableSpec `ebpf:"measure_impact"`
 	NoteOrigins        *ebpf.VariableSpec `ebpf:"note_origins"`
 	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
 	SliceMask          *ebpf.VariableSpec `ebpf:"slice_mask"`
@@ -438,7 +457,9 @@ type ProbeVariables struct {
 	FlowRegions4       *ebpf.Variable `ebpf:"flow_regions4"`
 	FlowRegions6       *ebpf.Variable `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
+	FlowSnapshotGen    *ebpf.Variable `ebpf:"flow_snapshot_gen"`
 	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
+	MeasureImpact      *ebpf.Variable `ebpf:"measure_impact"`
 	NoteOrigins        *ebpf.Variable `ebpf:"note_origins"`
 	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`
 	SliceMask          *ebpf.Variable `ebpf:"slice_mask"`

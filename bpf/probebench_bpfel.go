@@ -44,7 +44,9 @@ const (
 	ProbeBenchVarFlowRegions4       = "flow_regions4"
 	ProbeBenchVarFlowRegions6       = "flow_regions6"
 	ProbeBenchVarFlowSeed           = "flow_seed"
+	ProbeBenchVarFlowSnapshotGen    = "flow_snapshot_gen"
 	ProbeBenchVarHeavyBytes         = "heavy_bytes"
+	ProbeBenchVarMeasureImpact      = "measure_impact"
 	ProbeBenchVarNoteOrigins        = "note_origins"
 	ProbeBenchVarSliceDrained       = "slice_drained"
 	ProbeBenchVarSliceMask          = "slice_mask"
@@ -145,7 +147,9 @@ type ProbeBenchVariableSpecs struct {
 	FlowRegions4       *ebpf.VariableSpec `ebpf:"flow_regions4"`
 	FlowRegions6       *ebpf.VariableSpec `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
+	FlowSnapshotGen    *ebpf.VariableSpec `ebpf:"flow_snapshot_gen"`
 	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
+	MeasureImpact      *ebpf.VariableSpec `ebpf:"measure_impact"`
 	NoteOrigins        *ebpf.VariableSpec `ebpf:"note_origins"`
 	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
 	SliceMask          *ebpf.VariableSpec `ebpf:"slice_mask"`
@@ -231,7 +235,9 @@ type ProbeBenchVariables struct {
 	FlowRegions4       *ebpf.Variable `ebpf:"flow_regions4"`
 	FlowRegions6       *ebpf.Variable `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
+	FlowSnapshotGen    *ebpf.Variable `ebpf:"flow_snapshot_gen"`
 	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
+	MeasureImpact      *ebpf.Variable `ebpf:"measure_impact"`
 	NoteOrigins        *ebpf.Variable `ebpf:"note_origins"`
 	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`
 	SliceMask          *ebpf.Variable `ebpf:"slice_mask"`

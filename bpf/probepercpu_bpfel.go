@@ -42,8 +42,10 @@ const (
 	ProbePerCPUVarFlowRegions4           = "flow_regions4"
 	ProbePerCPUVarFlowRegions6           = "flow_regions6"
 	ProbePerCPUVarFlowSeed               = "flow_seed"
+	ProbePerCPUVarFlowSnapshotGen        = "flow_snapshot_gen"
 	ProbePerCPUVarFlushDelayNs           = "flush_delay_ns"
 	ProbePerCPUVarHeavyBytes             = "heavy_bytes"
+	ProbePerCPUVarMeasureImpact          = "measure_impact"
 	ProbePerCPUVarNoteOrigins            = "note_origins"
 	ProbePerCPUVarSliceDrained           = "slice_drained"
 	ProbePerCPUVarSliceMask              = "slice_mask"
@@ -142,8 +144,10 @@ type ProbePerCPUVariableSpecs struct {
 	FlowRegions4       *ebpf.VariableSpec `ebpf:"flow_regions4"`
 	FlowRegions6       *ebpf.VariableSpec `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
+	FlowSnapshotGen    *ebpf.VariableSpec `ebpf:"flow_snapshot_gen"`
 	FlushDelayNs       *ebpf.VariableSpec `ebpf:"flush_delay_ns"`
 	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
+	MeasureImpact      *ebpf.VariableSpec `ebpf:"measure_impact"`
 	NoteOrigins        *ebpf.VariableSpec `ebpf:"note_origins"`
 	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
 	SliceMask          *ebpf.VariableSpec `ebpf:"slice_mask"`
@@ -230,8 +234,10 @@ type ProbePerCPUVariables struct {
 	FlowRegions4       *ebpf.Variable `ebpf:"flow_regions4"`
 	FlowRegions6       *ebpf.Variable `ebpf:"flow_regions6"`
 	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
+	FlowSnapshotGen    *ebpf.Variable `ebpf:"flow_snapshot_gen"`
 	FlushDelayNs       *ebpf.Variable `ebpf:"flush_delay_ns"`
 	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
+	MeasureImpact      *ebpf.Variable `ebpf:"measure_impact"`
 	NoteOrigins        *ebpf.Variable `ebpf:"note_origins"`
 	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`
 	SliceMask          *ebpf.Variable `ebpf:"slice_mask"`

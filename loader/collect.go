@@ -63,14 +63,17 @@ type Collector struct {
 
 	ring      *ringbuf.Reader // window events
 	evictions *ringbuf.Reader // flows evicted from full buckets
-	imdsRing  *ringbuf.Reader // IMDS packets recognised
-	imds      []record.IMDSEvent
-	table     *flowTables
-	windowNs  int64
-	heavy     uint64
-	flows     map[stateKey]*flowState
-	snapshots []record.FlowSnapshot
-	windows   []record.WindowEvent
+	// snapshotGen is the flow snapshot generation the datapath's srtt
+	// ranges belong to (flow_snapshot_gen, impact.h).
+	snapshotGen uint32
+	imdsRing    *ringbuf.Reader // IMDS packets recognised
+	imds        []record.IMDSEvent
+	table       *flowTables
+	windowNs    int64
+	heavy       uint64
+	flows       map[stateKey]*flowState
+	snapshots   []record.FlowSnapshot
+	windows     []record.WindowEvent
 
 	totals  [record.NumDirections]record.Totals
 	loss    record.Loss
@@ -284,6 +287,7 @@ func (c *Collector) drainBuckets(nowNs int64, final bool) {
 				Packets: atomic.SwapUint64(&b.Packets, 0),
 				Bytes:   atomic.SwapUint64(&b.Bytes, 0),
 				SYNs:    uint64(atomic.SwapUint32(&b.Syns, 0)),
+				Retrans: uint64(atomic.SwapUint32(&b.Retrans, 0)),
 			}
 			for i := range b.LinkLocal {
 				got.LinkLocal[i] = uint64(atomic.SwapUint32(&b.LinkLocal[i], 0))
@@ -344,6 +348,7 @@ func mergeBucket(s []record.Bucket, b record.Bucket) []record.Bucket {
 		t.Packets += b.Packets
 		t.Bytes += b.Bytes
 		t.SYNs += b.SYNs
+		t.Retrans += b.Retrans
 		for j := range t.LinkLocal {
 			t.LinkLocal[j] += b.LinkLocal[j]
 		}
@@ -508,6 +513,9 @@ func (c *Collector) SnapshotFlows(nowNs int64) error {
 		return err
 	}
 	c.scanTables(nowNs)
+	// Each flow's srtt range starts again at its next packet.
+	c.snapshotGen++
+	_ = c.p.objs.FlowSnapshotGen.Set(c.snapshotGen)
 	return nil
 }
 
@@ -565,7 +573,7 @@ func (c *Collector) observe(nowNs int64, sk stateKey, fs *flowState, v bpf.Probe
 	if cum.Packets != fs.lastPackets {
 		fs.lastPackets = cum.Packets
 		c.snapshots = append(c.snapshots, record.FlowSnapshot{
-			TimeNs: nowNs, Interface: c.iface, Key: flowKey(sk.key), FlowStats: flowStats(cum),
+			TimeNs: nowNs, Interface: c.iface, Key: flowKey(sk.key), FlowStats: flowStats(cum, c.snapshotGen),
 		})
 	}
 	if v.WinBytes >= c.heavy && int64(v.WinStartNs)+c.windowNs <= nowNs {
@@ -590,16 +598,45 @@ func addStats(base, v bpf.ProbeFlowStats) bpf.ProbeFlowStats {
 	out.Dirs |= base.Dirs
 	out.MinSize = min(base.MinSize, v.MinSize)
 	out.MaxSize = max(base.MaxSize, v.MaxSize)
+	// Retransmissions add up. The socket's count of an entry is what it
+	// rose by since the entry's first packet of it: a sum is kept as that
+	// rise over a zero SkRetrans0.
+	out.SeqRetrans += base.SeqRetrans
+	out.SeqTail += base.SeqTail
+	out.SkRetrans = entrySockRetrans(base) + entrySockRetrans(v)
+	out.SkRetrans0 = 0
+	out.ImpactFlags |= base.ImpactFlags
 	return out
 }
 
-func flowStats(v bpf.ProbeFlowStats) record.FlowStats {
-	return record.FlowStats{
+// entrySockRetrans is how much an entry's socket retransmitted since the
+// entry's first packet of it.
+func entrySockRetrans(v bpf.ProbeFlowStats) uint32 {
+	if v.ImpactFlags&impactSockSeen == 0 {
+		return 0
+	}
+	return v.SkRetrans - v.SkRetrans0
+}
+
+// The datapath's flow_stats.impact_flags (bpf/include/impact.h).
+const impactSockSeen = 2
+
+// flowStats converts a flow's cumulative counters (addStats). gen is the
+// snapshot generation now ending: the srtt range counts only when the
+// entry's was set in it, else it is from an earlier interval.
+func flowStats(v bpf.ProbeFlowStats, gen uint32) record.FlowStats {
+	st := record.FlowStats{
 		Packets: v.Packets, Bytes: v.Bytes, SYNs: uint64(v.Syns), TCPFlags: v.TcpFlags,
 		Directions: v.Dirs, Service: record.Service(v.Service),
 		FirstSeenNs: int64(v.FirstSeenNs), LastSeenNs: int64(v.LastSeenNs),
 		MinSize: uint32(v.MinSize), MaxSize: uint32(v.MaxSize),
+		RetransWire: uint64(v.SeqRetrans), RetransTail: uint64(v.SeqTail),
 	}
+	st.RetransLocal = uint64(entrySockRetrans(v))
+	if v.SrttMaxUs != 0 && v.SrttGen == gen {
+		st.SRTTMinUs, st.SRTTMaxUs = v.SrttMinUs, v.SrttMaxUs
+	}
+	return st
 }
 
 // flowKey converts the datapath key: addresses v4-mapped, ports in network

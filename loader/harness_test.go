@@ -202,6 +202,7 @@ func (tp *testProbe) read(tb testing.TB) counts {
 			c.bucket[d].Packets += b.Packets
 			c.bucket[d].Bytes += b.Bytes
 			c.bucket[d].SYNs += uint64(b.Syns)
+			c.bucket[d].Retrans += uint64(b.Retrans)
 			for j := range b.LinkLocal {
 				c.bucket[d].LinkLocal[j] += uint64(b.LinkLocal[j])
 			}
@@ -234,6 +235,7 @@ func (tp *testProbe) read(tb testing.TB) counts {
 		c.bucket[d].Packets += b.Packets
 		c.bucket[d].Bytes += b.Bytes
 		c.bucket[d].SYNs += uint64(b.Syns)
+		c.bucket[d].Retrans += uint64(b.Retrans)
 		for j := range b.LinkLocal {
 			c.bucket[d].LinkLocal[j] += uint64(b.LinkLocal[j])
 		}

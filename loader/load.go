@@ -59,6 +59,10 @@ type Options struct {
 	// cgroup, or the interface a forwarded packet came in on) at its first
 	// egress packet, which owner attribution needs.
 	NoOrigins bool
+	// NoImpact turns off counting TCP retransmissions and reading the
+	// local sockets' srtt (bpf/include/impact.h): what the benchmarks
+	// measure the impact counting against.
+	NoImpact bool
 }
 
 // BucketMode is how packets reach the time-bucket ring.
@@ -324,6 +328,7 @@ func specOf(load func() (*ebpf.CollectionSpec, error), opts Options) (*ebpf.Coll
 		bpf.ProbeVarSliceNs:         uint64(opts.Slice),
 		bpf.ProbeVarSliceMask:       opts.SliceSlots - 1,
 		bpf.ProbeVarNoteOrigins:     boolByte(!opts.NoOrigins),
+		bpf.ProbeVarMeasureImpact:   boolByte(!opts.NoImpact),
 	}
 	if opts.Buckets == BucketsPerCPU {
 		consts[bpf.ProbePerCPUVarFlushDelayNs] = uint64(opts.FlushDelay)

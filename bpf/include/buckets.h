@@ -81,6 +81,7 @@ static __always_inline void zero_counts(struct bucket *b)
 	b->link_local[0] = 0;
 	b->link_local[1] = 0;
 	b->link_local[2] = 0;
+	b->retrans = 0;
 }
 
 /* add_to_slot adds counts of bucket epoch to its slot of the shared ring,
@@ -137,6 +138,8 @@ static __attribute__((noinline)) void flush_open(struct cpu_state *cs, __u32 dir
 	struct bucket *o = &cs->open[dir];
 	if (o->packets)
 		add_to_slot(cs, dir, o->epoch, o->packets, o->bytes, o->syns, o->link_local);
+	if (o->retrans)
+		add_retrans_to_slot(dir, o->epoch, o->retrans);
 	zero_counts(o);
 }
 

@@ -70,6 +70,7 @@ static __always_inline int parse_l4(void *data, void *end, __u32 off, __u8 proto
 		p->key4.sport = *(const __u16 *)th;
 		p->key4.dport = *(const __u16 *)(th + 2);
 		p->tcp_flags = th[13];
+		p->tcp_seq = bpf_ntohl(*(const __u32 *)(th + 4));
 		p->hdr_len = off + ((th[12] >> 4) << 2);
 		p->class = CLASS_TCP;
 	} else if (proto == IPPROTO_UDP) {
@@ -115,6 +116,7 @@ static __always_inline int parse_ipv4(void *data, void *end, __u32 off, struct p
 	if ((ip[0] >> 4) != 4 || ihl < 20)
 		return 0;
 	p->is_ip = 4;
+	p->l3_len = bpf_ntohs(*(const __u16 *)(ip + 2));
 	p->key4.saddr = *(const __u32 *)(ip + 12);
 	p->key4.daddr = *(const __u32 *)(ip + 16);
 	__u8 proto = ip[9];
@@ -138,6 +140,10 @@ static __always_inline int parse_ipv6(void *data, void *end, __u32 off, struct p
 	if ((ip6[0] >> 4) != 6)
 		return 0;
 	p->is_ip = 6;
+	/* Payload length 0: a jumbogram (BIG TCP), whose length the header
+	 * does not say. */
+	__u16 plen = bpf_ntohs(*(const __u16 *)(ip6 + 4));
+	p->l3_len = plen ? 40 + plen : 0;
 	copy16(p->key6.saddr, ip6 + 8);
 	copy16(p->key6.daddr, ip6 + 24);
 	__u8 nexthdr = ip6[6];

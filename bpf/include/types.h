@@ -107,6 +107,18 @@ struct flow_stats {
 	__u32 in_ifindex;
 	__u8 origin;         /* enum origin */
 	__u8 origin_pad[3];
+	/* Impact (impact.h): what TCP says about loss and queueing. */
+	__u32 seq_high;      /* end of the highest TCP sequence range seen */
+	__u32 seq_retrans;   /* wire segments whose range ended at or before seq_high */
+	__u32 sk_retrans;    /* the local socket's total_retrans, latest */
+	__u32 sk_retrans0;   /* and at this entry's first packet with a socket */
+	__u32 srtt_min_us;   /* smallest and largest srtt of the socket since */
+	__u32 srtt_max_us;   /* snapshot generation srtt_gen (flow_snapshot_gen) */
+	__u32 srtt_gen;
+	__u32 sk_win;        /* low bits of the fine window the socket was last read in */
+	__u32 seq_tail;      /* of seq_retrans, those ending at seq_high: tail probes */
+	__u8 impact_flags;   /* IMPACT_SEQ_SEEN, IMPACT_SOCK_SEEN */
+	__u8 impact_pad[3];
 };
 
 /* How a flow's owner was looked for (flow_stats.origin). */
@@ -165,6 +177,8 @@ struct bucket {
 	__u64 bytes;
 	__u32 syns;
 	__u32 link_local[NUM_LL_SERVICES];
+	__u32 retrans;  /* TCP segments sent again, by the wire's sequence test (impact.h) */
+	__u32 retrans_pad;
 };
 
 /* Packet-size histogram of one slice, per CPU. epoch is ktime / slice_ns,
@@ -199,6 +213,8 @@ struct __attribute__((aligned(8))) packet {
 	__u8 tcp_flags;
 	__u8 service;   /* enum ll_service of either address */
 	__u32 scratch;  /* a flow table way, read back to forget it (probe.c) */
+	__u32 tcp_seq;  /* TCP sequence number, host order (impact.h) */
+	__u32 l3_len;   /* IP total length from the header; 0 when it says none */
 	__u32 pad;
 };
 

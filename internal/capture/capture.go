@@ -532,6 +532,7 @@ func assemble(cfg Config, traced []*tracedInterface, start, end record.ClockPair
 		m.AttachMode = string(ti.mode)
 		m.AttachNotes = append(m.AttachNotes, ti.notes...)
 		m.BucketMode = ti.probe.Options().Buckets.String()
+		m.Impact = !ti.probe.Options().NoImpact
 		r := ti.col.Result()
 		rec.Series = append(rec.Series, r.Series...)
 		rec.Sizes = append(rec.Sizes, r.Sizes...)

@@ -27,7 +27,8 @@ type Lab struct {
 	inst, vpc         *namedns.NS
 	instNl, vpcNl     *netlink.Handle
 	instLink, vpcLink netlink.Link
-	containers        []*namedns.NS // AddContainer's
+	containers        []*namedns.NS // AddContainer's and AddRemoteHost's
+	remotes           int           // remote hosts added
 	services          *serviceGroup
 	sinks             *sinks
 

@@ -322,6 +322,11 @@ func decodeSeries(d *decoder, field string) (Series, error) {
 			err = fill(f, func(b *Bucket, v uint64) { b.Bytes = v })
 		case "syns":
 			err = fill(f, func(b *Bucket, v uint64) { b.SYNs = v })
+		case "retrans":
+			// Optional (left out when every bucket's is zero), so not
+			// one of the columns counted below.
+			err = fill(f, func(b *Bucket, v uint64) { b.Retrans = v })
+			seen--
 		case "link_local":
 			var ok bool
 			if ok, err = d.open(f, '['); ok {

@@ -50,6 +50,9 @@ type fileSeries struct {
 	Bytes      []uint64              `json:"bytes"`
 	SYNs       []uint64              `json:"syns"`
 	LinkLocal  [NumServices][]uint64 `json:"link_local"`
+	// Retrans is left out when every bucket's is zero: recordings made
+	// before impact was measured have none.
+	Retrans []uint64 `json:"retrans,omitempty"`
 }
 
 func toFileSeries(s Series) fileSeries {
@@ -67,6 +70,12 @@ func toFileSeries(s Series) fileSeries {
 		fs.Packets[i], fs.Bytes[i], fs.SYNs[i] = b.Packets, b.Bytes, b.SYNs
 		for j := range fs.LinkLocal {
 			fs.LinkLocal[j][i] = b.LinkLocal[j]
+		}
+		if b.Retrans != 0 && fs.Retrans == nil {
+			fs.Retrans = make([]uint64, n)
+		}
+		if fs.Retrans != nil {
+			fs.Retrans[i] = b.Retrans
 		}
 	}
 	return fs

@@ -17,17 +17,20 @@ import (
 func TestRecordingRoundTrip(t *testing.T) {
 	start := time.Date(2026, 11, 30, 4, 0, 0, 123456789, time.UTC)
 	rec := &Recording{
-		Meta: Meta{Version: "test", WindowNs: 1_000_000, AttachMode: "tcx",
+		Meta: Meta{Version: "test", Impact: true, WindowNs: 1_000_000, AttachMode: "tcx",
 			Interfaces: []InterfaceInfo{{Name: "eth0", Index: 2, Driver: "ena", ENA: true}},
 			Start:      ClockPair{MonoNs: 5_000_000_000, Wall: start},
 			End:        ClockPair{MonoNs: 35_000_000_000, Wall: start.Add(30 * time.Second)}},
 		Series: []Series{{Interface: "eth0", Direction: Egress, WidthNs: 100_000, Buckets: []Bucket{
 			{StartNs: 5_000_100_000, Packets: 3, Bytes: 4500, SYNs: 1, LinkLocal: [NumServices]uint64{0, 2, 0}},
-			{StartNs: 5_000_500_000, Packets: 1, Bytes: 60},
+			{StartNs: 5_000_500_000, Packets: 1, Bytes: 60, Retrans: 1},
 		}}},
 		Flows: []FlowSnapshot{{TimeNs: 6e9, Interface: "eth0", Key: FlowKey{Proto: 17,
 			Src: netip.MustParseAddrPort("10.0.0.1:5000"), Dst: netip.MustParseAddrPort("[fd00:ec2::253]:53")},
-			FlowStats: FlowStats{Packets: 2, Bytes: 200, Service: ServiceDNS, MinSize: 80, MaxSize: 120}}},
+			FlowStats: FlowStats{Packets: 2, Bytes: 200, Service: ServiceDNS, MinSize: 80, MaxSize: 120}},
+			{TimeNs: 6e9, Interface: "eth0", Key: FlowKey{Proto: 6, Src: netip.MustParseAddrPort("10.0.0.1:40000"),
+				Dst: netip.MustParseAddrPort("10.0.0.2:443")}, FlowStats: FlowStats{Packets: 9, Bytes: 9000,
+				RetransWire: 2, RetransLocal: 3, SRTTMinUs: 180, SRTTMaxUs: 5200}}},
 		Owners: []FlowOwner{{Interface: "eth0", Key: FlowKey{Proto: 17, Src: netip.MustParseAddrPort("10.0.0.1:5000"),
 			Dst: netip.MustParseAddrPort("[fd00:ec2::253]:53")}, Owner: Owner{PID: 4121, Comm: "java",
 			Cgroup: "/system.slice/payments.service", Unit: "payments.service", How: "socket"}}},
@@ -45,7 +48,7 @@ func TestRecordingRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got.Series, rec.Series) || !reflect.DeepEqual(got.Flows, rec.Flows) ||
 		!reflect.DeepEqual(got.Owners, rec.Owners) || !reflect.DeepEqual(got.IMDS, rec.IMDS) ||
-		!reflect.DeepEqual(got.Counters, rec.Counters) || !got.Meta.Start.Wall.Equal(start) {
+		!reflect.DeepEqual(got.Counters, rec.Counters) || !got.Meta.Start.Wall.Equal(start) || got.Meta.Impact != rec.Meta.Impact {
 		t.Fatalf("round trip changed the recording:\n got %+v\nwant %+v", got, rec)
 	}
 }
@@ -140,5 +143,53 @@ func TestArchiveMtimesNotInTheFuture(t *testing.T) {
 		if !h.ModTime.Equal(at.Truncate(time.Second)) {
 			t.Errorf("%s: mtime %v, want %v (the second it was written in)", h.Name, h.ModTime.UTC(), at.Truncate(time.Second))
 		}
+	}
+}
+
+// TestRecordingWithoutImpact reads a recording made before impact was
+// measured (no retrans column): its buckets read back with none, written
+// again it has no column, and a retrans column of the wrong length is
+// refused.
+func TestRecordingWithoutImpact(t *testing.T) {
+	old, err := os.ReadFile("../../testdata/recordings/steady.rec.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Read(bytes.NewReader(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rec.Series {
+		for _, b := range s.Buckets {
+			if b.Retrans != 0 {
+				t.Fatalf("an old recording read back with retransmissions: %+v", b)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, rec); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.NewDecoder(zr).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	series := doc["series"].([]any)
+	if _, ok := series[0].(map[string]any)["retrans"]; ok {
+		t.Fatal("a series without retransmissions wrote a retrans column")
+	}
+	series[0].(map[string]any)["retrans"] = []int{1, 2}
+	var bad bytes.Buffer
+	zw := gzip.NewWriter(&bad)
+	if err := json.NewEncoder(zw).Encode(doc); err != nil {
+		t.Fatal(err)
+	}
+	zw.Close()
+	if _, err := Read(&bad); err == nil {
+		t.Fatal("a retrans column of the wrong length was accepted")
 	}
 }

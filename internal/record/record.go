@@ -135,6 +135,11 @@ type Bucket struct {
 	Bytes     uint64
 	SYNs      uint64 // TCP SYN without ACK: new connection attempts
 	LinkLocal [NumServices]uint64
+	// Retrans are TCP segments sent again, by the wire's sequence test:
+	// a segment whose range ends at or before the highest already seen on
+	// its flow. Zero in recordings made before impact was measured
+	// (Meta.Impact false).
+	Retrans uint64
 }
 
 // Series is the bucket time series of one interface and direction. Buckets
@@ -205,6 +210,23 @@ type FlowStats struct {
 	LastSeenNs  int64
 	MinSize     uint32 // smallest packet, layer-3 size
 	MaxSize     uint32 // largest packet, layer-3 size
+
+	// Impact: what TCP says of loss and queueing (zero in recordings made
+	// before impact was measured, Meta.Impact false). RetransWire are
+	// the flow's segments sent again by the wire's sequence test (a
+	// remote or forwarded sender's included); RetransLocal what the local
+	// socket's own count (tcp_sock total_retrans) rose by while the flow
+	// was traced; both cumulative. SRTTMinUs and SRTTMaxUs are the
+	// smallest and largest smoothed RTT of the local socket since the
+	// flow's previous snapshot, in microseconds (0: no socket, no sample).
+	// RetransTail are those of RetransWire that ended at the highest
+	// sequence sent: tail loss probes, which a queue holding ACKs back
+	// sets off without a loss.
+	RetransWire  uint64 `json:",omitempty"`
+	RetransTail  uint64 `json:",omitempty"`
+	RetransLocal uint64 `json:",omitempty"`
+	SRTTMinUs    uint32 `json:",omitempty"`
+	SRTTMaxUs    uint32 `json:",omitempty"`
 }
 
 // FlowSnapshot is a flow's cumulative counters read at TimeNs. Snapshots of
@@ -402,6 +424,10 @@ type Meta struct {
 	// (SIGUSR1 or POST /snapshot) or TriggerIncident (a counter jumped);
 	// empty for a trace.
 	Trigger string `json:",omitempty"`
+	// Impact: the datapath measured TCP retransmissions and srtt
+	// (Bucket.Retrans, FlowStats' impact fields). False in recordings of
+	// builds before it, whose findings' impact is unknown.
+	Impact bool `json:",omitempty"`
 
 	// OwnerNotes say, once, why flows have no owner: no cgroup v2, the
 	// cgroup programs could not attach, sockets closed before they were

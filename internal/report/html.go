@@ -84,6 +84,10 @@ type htmlFinding struct {
 	Owners   string // the finding's owners ranked, on one line
 	Zoom     *figure
 	Strip    template.HTML // the incident's counter jumps under the zoom
+	// ImpactStrip shows, under the zoom, the segments sent again and the
+	// victims' srtt; Victims is the impact's victims table.
+	ImpactStrip template.HTML
+	Victims     htmlTable
 	// RepeatOf is the number of the info finding of the same kind and
 	// interface just before this one, whose evidence and fix it shares: the
 	// page shows it in short, as the text report does. 0 for the others.
@@ -140,6 +144,9 @@ func buildPage(in Input) htmlPage {
 		hf := htmlFinding{N: i + 1, F: f, When: findingWhen(f, tr.Start), Counters: findingCounterText(res, f),
 			Evidence: evidenceTable(f), Flows: flowShareHTMLTable(f), Strip: jumpStrip(f, x0, x1),
 			Owners: ownersText(f.Owners)}
+		if f.Impact != nil {
+			hf.Victims = impactHTMLTable(f.Impact)
+		}
 		if i > 0 && repeatsInfo(ranked[i-1], f) {
 			hf.RepeatOf = cmp.Or(p.Findings[i-1].RepeatOf, p.Findings[i-1].N)
 		}
@@ -147,6 +154,7 @@ func buildPage(in Input) htmlPage {
 			if z, ok := tl.zoom(i+1, f); ok {
 				hf.Zoom = &z
 				hf.Strip = jumpStrip(f, z.X0, z.X1)
+				hf.ImpactStrip = impactStrip(in.Recording, f, z.X0, z.X1)
 			}
 		}
 		p.Findings = append(p.Findings, hf)

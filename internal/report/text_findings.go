@@ -165,6 +165,7 @@ func textFindings(p *page, res *analyzer.Result) {
 			p.field(ind, label, lw, l)
 		}
 		p.field(ind, "Counters", lw, findingCounterText(res, f))
+		textImpact(p, ind, lw, f.Impact)
 		if len(f.Flows) == 0 {
 			p.field(ind, "Flows", lw, "none recorded in the window")
 		} else {

@@ -56,7 +56,15 @@ type Truth struct {
 	// CounterAgeMaxNs is, with lagged counters, the most a read showed a
 	// drop late (the lag, and the age of the poll it read).
 	CounterAgeMaxNs int64
-	Notes           []string
+	// Impact scenarios: the TCP victim's two ends (Victim the instance's
+	// or its container's), the kernel's TcpRetransSegs delta over the
+	// traffic in the instance (or its container) and at the peer (the VPC
+	// namespace, or the remote host sending), and the most the lab's
+	// delay probe saw its round trip rise once the burst began.
+	Victim, VictimPeer           netip.AddrPort
+	RetransSegs, PeerRetransSegs uint64
+	QueueDelay                   time.Duration
+	Notes                        []string
 }
 
 // Burst is one burst as its sender saw it: CLOCK_MONOTONIC just before the
@@ -80,7 +88,8 @@ type Outcome struct {
 
 // All lists the scenarios by name.
 func All() []Scenario {
-	s := []Scenario{microBurst(), flowAtCap(), linkLocal(), linkLocalMild(), connFlood(), clean(), imdsHopLimit()}
+	s := []Scenario{microBurst(), flowAtCap(), linkLocal(), linkLocalMild(), connFlood(), clean(), imdsHopLimit(),
+		impactShallow(), impactDeep(), impactInbound()}
 	sort.Slice(s, func(i, j int) bool { return s[i].Name < s[j].Name })
 	return s
 }

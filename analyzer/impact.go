@@ -1,0 +1,442 @@
+package analyzer
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/enaprobe/enaprobe/internal/record"
+)
+
+// Impact verdicts (Impact.Verdict).
+const (
+	// ImpactDropped: TCP segments were sent again during the incident or
+	// its retransmission tail: something was lost.
+	ImpactDropped = "dropped"
+	// ImpactQueued: nothing was sent again, but the srtt of TCP flows rose
+	// by more than its noise in the seconds before: packets waited.
+	ImpactQueued = "queued"
+	// ImpactNone: TCP flows ran through the incident, lost nothing, and
+	// their srtt stayed within its noise: queued briefly at most.
+	ImpactNone = "none"
+	// ImpactUnknown: the trace cannot tell (no TCP in the span, or a
+	// recording made before impact was measured).
+	ImpactUnknown = "unknown"
+)
+
+// impactKinds are the findings that carry an impact: those of an
+// allowance that queues or drops packets.
+var impactKinds = map[string]bool{
+	KindMicroburstIn: true, KindMicroburstOut: true, KindPPSExceeded: true, KindBaselineExhausted: true,
+}
+
+// Impact is what an incident cost the TCP flows that ran through it, from
+// the kernel's own count of each local socket's retransmissions and srtt
+// and from the wire (segments whose sequence range had been seen before:
+// a remote sender's retransmissions, and a forwarded flow's).
+type Impact struct {
+	Verdict string `json:"verdict"` // dropped, queued, none or unknown
+	Summary string `json:"summary"` // the verdict for people, with how much and how long
+	// Retransmitted are the TCP segments sent again in the incident and
+	// the retransmission tail after it, by direction: egress by this
+	// host's sockets (their own count) or forwarded senders (the wire),
+	// ingress by remote senders (the wire); tail loss probes left out.
+	Retransmitted ImpactRetransmitted `json:"retransmitted"`
+	// TailProbes are the segments sent again up to the highest sequence
+	// sent (tail loss probes: a wait past two srtt sets them off, with or
+	// without a loss), not in Retransmitted.
+	TailProbes uint64 `json:"tail_probes,omitempty"`
+	// SRTT is the smoothed RTT of the victims (the local sockets among
+	// them) in the seconds before the incident and during it.
+	SRTT *ImpactSRTT `json:"srtt,omitempty"`
+	// QueuedS is how long the srtt of the victims stayed above its noise
+	// (verdict queued), in seconds.
+	QueuedS float64 `json:"queued_s,omitempty"`
+	// TCPFlows are the TCP flows that moved packets in the incident.
+	TCPFlows int `json:"tcp_flows"`
+	// SRTTKnown: verdict none rests on srtt measured before and during
+	// (local sockets), not only on nothing sent again.
+	SRTTKnown bool `json:"srtt_known,omitempty"`
+	// Victims are the flows that paid, those that lost the most first:
+	// segments sent again, or an srtt risen above its noise (the first
+	// TopFlows of VictimsTotal).
+	Victims      []Victim `json:"victims"`
+	VictimsTotal int      `json:"victims_total"`
+	// FromOffsetS and ToOffsetS are the stretch looked at: the incident
+	// and its retransmission tail.
+	FromOffsetS float64 `json:"from_offset_s"`
+	ToOffsetS   float64 `json:"to_offset_s"`
+}
+
+// ImpactRetransmitted counts segments sent again by direction.
+type ImpactRetransmitted struct {
+	Egress  uint64 `json:"egress"`
+	Ingress uint64 `json:"ingress"`
+}
+
+// ImpactSRTT is the srtt of the victims before and during an incident,
+// in microseconds: the median and 99th percentile over the victims of each
+// flow's own value.
+type ImpactSRTT struct {
+	BeforeP50Us float64 `json:"before_p50_us"`
+	BeforeP99Us float64 `json:"before_p99_us"`
+	DuringP50Us float64 `json:"during_p50_us"`
+	DuringP99Us float64 `json:"during_p99_us"`
+	// RiseUs is the largest rise of one victim's srtt over its level
+	// before; NoiseUs that victim's noise (how far its srtt moved in the
+	// seconds before).
+	RiseUs  float64 `json:"rise_us"`
+	NoiseUs float64 `json:"noise_us"`
+}
+
+// Victim is one flow that paid for an incident.
+type Victim struct {
+	Flow      string `json:"flow"`
+	Direction string `json:"direction"` // the direction its packets were seen in
+	Owner     string `json:"owner,omitempty"`
+	// Retransmitted are its segments sent again in the span (the local
+	// socket's count, or the wire's for a flow without one), beyond its
+	// TailProbes.
+	Retransmitted uint64 `json:"retransmitted"`
+	TailProbes    uint64 `json:"tail_probes,omitempty"`
+	// SRTTBeforeUs is its srtt before the incident (median of the
+	// seconds before), SRTTDuringUs the highest during; 0 when it has no
+	// local socket or no sample.
+	SRTTBeforeUs float64 `json:"srtt_before_us,omitempty"`
+	SRTTDuringUs float64 `json:"srtt_during_us,omitempty"`
+}
+
+// attachImpacts gives every finding of an allowance that queues or drops
+// its impact, and makes its severity follow it: nothing lost and no srtt
+// risen is info.
+func (a *analysis) attachImpacts(fs []Finding) {
+	for i := range fs {
+		f := &fs[i]
+		if !impactKinds[f.Kind] {
+			continue
+		}
+		fromNs := a.rec.Meta.Start.MonoNs + int64(f.StartOffsetS*1e9)
+		toNs := a.rec.Meta.Start.MonoNs + int64(f.EndOffsetS*1e9)
+		f.Impact = a.impactOf(f.Interface, fromNs, toNs)
+		switch f.Impact.Verdict {
+		case ImpactNone:
+			if f.Impact.SRTTKnown {
+				f.Severity = SeverityInfo
+			}
+		case ImpactQueued:
+			if f.Severity == SeverityCritical {
+				f.Severity = SeverityWarning
+			}
+		}
+	}
+}
+
+// tcpFlow is one TCP flow's snapshots, in time order.
+type tcpFlow struct {
+	ref   flowRef
+	snaps []*record.FlowSnapshot
+}
+
+// tcpFlows are the recording's TCP flows, built once.
+func (a *analysis) tcpFlows() []tcpFlow {
+	if a.impactFlows != nil {
+		return *a.impactFlows
+	}
+	ids := map[flowRef]int{}
+	var out []tcpFlow
+	for i := range a.rec.Flows {
+		s := &a.rec.Flows[i]
+		if s.Key.Proto != 6 {
+			continue
+		}
+		ref := flowRef{s.Interface, s.Key}
+		id, ok := ids[ref]
+		if !ok {
+			id = len(out)
+			ids[ref] = id
+			out = append(out, tcpFlow{ref: ref})
+		}
+		out[id].snaps = append(out[id].snaps, s)
+	}
+	for i := range out {
+		slices.SortStableFunc(out[i].snaps, func(x, y *record.FlowSnapshot) int { return cmp.Compare(x.TimeNs, y.TimeNs) })
+	}
+	a.impactFlows = &out
+	return out
+}
+
+// rose is what a cumulative counter rose by from prev to cur; a counter
+// that went down belongs to a new table entry, all of it new.
+func rose(prev, cur uint64) uint64 {
+	if cur >= prev {
+		return cur - prev
+	}
+	return cur
+}
+
+// flowImpact is what one flow did around an incident.
+type flowImpact struct {
+	ref         flowRef
+	active      bool // moved packets in the span
+	egress      bool
+	retrans     uint64    // segments sent again, tail probes included
+	tail        uint64    // tail loss probes among them
+	before      []float64 // srtt samples of the seconds before (each snapshot's range ends)
+	during      float64   // highest srtt in the span
+	beforeLevel float64
+	noise       float64
+	aboveFromNs int64 // the stretch its srtt stayed above its noise
+	aboveToNs   int64
+	risen       bool
+}
+
+// impactOf measures the impact of an incident of iface spanning
+// [fromNs, toNs]: the flows whose retransmissions rose in it and its
+// retransmission tail, and the srtt of the local sockets against the
+// seconds before.
+func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
+	endNs := toNs + int64(a.opt.ImpactTail)
+	im := &Impact{Victims: []Victim{}, FromOffsetS: a.offsetS(fromNs), ToOffsetS: a.offsetS(endNs)}
+	if !a.rec.Meta.Impact {
+		im.Verdict = ImpactUnknown
+		im.Summary = "impact unknown (recorded before impact was measured)"
+		return im
+	}
+	beforeNs := fromNs - int64(a.opt.ImpactBefore)
+	var flows []flowImpact
+	for _, tf := range a.tcpFlows() {
+		if tf.ref.iface != iface {
+			continue
+		}
+		fi := flowImpact{ref: tf.ref}
+		var prev record.FlowStats
+		var prevNs int64 = math.MinInt64
+		for _, s := range tf.snaps {
+			from := max(prevNs, s.FirstSeenNs-1)
+			inSpan := from < endNs && s.TimeNs > fromNs
+			if s.TimeNs <= fromNs && s.TimeNs > beforeNs && s.SRTTMaxUs > 0 {
+				fi.before = append(fi.before, float64(s.SRTTMinUs), float64(s.SRTTMaxUs))
+			}
+			if inSpan {
+				if rose(prev.Packets, s.Packets) > 0 {
+					fi.active = true
+				}
+				local := rose(prev.RetransLocal, s.RetransLocal)
+				wire := rose(prev.RetransWire, s.RetransWire)
+				fi.retrans += max(local, wire)
+				fi.tail += min(rose(prev.RetransTail, s.RetransTail), max(local, wire))
+				fi.during = max(fi.during, float64(s.SRTTMaxUs))
+			}
+			fi.egress = fi.egress || hasDirection(s.FlowStats, record.Egress)
+			prev, prevNs = s.FlowStats, s.TimeNs
+		}
+		if !fi.active && fi.retrans == 0 {
+			continue
+		}
+		if len(fi.before) > 0 {
+			fi.beforeLevel, fi.noise = levelAndNoise(fi.before, a.opt.ImpactMinRise)
+			if fi.during > fi.beforeLevel+fi.noise {
+				fi.risen = true
+				fi.aboveFromNs, fi.aboveToNs = aboveStretch(tf.snaps, fromNs, endNs, fi.beforeLevel+fi.noise)
+			}
+		}
+		flows = append(flows, fi)
+	}
+	im.TCPFlows = len(flows)
+	timed := 0 // flows with an srtt before and during
+	for _, fi := range flows {
+		if fi.beforeLevel > 0 && fi.during > 0 {
+			timed++
+		}
+	}
+	im.Retransmitted = a.wireRetrans(iface, fromNs, endNs)
+	// Tail loss probes are sent again without a loss: a queue that holds
+	// the ACKs back past two srtt sets them off. What a flow lost is what
+	// it sent again beyond them.
+	var victims []flowImpact
+	var lostBy, tailBy [record.NumDirections]uint64
+	for _, fi := range flows {
+		if fi.lost() > 0 || fi.risen {
+			victims = append(victims, fi)
+		}
+		d := record.Ingress
+		if fi.egress {
+			d = record.Egress
+		}
+		lostBy[d] += fi.lost()
+		tailBy[d] += fi.tail
+		im.TailProbes += fi.tail
+	}
+	// By direction: the flows' own count where it is the larger (a
+	// socket also counts what its qdisc dropped), else the buckets' less
+	// the probes (they count flows whose snapshots came too late too).
+	im.Retransmitted.Egress = max(im.Retransmitted.Egress-min(im.Retransmitted.Egress, tailBy[record.Egress]), lostBy[record.Egress])
+	im.Retransmitted.Ingress = max(im.Retransmitted.Ingress-min(im.Retransmitted.Ingress, tailBy[record.Ingress]), lostBy[record.Ingress])
+
+	slices.SortStableFunc(victims, func(x, y flowImpact) int {
+		return cmp.Or(cmp.Compare(y.lost(), x.lost()), cmp.Compare(y.during-y.beforeLevel, x.during-x.beforeLevel))
+	})
+	im.VictimsTotal = len(victims)
+	var before, during []float64
+	var srtt ImpactSRTT
+	var aboveFrom, aboveTo int64 = math.MaxInt64, math.MinInt64
+	for _, fi := range victims {
+		if fi.beforeLevel > 0 && fi.during > 0 {
+			before = append(before, fi.beforeLevel)
+			during = append(during, fi.during)
+			if rise := fi.during - fi.beforeLevel; rise > srtt.RiseUs {
+				srtt.RiseUs, srtt.NoiseUs = rise, fi.noise
+			}
+		}
+		if fi.risen {
+			aboveFrom, aboveTo = min(aboveFrom, fi.aboveFromNs), max(aboveTo, fi.aboveToNs)
+		}
+	}
+	for _, fi := range victims[:min(len(victims), a.opt.TopFlows)] {
+		v := Victim{Flow: fi.ref.key.String(), Direction: record.Ingress.String(), Retransmitted: fi.lost(),
+			TailProbes: fi.tail, SRTTBeforeUs: fi.beforeLevel, SRTTDuringUs: fi.during}
+		if fi.egress {
+			v.Direction = record.Egress.String()
+		}
+		if o := a.owners.of(fi.ref); o != nil {
+			v.Owner = o.String()
+		}
+		im.Victims = append(im.Victims, v)
+	}
+	if len(before) > 0 {
+		srtt.BeforeP50Us, srtt.BeforeP99Us = quantile(before, 0.5), quantile(before, 0.99)
+		srtt.DuringP50Us, srtt.DuringP99Us = quantile(during, 0.5), quantile(during, 0.99)
+		im.SRTT = &srtt
+	}
+	lost := im.Retransmitted.Egress + im.Retransmitted.Ingress
+	switch {
+	case lost > 0:
+		im.Verdict = ImpactDropped
+		im.Summary = fmt.Sprintf("dropped: %d TCP segments sent again (%d egress, %d ingress) by %s",
+			lost, im.Retransmitted.Egress, im.Retransmitted.Ingress, flowsText(countRetransmitting(victims)))
+		if im.SRTT != nil {
+			im.Summary += fmt.Sprintf("; srtt p50 %s before, %s during", fmtUs(srtt.BeforeP50Us), fmtUs(srtt.DuringP50Us))
+		}
+	case len(flows) == 0:
+		im.Verdict = ImpactUnknown
+		im.Summary = "impact unknown: no TCP in the span; UDP loss cannot be seen here " +
+			"(DNS queries sent again show in the link-local detail)"
+	case len(victims) > 0:
+		im.Verdict = ImpactQueued
+		im.QueuedS = float64(aboveTo-aboveFrom) / 1e9
+		im.Summary = fmt.Sprintf("queued: srtt rose by up to %s (noise %s) for %s, p50 %s before, %s during; nothing lost",
+			fmtUs(srtt.RiseUs), fmtUs(srtt.NoiseUs), fmtDur(aboveTo-aboveFrom), fmtUs(srtt.BeforeP50Us), fmtUs(srtt.DuringP50Us))
+		if im.TailProbes > 0 {
+			im.Summary += fmt.Sprintf(" (%d tail loss probes, set off by the wait)", im.TailProbes)
+		}
+	case timed == 0:
+		im.Verdict = ImpactNone
+		im.Summary = fmt.Sprintf("nothing lost (%s sent nothing again); no local socket's srtt to tell queueing", flowsText(len(flows)))
+	default:
+		im.Verdict = ImpactNone
+		im.SRTTKnown = true
+		im.Summary = fmt.Sprintf("queued briefly; nothing lost (%s, srtt of %d within noise)", flowsText(len(flows)), timed)
+	}
+	return im
+}
+
+// flowsText counts TCP flows for people.
+func flowsText(n int) string {
+	if n == 1 {
+		return "1 TCP flow"
+	}
+	return fmt.Sprintf("%d TCP flows", n)
+}
+
+// lost is what a flow sent again beyond its tail loss probes.
+func (fi flowImpact) lost() uint64 { return fi.retrans - min(fi.tail, fi.retrans) }
+
+func countRetransmitting(fs []flowImpact) int {
+	n := 0
+	for _, f := range fs {
+		if f.lost() > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// levelAndNoise is a flow's srtt level before an incident (the median of
+// its samples) and its noise: how far the samples rose above the level,
+// at least minRise of the level (a steady srtt still jitters).
+func levelAndNoise(samples []float64, minRise float64) (level, noise float64) {
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	level = quantile(s, 0.5)
+	return level, max(s[len(s)-1]-level, minRise*level)
+}
+
+// aboveStretch is the stretch, within (fromNs, endNs] and the snapshot
+// after it (the srtt falls back only once the queue drained), whose
+// snapshots saw the srtt above threshold: from the start of the first such
+// snapshot's interval to the end of the last.
+func aboveStretch(snaps []*record.FlowSnapshot, fromNs, endNs int64, threshold float64) (int64, int64) {
+	first, last := int64(0), int64(0)
+	prevNs := int64(math.MinInt64)
+	found := false
+	for _, s := range snaps {
+		if s.TimeNs > fromNs && prevNs < endNs && float64(s.SRTTMaxUs) > threshold {
+			if !found {
+				first = max(prevNs, fromNs)
+				found = true
+			}
+			last = s.TimeNs
+		}
+		prevNs = s.TimeNs
+	}
+	return first, last
+}
+
+// wireRetrans sums the time buckets' retransmitted segments of iface in
+// [fromNs, endNs), by direction.
+func (a *analysis) wireRetrans(iface string, fromNs, endNs int64) ImpactRetransmitted {
+	var out ImpactRetransmitted
+	for i := range a.rec.Series {
+		s := &a.rec.Series[i]
+		if s.Interface != iface {
+			continue
+		}
+		lo := sort.Search(len(s.Buckets), func(j int) bool { return s.Buckets[j].StartNs+s.WidthNs > fromNs })
+		var n uint64
+		for j := lo; j < len(s.Buckets) && s.Buckets[j].StartNs < endNs; j++ {
+			n += s.Buckets[j].Retrans
+		}
+		if s.Direction == record.Egress {
+			out.Egress += n
+		} else {
+			out.Ingress += n
+		}
+	}
+	return out
+}
+
+// quantile is the q-quantile of v (nearest rank), sorting a copy.
+func quantile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// fmtUs writes a duration given in microseconds for people.
+func fmtUs(us float64) string {
+	if us >= 1000 {
+		return fmt.Sprintf("%.1f ms", us/1000)
+	}
+	return fmt.Sprintf("%.0f µs", us)
+}
+
+func fmtDur(ns int64) string {
+	return time.Duration(ns).Round(time.Millisecond).String()
+}

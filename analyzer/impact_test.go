@@ -1,0 +1,295 @@
+package analyzer
+
+import (
+	"math"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/enaprobe/enaprobe/internal/record"
+)
+
+// TestImpactOldRecordings: every finding of an allowance that queues or
+// drops carries an impact, and in the recordings of testdata, made before
+// impact was measured, it says so and leaves the severity alone.
+func TestImpactOldRecordings(t *testing.T) {
+	entries, err := os.ReadDir(recordingsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".rec.gz")
+		if !ok {
+			continue
+		}
+		rec, err := record.ReadFile(recordingPath(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range Analyze(rec, DefaultOptions()).Findings {
+			switch {
+			case impactKinds[f.Kind] && f.Impact == nil:
+				t.Errorf("%s: %s finding without an impact", name, f.Kind)
+			case !impactKinds[f.Kind] && f.Impact != nil:
+				t.Errorf("%s: %s finding with an impact", name, f.Kind)
+			case f.Impact != nil:
+				seen++
+				if f.Impact.Verdict != ImpactUnknown || f.Impact.Summary != "impact unknown (recorded before impact was measured)" {
+					t.Errorf("%s: %s impact %q %q, want unknown, recorded before", name, f.Kind, f.Impact.Verdict, f.Impact.Summary)
+				}
+			}
+		}
+	}
+	if seen < 4 {
+		t.Fatalf("%d findings with an impact in testdata, want one of each kind at least", seen)
+	}
+}
+
+// impactCase is the microburst_out recording with TCP flows added around
+// its incident, made as if impact had been measured.
+type impactCase struct {
+	rec          *record.Recording
+	iface        string
+	fromNs, toNs int64
+	severity     string
+}
+
+func newImpactCase(t *testing.T) *impactCase {
+	t.Helper()
+	rec, err := record.ReadFile(recordingPath("microburst_out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f *Finding
+	for _, g := range Analyze(rec, DefaultOptions()).Findings {
+		if g.Kind == KindMicroburstOut {
+			f = &g
+			break
+		}
+	}
+	if f == nil {
+		t.Fatal("no microburst_out finding in microburst_out")
+	}
+	rec.Meta.Impact = true
+	start := rec.Meta.Start.MonoNs
+	return &impactCase{rec: rec, iface: f.Interface, severity: f.Severity,
+		fromNs: start + int64(f.StartOffsetS*1e9), toNs: start + int64(f.EndOffsetS*1e9)}
+}
+
+var (
+	victimKey = record.FlowKey{Proto: 6, Src: netip.MustParseAddrPort("10.0.0.5:40000"), Dst: netip.MustParseAddrPort("10.0.9.9:443")}
+	replyKey  = record.FlowKey{Proto: 6, Src: victimKey.Dst, Dst: victimKey.Src}
+)
+
+// addFlow adds snapshots of a flow every 100 ms from 3 s before the
+// incident to 2 s after it; at(ns) gives the snapshot's impact fields
+// (cumulative retransmissions, the srtt range of its interval).
+func (c *impactCase) addFlow(key record.FlowKey, dir record.Direction, at func(ns int64) (retransLocal, retransWire uint64, srttMin, srttMax uint32)) {
+	c.addFlowTail(key, dir, func(ns int64) (uint64, uint64, uint64, uint32, uint32) {
+		l, w, lo, hi := at(ns)
+		return l, w, 0, lo, hi
+	})
+}
+
+// addFlowTail is addFlow with tail loss probes.
+func (c *impactCase) addFlowTail(key record.FlowKey, dir record.Direction, at func(ns int64) (retransLocal, retransWire, tail uint64, srttMin, srttMax uint32)) {
+	first := c.fromNs - 3*int64(time.Second)
+	var packets uint64
+	for ns := first; ns <= c.toNs+2*int64(time.Second); ns += 100 * int64(time.Millisecond) {
+		packets += 200
+		local, wire, tail, lo, hi := at(ns)
+		c.rec.Flows = append(c.rec.Flows, record.FlowSnapshot{TimeNs: ns, Interface: c.iface, Key: key,
+			FlowStats: record.FlowStats{Packets: packets, Bytes: packets * 1500, Directions: 1 << dir,
+				FirstSeenNs: first - 1, LastSeenNs: ns - 1, MinSize: 52, MaxSize: 1500,
+				RetransLocal: local, RetransWire: wire, RetransTail: tail, SRTTMinUs: lo, SRTTMaxUs: hi}})
+	}
+}
+
+func (c *impactCase) finding(t *testing.T) Finding {
+	t.Helper()
+	for _, f := range Analyze(c.rec, DefaultOptions()).Findings {
+		if f.Kind == KindMicroburstOut {
+			if f.Impact == nil {
+				t.Fatal("microburst_out without an impact")
+			}
+			return f
+		}
+	}
+	t.Fatal("the microburst_out finding is gone")
+	return Finding{}
+}
+
+// jitter is a steady srtt around 1 ms, moving by up to 40 µs.
+func jitter(ns int64) (uint32, uint32) {
+	d := uint32(ns/int64(time.Millisecond)) % 5 * 10
+	return 980 + d, 1000 + d
+}
+
+func TestImpactDropped(t *testing.T) {
+	c := newImpactCase(t)
+	c.rec.Owners = append(c.rec.Owners, record.FlowOwner{Interface: c.iface, Key: victimKey,
+		Owner: record.Owner{PID: 4121, Comm: "java", How: "socket"}})
+	// The local socket retransmits 40 segments 300 ms after the burst
+	// began (the RTO), its srtt rising to 9 ms; the remote sender of the
+	// reply flow sends 7 again, which the wire and the buckets see.
+	rto := c.fromNs + 300*int64(time.Millisecond)
+	c.addFlow(victimKey, record.Egress, func(ns int64) (uint64, uint64, uint32, uint32) {
+		lo, hi := jitter(ns)
+		if ns >= rto {
+			return 40, 38, lo, hi
+		}
+		if ns > c.fromNs && ns < rto {
+			return 0, 0, lo, 9000
+		}
+		return 0, 0, lo, hi
+	})
+	c.addFlow(replyKey, record.Ingress, func(ns int64) (uint64, uint64, uint32, uint32) {
+		if ns >= rto {
+			return 0, 7, 0, 0
+		}
+		return 0, 0, 0, 0
+	})
+	addBucketRetrans(t, c.rec, c.iface, record.Ingress, rto-int64(time.Millisecond), 7)
+	// A retransmission long after the incident's tail is not its.
+	addBucketRetrans(t, c.rec, c.iface, record.Ingress, c.toNs+5*int64(time.Second), 3)
+
+	f := c.finding(t)
+	im := f.Impact
+	if im.Verdict != ImpactDropped {
+		t.Fatalf("verdict %q (%s), want dropped", im.Verdict, im.Summary)
+	}
+	if im.Retransmitted.Egress != 40 || im.Retransmitted.Ingress != 7 {
+		t.Errorf("retransmitted %+v, want egress 40 (the socket's count) ingress 7", im.Retransmitted)
+	}
+	if im.VictimsTotal != 2 || len(im.Victims) != 2 {
+		t.Fatalf("victims %+v (total %d), want the flow and its reply", im.Victims, im.VictimsTotal)
+	}
+	v := im.Victims[0]
+	if v.Flow != victimKey.String() || v.Direction != "egress" || v.Retransmitted != 40 || v.Owner != "java[4121]" {
+		t.Errorf("first victim %+v, want %s egress 40 by java[4121]", v, victimKey)
+	}
+	if v.SRTTBeforeUs < 980 || v.SRTTBeforeUs > 1040 || v.SRTTDuringUs != 9000 {
+		t.Errorf("victim srtt before %v during %v, want about 1 ms and 9 ms", v.SRTTBeforeUs, v.SRTTDuringUs)
+	}
+	if r := im.Victims[1]; r.Flow != replyKey.String() || r.Direction != "ingress" || r.Retransmitted != 7 || r.Owner != "java[4121]" {
+		t.Errorf("second victim %+v, want the reply flow, ingress, 7, its socket's owner", r)
+	}
+	if f.Severity != c.severity {
+		t.Errorf("severity %s, want the finding's own %s", f.Severity, c.severity)
+	}
+	if !strings.Contains(im.Summary, "47 TCP segments sent again (40 egress, 7 ingress)") {
+		t.Errorf("summary %q", im.Summary)
+	}
+}
+
+func TestImpactQueued(t *testing.T) {
+	c := newImpactCase(t)
+	// The srtt rises to 6 ms for the 300 ms after the burst began; the
+	// wait sets off one tail loss probe, nothing else is sent again.
+	c.addFlowTail(victimKey, record.Egress, func(ns int64) (uint64, uint64, uint64, uint32, uint32) {
+		lo, hi := jitter(ns)
+		switch {
+		case ns > c.fromNs && ns <= c.fromNs+300*int64(time.Millisecond):
+			return 3, 1, 1, lo, 6000 // the socket's 2 are from before the incident
+		case ns > c.fromNs:
+			return 3, 1, 1, lo, hi
+		}
+		return 2, 0, 0, lo, hi
+	})
+	f := c.finding(t)
+	im := f.Impact
+	if im.Verdict != ImpactQueued {
+		t.Fatalf("verdict %q (%s), want queued", im.Verdict, im.Summary)
+	}
+	if im.SRTT == nil || math.Abs(im.SRTT.RiseUs-5000) > 50 || im.SRTT.DuringP50Us != 6000 {
+		t.Errorf("srtt %+v, want a rise of about 5 ms to 6 ms", im.SRTT)
+	}
+	if im.QueuedS < 0.2 || im.QueuedS > 0.4 {
+		t.Errorf("queued for %.3f s, want about 0.3", im.QueuedS)
+	}
+	if len(im.Victims) != 1 || im.Victims[0].Retransmitted != 0 || im.Victims[0].TailProbes != 1 || im.TailProbes != 1 {
+		t.Errorf("victims %+v, tail probes %d: want the flow, nothing retransmitted but one tail probe", im.Victims, im.TailProbes)
+	}
+	if f.Severity == SeverityCritical || f.Severity == SeverityInfo {
+		t.Errorf("severity %s, want at most a warning and not info", f.Severity)
+	}
+	if !strings.Contains(im.Summary, "nothing lost") {
+		t.Errorf("summary %q", im.Summary)
+	}
+}
+
+func TestImpactNothingLost(t *testing.T) {
+	c := newImpactCase(t)
+	c.addFlow(victimKey, record.Egress, func(ns int64) (uint64, uint64, uint32, uint32) {
+		lo, hi := jitter(ns)
+		return 0, 0, lo, hi
+	})
+	f := c.finding(t)
+	if f.Impact.Verdict != ImpactNone || !strings.HasPrefix(f.Impact.Summary, "queued briefly; nothing lost") {
+		t.Fatalf("impact %q %q, want none, queued briefly", f.Impact.Verdict, f.Impact.Summary)
+	}
+	if f.Severity != SeverityInfo || len(f.Impact.Victims) != 0 || !f.Impact.SRTTKnown {
+		t.Errorf("severity %s, victims %+v, srtt known %v: want info, none, known", f.Severity, f.Impact.Victims, f.Impact.SRTTKnown)
+	}
+}
+
+// TestImpactNoSRTT: TCP flows that sent nothing again but have no local
+// socket's srtt (the recording's own, forwarded or inbound) lost nothing,
+// and cannot tell queueing: the severity stays.
+func TestImpactNoSRTT(t *testing.T) {
+	c := newImpactCase(t)
+	f := c.finding(t)
+	if f.Impact.Verdict != ImpactNone || f.Impact.SRTTKnown || !strings.Contains(f.Impact.Summary, "no local socket's srtt") {
+		t.Fatalf("impact %+v, want none without srtt", f.Impact)
+	}
+	if f.Impact.TCPFlows == 0 || f.Severity != c.severity {
+		t.Errorf("tcp flows %d severity %s, want some and the finding's own %s", f.Impact.TCPFlows, f.Severity, c.severity)
+	}
+}
+
+func TestImpactNoTCP(t *testing.T) {
+	c := newImpactCase(t)
+	var udp []record.FlowSnapshot
+	for _, s := range c.rec.Flows {
+		if s.Key.Proto != 6 {
+			udp = append(udp, s)
+		}
+	}
+	c.rec.Flows = udp
+	f := c.finding(t)
+	if f.Impact.Verdict != ImpactUnknown || !strings.Contains(f.Impact.Summary, "no TCP in the span") {
+		t.Fatalf("impact %q %q, want unknown, no TCP", f.Impact.Verdict, f.Impact.Summary)
+	}
+	if f.Severity != c.severity {
+		t.Errorf("severity %s, want the finding's own %s", f.Severity, c.severity)
+	}
+}
+
+// addBucketRetrans adds n retransmitted segments to the bucket of iface and
+// dir holding ns, making the bucket if there is none.
+func addBucketRetrans(t *testing.T, rec *record.Recording, iface string, dir record.Direction, ns int64, n uint64) {
+	t.Helper()
+	for i := range rec.Series {
+		s := &rec.Series[i]
+		if s.Interface != iface || s.Direction != dir {
+			continue
+		}
+		start := ns - ns%s.WidthNs
+		for j := range s.Buckets {
+			if s.Buckets[j].StartNs == start {
+				s.Buckets[j].Retrans += n
+				return
+			}
+			if s.Buckets[j].StartNs > start {
+				s.Buckets = append(s.Buckets[:j], append([]record.Bucket{{StartNs: start, Packets: n, Bytes: n * 1500, Retrans: n}}, s.Buckets[j:]...)...)
+				return
+			}
+		}
+		s.Buckets = append(s.Buckets, record.Bucket{StartNs: start, Packets: n, Bytes: n * 1500, Retrans: n})
+		return
+	}
+	t.Fatalf("no %s %s series", iface, dir)
+}

@@ -1,0 +1,136 @@
+/* Impact: what TCP itself says about an incident, lost or only queued.
+ * The wire's sequence test counts segments sent again on any TCP flow, in
+ * both directions (a remote sender's retransmissions, which no local
+ * socket counts, and a forwarded flow's); on egress, the local socket's
+ * own state (bpf_tcp_sock, Linux 5.1+) gives its retransmission count and
+ * smoothed RTT. All of it lives in the flow's entry and the time buckets:
+ * no map of its own. Included by probe.c before buckets.h. */
+#ifndef __ENAPROBE_IMPACT_H
+#define __ENAPROBE_IMPACT_H
+
+#define IMPACT_SEQ_SEEN 1  /* seq_high holds a sequence number */
+#define IMPACT_SOCK_SEEN 2 /* sk_retrans0 holds the socket's first count */
+
+/* Written by userspace through the memory-mapped .bss after each read of
+ * the flow tables: a flow's srtt_min_us and srtt_max_us start again at
+ * its first packet of a newer generation, so each snapshot holds the
+ * smallest and largest srtt since the one before. */
+volatile __u32 flow_snapshot_gen = 0;
+
+/* 0 turns the impact counting off (the benchmarks' comparison). */
+volatile const __u8 measure_impact = 1;
+
+/* add_retrans_to_slot adds retransmitted segments to the shared ring's
+ * bucket of epoch, which the packet's counting has just taken over; a
+ * slot holding another epoch (taken over meanwhile by a later bucket) is
+ * left alone. */
+static __always_inline void add_retrans_to_slot(__u32 dir, __u64 epoch, __u32 n)
+{
+	__u32 slot = dir * (bucket_mask + 1) + ((__u32)epoch & bucket_mask);
+	struct bucket *b = bpf_map_lookup_elem(&buckets, &slot);
+	if (b && b->epoch == epoch)
+		__sync_fetch_and_add(&b->retrans, n);
+}
+
+/* tcp_payload is the payload bytes of the skb's TCP segments: the IP
+ * length bounds it, as a short frame arrives padded (Ethernet minimum)
+ * on ingress, and a super-packet's IP length is its whole length. */
+static __always_inline __u32 tcp_payload(struct __sk_buff *skb, const struct packet *p)
+{
+	__u32 len = skb->len, hdr = p->hdr_len;
+	if (len <= hdr)
+		return 0;
+	__u32 payload = len - hdr;
+	__u32 l3 = p->l3_len, hdr3 = hdr - p->l2_len;
+	if (l3) {
+		if (l3 <= hdr3)
+			return 0;
+		if (l3 - hdr3 < payload)
+			payload = l3 - hdr3;
+	}
+	return payload;
+}
+
+/* count_impact runs for every TCP packet with a flow entry. segs is the
+ * wire segments the skb stands for. */
+static __always_inline void count_impact(struct __sk_buff *skb, struct cpu_state *cs,
+						   __u32 dir, struct flow_stats *v, __u32 segs)
+{
+	if (!v)
+		return;
+	struct packet *p = &cs->pkt;
+	/* A segment with payload and ACK, not SYN (a later IP fragment has no
+	 * TCP header, and flags 0): sent again when its range ends at or
+	 * before the highest end seen. Sequence numbers wrap: compared as
+	 * signed distances. Reordering on the way counts too. */
+	if ((p->tcp_flags & (TCP_FLAG_ACK | TCP_FLAG_SYN)) == TCP_FLAG_ACK) {
+		__u32 payload = tcp_payload(skb, p);
+		if (payload) {
+			__u32 end = p->tcp_seq + payload;
+			if (!(v->impact_flags & IMPACT_SEQ_SEEN)) {
+				v->seq_high = end;
+				v->impact_flags |= IMPACT_SEQ_SEEN;
+			} else if ((__s32)(end - v->seq_high) > 0) {
+				v->seq_high = end;
+			} else {
+				__sync_fetch_and_add(&v->seq_retrans, segs);
+				/* The highest segment sent again is what a tail loss
+				 * probe sends (2 srtt without an ACK, as when a queue
+				 * holds the ACKs back): no loss by itself. */
+				if (end == v->seq_high)
+					__sync_fetch_and_add(&v->seq_tail, segs);
+#ifdef ENAPROBE_PERCPU_BUCKETS
+				/* The open bucket, unless this CPU hands each
+				 * packet over at once (no timer): then the ring. */
+				if (cs->timer_armed)
+					cs->open[dir & 1].retrans += segs;
+				else
+					add_retrans_to_slot(dir, cs->bucket_epoch, segs);
+#else
+				add_retrans_to_slot(dir, cs->bucket_epoch, segs);
+#endif
+			}
+		}
+	}
+	if (dir != DIR_EGRESS)
+		return;
+	/* The socket once per fine window of the flow, at its first packet
+	 * in it: srtt moves with ACKs, smoothed, and a retransmission is
+	 * counted once done, so a reading per millisecond misses little, where
+	 * one per packet cost a quarter of the packet's budget (cost.md). */
+	__u32 win = (__u32)v->win_start_ns;
+	if (win == v->sk_win)
+		return;
+	v->sk_win = win;
+	/* A local full TCP socket only (bpf_tcp_sock checks it is full):
+	 * forwarded packets have none, timewait and request sockets are not
+	 * full. */
+	struct bpf_sock *sk = skb->sk;
+	if (!sk)
+		return;
+	struct bpf_tcp_sock *tp = bpf_tcp_sock(sk);
+	if (!tp)
+		return;
+	__u32 retrans = tp->total_retrans;
+	if (!(v->impact_flags & IMPACT_SOCK_SEEN)) {
+		v->sk_retrans0 = retrans;
+		v->impact_flags |= IMPACT_SOCK_SEEN;
+	}
+	v->sk_retrans = retrans;
+	__u32 srtt = tp->srtt_us >> 3; /* the kernel keeps 8 times the srtt */
+	if (!srtt)
+		return; /* no RTT sample yet */
+	__u32 gen = flow_snapshot_gen;
+	if (v->srtt_gen != gen || !v->srtt_max_us) {
+		v->srtt_gen = gen;
+		v->srtt_min_us = srtt;
+		v->srtt_max_us = srtt;
+		return;
+	}
+	if (srtt < v->srtt_min_us)
+		v->srtt_min_us = srtt;
+	if (srtt > v->srtt_max_us)
+		v->srtt_max_us = srtt;
+}
+
+#endif /* __ENAPROBE_IMPACT_H */

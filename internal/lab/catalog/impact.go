@@ -1,0 +1,194 @@
+//go:build linux
+
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/enaprobe/enaprobe/internal/lab"
+)
+
+// The impact scenarios: a paced TCP flow (the victim) beside a UDP burst
+// over the bandwidth allowance. Every flow shares one queue of the shaper
+// (one flow class, no per-flow cap), so the burst's backlog is what the
+// victim and the lab's delay probe wait behind, or are dropped from.
+
+const (
+	victimRate  = 25_000_000 // bit/s, under the 40 Mbit/s allowance alone
+	impactBurst = 1700       // 1200-byte datagrams: 2 MB
+	impactDrive = 4 * time.Second
+)
+
+// impactLab is the default lab with one shared queue of queue packets
+// and a credit bucket of 64 kB, which the victim's own bursts fit in and
+// the 2 MB burst does not.
+func impactLab(queue int) func() lab.Config {
+	return func() lab.Config {
+		c := lab.DefaultConfig()
+		c.FlowBuckets = 1
+		c.FlowRate = 1_000_000_000
+		c.FlowBurst = 256 << 10
+		c.QueuePackets = queue
+		c.OutBurst, c.InBurst = 64<<10, 64<<10
+		return c
+	}
+}
+
+// impactShallow's victim runs in a container behind the instance: the
+// lab's shaper sits on the instance's own interface, and a socket of the
+// instance learns of a drop there at once (the qdisc refuses the segment,
+// TCP backs off and sends it as new, not as a retransmission), where on
+// EC2 the drop is beyond the NIC and TCP must retransmit. To the
+// container's TCP the instance is the way, as the ENA is to the
+// instance's: its drops are losses, retransmitted.
+func impactShallow() Scenario {
+	return Scenario{
+		Name:    "impact-dropped",
+		Summary: "a TCP flow paced at 25 Mbit/s from a container, under a 40 Mbit/s allowance, and a 2 MB UDP burst through a shallow queue (64 packets)",
+		Expect:  "microburst_out naming the burst, impact dropped, the TCP flow a victim with its retransmissions",
+		Lab:     impactLab(64),
+		Drive: func(ctx context.Context, l *lab.Lab) (Truth, error) {
+			return victimBesideBurst(ctx, l, victimForwarded)
+		},
+	}
+}
+
+func impactDeep() Scenario {
+	return Scenario{
+		Name:    "impact-queued",
+		Summary: "the same TCP flow and UDP burst through a deep queue (3000 packets): the burst waits, nothing drops",
+		Expect:  "microburst_out naming the burst, impact queued, the TCP flow's srtt risen by about the queueing delay",
+		Lab:     impactLab(3000),
+		Drive:   func(ctx context.Context, l *lab.Lab) (Truth, error) { return victimBesideBurst(ctx, l, victimLocal) },
+	}
+}
+
+// impactInbound's sender is a host beyond the VPC namespace, for the
+// reason impactShallow's is in a container: the inbound shaper is on the
+// VPC namespace's own interface.
+func impactInbound() Scenario {
+	return Scenario{
+		Name:    "impact-inbound",
+		Summary: "a TCP download paced at 25 Mbit/s by a remote host, and a 2 MB UDP burst toward the instance through a shallow queue (64 packets)",
+		Expect:  "microburst_in naming the burst, impact dropped, the download's remote sender a victim with its retransmissions, seen on ingress",
+		Lab:     impactLab(64),
+		Drive:   func(ctx context.Context, l *lab.Lab) (Truth, error) { return victimBesideBurst(ctx, l, victimRemote) },
+	}
+}
+
+// Where an impact scenario's victim runs.
+type victimKind int
+
+const (
+	victimLocal     victimKind = iota // a socket of the instance, uploading
+	victimForwarded                   // a container's socket, uploading through the instance
+	victimRemote                      // a remote host's socket, sending to the instance
+)
+
+// victimBesideBurst runs the victim, the burst 1.5 s into it, and the
+// delay probe, and takes the kernel's own retransmission counts around it
+// (the victim's namespace's in Truth.RetransSegs).
+func victimBesideBurst(ctx context.Context, l *lab.Lab, kind victimKind) (Truth, error) {
+	var t Truth
+	retrans := func() (uint64, error) { return l.TCPRetransSegs(false) }
+	var from *lab.Container
+	peerRetrans := func() (uint64, error) { return l.TCPRetransSegs(true) }
+	switch kind {
+	case victimForwarded:
+		var err error
+		if from, err = l.AddContainer(); err != nil {
+			return t, err
+		}
+		retrans = from.TCPRetransSegs
+	case victimRemote:
+		var err error
+		if from, err = l.AddRemoteHost(); err != nil {
+			return t, err
+		}
+		peerRetrans = from.TCPRetransSegs
+	}
+	before, err := retrans()
+	if err != nil {
+		return t, err
+	}
+	peerBefore, err := peerRetrans()
+	if err != nil {
+		return t, err
+	}
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	defer stopProbe()
+	var victim lab.PacedTCPResult
+	var samples []lab.DelaySample
+	var burst lab.BurstResult
+	err = together(func() error {
+		defer stopProbe()
+		var err error
+		if kind == victimRemote {
+			victim, err = l.PacedDownload(ctx, from, victimRate, impactDrive)
+		} else {
+			victim, err = l.PacedTCP(ctx, lab.PacedTCPSpec{Rate: victimRate, Duration: impactDrive, From: from})
+		}
+		return err
+	}, func() error {
+		var err error
+		samples, err = l.Probe(probeCtx, lab.DelayProbe{Interval: 5 * time.Millisecond})
+		return err
+	}, func() error {
+		select {
+		case <-time.After(1500 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		var err error
+		if kind == victimRemote {
+			burst, err = l.InboundBurst(ctx, from, lab.BurstSpec{Packets: impactBurst, PacketSize: 1200})
+		} else {
+			burst, err = l.Burst(ctx, lab.BurstSpec{Packets: impactBurst, PacketSize: 1200})
+		}
+		return err
+	})
+	if err != nil {
+		return t, err
+	}
+	after, err := retrans()
+	if err != nil {
+		return t, err
+	}
+	peerAfter, err := peerRetrans()
+	if err != nil {
+		return t, err
+	}
+	t.Culprit = burst.Src
+	t.Bursts = []Burst{{StartNs: burst.StartNs, EndNs: burst.EndNs, Src: burst.Src}}
+	t.Victim, t.VictimPeer = victim.Instance, victim.Peer
+	t.RetransSegs, t.PeerRetransSegs = after-before, peerAfter-peerBefore
+	t.QueueDelay = queueDelay(samples, burst.StartNs)
+	t.Notes = append(t.Notes, fmt.Sprintf("victim got %.1f Mbit/s; kernel TcpRetransSegs +%d in the instance (or its container), +%d at the peer; probe queueing delay %v",
+		victim.Bps()/1e6, t.RetransSegs, t.PeerRetransSegs, t.QueueDelay.Round(time.Millisecond)))
+	return t, nil
+}
+
+// queueDelay is the most the probe's round trips rose after the burst
+// began over the median of those before it.
+func queueDelay(samples []lab.DelaySample, burstNs int64) time.Duration {
+	var before []time.Duration
+	var most time.Duration
+	for _, s := range samples {
+		if s.Lost {
+			continue
+		}
+		if s.SentNs < burstNs {
+			before = append(before, s.RTT)
+		} else {
+			most = max(most, s.RTT)
+		}
+	}
+	if len(before) == 0 {
+		return 0
+	}
+	slices.Sort(before)
+	return max(most-before[len(before)/2], 0)
+}

@@ -1,0 +1,256 @@
+package lab
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
+
+	"github.com/enaprobe/enaprobe/internal/monoclock"
+)
+
+// PacedTCPSpec is one TCP upload whose sender the kernel paces to Rate
+// (SO_MAX_PACING_RATE): a victim that asks for less than the allowance,
+// like a video stream or a replication link.
+type PacedTCPSpec struct {
+	Rate     uint64 // bit/s
+	Duration time.Duration
+	// From runs the flow from a container behind the instance: its
+	// packets are forwarded (and masqueraded), and a drop in the
+	// instance's shaper is, to the container's TCP, a loss on the way, as
+	// a drop beyond an ENA is to the instance's.
+	From *Container
+}
+
+// PacedTCPResult is what the receiver got, and the connection's two ends.
+type PacedTCPResult struct {
+	TCPBulkResult
+	Instance, Peer netip.AddrPort
+}
+
+// PacedTCP runs one paced TCP upload to the VPC peer.
+func (l *Lab) PacedTCP(ctx context.Context, spec PacedTCPSpec) (PacedTCPResult, error) {
+	if err := checkDuration(spec.Duration); err != nil {
+		return PacedTCPResult{}, fmt.Errorf("paced tcp: %w", err)
+	}
+	if spec.Rate == 0 {
+		return PacedTCPResult{}, fmt.Errorf("paced tcp: no rate")
+	}
+	dial := l.DialInstance
+	if spec.From != nil {
+		dial = spec.From.Dial
+	}
+	c, err := dial(ctx, "tcp", netip.AddrPortFrom(PeerAddr, BulkPort).String())
+	if err != nil {
+		return PacedTCPResult{}, fmt.Errorf("paced tcp: %w", err)
+	}
+	defer c.Close()
+	tc := c.(*net.TCPConn)
+	res := PacedTCPResult{Instance: tc.LocalAddr().(*net.TCPAddr).AddrPort(), Peer: tc.RemoteAddr().(*net.TCPAddr).AddrPort()}
+	res.Instance = netip.AddrPortFrom(res.Instance.Addr().Unmap(), res.Instance.Port())
+	res.Peer = netip.AddrPortFrom(res.Peer.Addr().Unmap(), res.Peer.Port())
+	end := time.Now().Add(spec.Duration)
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	if err = setPacing(tc, spec.Rate); err == nil {
+		res.TCPBulkResult, err = upload(tc, end)
+	}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("paced tcp: %w", ctx.Err())
+	}
+	if err != nil {
+		return res, fmt.Errorf("paced tcp: %w", err)
+	}
+	return res, nil
+}
+
+// setPacing caps the socket's sending rate, bit/s: the kernel's TCP
+// pacing (no fq qdisc needed since Linux 4.13).
+func setPacing(c *net.TCPConn, bps uint64) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptUint64(int(fd), unix.SOL_SOCKET, unix.SO_MAX_PACING_RATE, bps/8)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("set pacing rate: %w", serr)
+	}
+	return nil
+}
+
+// TCPRetransSegs is the kernel's count of TCP segments retransmitted in
+// the instance namespace (vpc false) or the VPC namespace, from
+// /proc/net/snmp as a thread inside it sees it.
+func (l *Lab) TCPRetransSegs(vpc bool) (uint64, error) {
+	var n uint64
+	read := func() error {
+		var err error
+		n, err = retransSegs("/proc/thread-self/net/snmp")
+		return err
+	}
+	var err error
+	if vpc {
+		err = l.InVPC(read)
+	} else {
+		err = l.InInstance(read)
+	}
+	return n, err
+}
+
+// TCPRetransSegs is the kernel's count of TCP segments retransmitted in
+// the container's namespace.
+func (c *Container) TCPRetransSegs() (uint64, error) {
+	var n uint64
+	err := c.Do(func() error {
+		var err error
+		n, err = retransSegs("/proc/thread-self/net/snmp")
+		return err
+	})
+	return n, err
+}
+
+// retransSegs reads RetransSegs from the Tcp lines of an snmp file.
+func retransSegs(path string) (uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var names []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 || fields[0] != "Tcp:" {
+			continue
+		}
+		if names == nil {
+			names = fields
+			continue
+		}
+		for i, name := range names {
+			if name == "RetransSegs" && i < len(fields) {
+				return strconv.ParseUint(fields[i], 10, 64)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	return 0, fmt.Errorf("no Tcp RetransSegs in %s", path)
+}
+
+// DelayProbe measures the round trip from the instance to the VPC peer
+// with ICMP echo every Interval until ctx ends: through the same
+// shaper queue as every other packet of the instance.
+type DelayProbe struct {
+	Interval time.Duration
+}
+
+// DelaySample is one echo: sent at SentNs (CLOCK_MONOTONIC), answered
+// after RTT; Lost when no answer came within a second.
+type DelaySample struct {
+	SentNs int64
+	RTT    time.Duration
+	Lost   bool
+}
+
+// Probe runs p until ctx ends, at most maxTrafficDuration.
+func (l *Lab) Probe(ctx context.Context, p DelayProbe) ([]DelaySample, error) {
+	if p.Interval <= 0 {
+		p.Interval = 10 * time.Millisecond
+	}
+	var conn *icmp.PacketConn
+	if err := l.InInstance(func() error {
+		var err error
+		conn, err = icmp.ListenPacket("ip4:icmp", InstanceAddr.String())
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("delay probe: %w", err)
+	}
+	defer conn.Close()
+	type sent struct{ ns int64 }
+	sends := map[int]sent{}
+	var out []DelaySample
+	answered := map[int]time.Duration{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 1500)
+		for {
+			conn.SetReadDeadline(time.Now().Add(time.Second))
+			n, _, err := conn.ReadFrom(buf)
+			now := time.Now()
+			if err != nil {
+				if ne, ok := err.(net.Error); ok && ne.Timeout() && ctx.Err() == nil {
+					continue
+				}
+				return
+			}
+			m, err := icmp.ParseMessage(1, buf[:n])
+			if err != nil || m.Type != ipv4.ICMPTypeEchoReply {
+				continue
+			}
+			e, ok := m.Body.(*icmp.Echo)
+			if !ok || e.ID != probeID {
+				continue
+			}
+			if len(e.Data) >= 8 {
+				at := time.Unix(0, int64(binary.BigEndian.Uint64(e.Data)))
+				answered[e.Seq] = now.Sub(at)
+			}
+		}
+	}()
+	deadline := time.Now().Add(maxTrafficDuration)
+	tick := time.NewTicker(p.Interval)
+	defer tick.Stop()
+	for seq := 0; ctx.Err() == nil && time.Now().Before(deadline); seq++ {
+		now := time.Now()
+		var data [8]byte
+		binary.BigEndian.PutUint64(data[:], uint64(now.UnixNano()))
+		msg := icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: probeID, Seq: seq & 0xffff, Data: data[:]}}
+		b, _ := msg.Marshal(nil)
+		if _, err := conn.WriteTo(b, &net.IPAddr{IP: PeerAddr.AsSlice()}); err != nil && !isNoBufs(err) {
+			return out, fmt.Errorf("delay probe: %w", err)
+		}
+		sends[seq&0xffff] = sent{monoclock.Now()}
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+	}
+	// Let the last answers come in, then stop the reader.
+	time.Sleep(time.Second)
+	conn.Close()
+	<-done
+	for seq, s := range sends {
+		rtt, ok := answered[seq]
+		out = append(out, DelaySample{SentNs: s.ns, RTT: rtt, Lost: !ok})
+	}
+	slices.SortFunc(out, func(a, b DelaySample) int { return cmp.Compare(a.SentNs, b.SentNs) })
+	return out, nil
+}
+
+// probeID marks the delay probe's echoes.
+const probeID = 0xe1a
+
+// isNoBufs tells a send the full queue refused: the probe goes on.
+func isNoBufs(err error) bool { return errors.Is(err, syscall.ENOBUFS) }

@@ -1,0 +1,45 @@
+//go:build linux
+
+package loader
+
+import (
+	"testing"
+
+	"github.com/enaprobe/enaprobe/bpf"
+)
+
+// TestImpactStats: a flow's impact fields through the collector. The
+// socket's count is what it rose by since the entry's first packet with a
+// socket, summed over entries of one flow (an evicted entry and its
+// successor); the wire's counts add up; the srtt range counts only when
+// set in the snapshot generation now ending.
+func TestImpactStats(t *testing.T) {
+	first := bpf.ProbeFlowStats{Packets: 10, FirstSeenNs: 1, SeqRetrans: 3, SeqTail: 1,
+		SkRetrans: 107, SkRetrans0: 100, ImpactFlags: impactSockSeen, SrttMinUs: 900, SrttMaxUs: 1500, SrttGen: 4}
+	st := flowStats(addStats(bpf.ProbeFlowStats{}, first), 4)
+	if st.RetransLocal != 7 || st.RetransWire != 3 || st.RetransTail != 1 || st.SRTTMinUs != 900 || st.SRTTMaxUs != 1500 {
+		t.Errorf("one entry: %+v, want local 7 wire 3 tail 1 srtt 900-1500", st)
+	}
+	if st := flowStats(first, 5); st.SRTTMaxUs != 0 || st.SRTTMinUs != 0 {
+		t.Errorf("srtt range of generation 4 taken in generation 5: %d-%d", st.SRTTMinUs, st.SRTTMaxUs)
+	}
+	// The entry evicted, a new one of the same flow (the same socket,
+	// whose count went on from 107).
+	second := bpf.ProbeFlowStats{Packets: 4, FirstSeenNs: 50, SeqRetrans: 2,
+		SkRetrans: 112, SkRetrans0: 109, ImpactFlags: impactSockSeen, SrttMinUs: 2000, SrttMaxUs: 2100, SrttGen: 6}
+	base := addStats(bpf.ProbeFlowStats{}, first)
+	cum := addStats(base, second)
+	st = flowStats(cum, 6)
+	if st.RetransLocal != 7+3 || st.RetransWire != 5 || st.RetransTail != 1 || st.SRTTMinUs != 2000 {
+		t.Errorf("two entries: %+v, want local 10 wire 5 tail 1 srtt from the second", st)
+	}
+	// A third entry that saw no socket keeps the sum.
+	third := bpf.ProbeFlowStats{Packets: 1, FirstSeenNs: 90}
+	if st := flowStats(addStats(cum, third), 7); st.RetransLocal != 10 || st.RetransWire != 5 {
+		t.Errorf("three entries: %+v, want local 10 wire 5", st)
+	}
+	// No socket at all: nothing local, whatever the fields hold.
+	if st := flowStats(bpf.ProbeFlowStats{Packets: 1, SkRetrans: 5}, 0); st.RetransLocal != 0 {
+		t.Errorf("entry without a socket: local %d", st.RetransLocal)
+	}
+}
