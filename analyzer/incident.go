@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 )
@@ -15,68 +16,111 @@ const (
 	lagReadDuration = "read_duration"
 )
 
-// counterLag is how far before a read the cause of a jump it saw is looked
-// for (lookNs), with the best single guess of the lag (pointNs, the middle
-// of the range the jumps agree with) for placing an instant, such as when
-// the connection table filled.
+// counterLag is a counter's timing as the run showed it, and the
+// look-back it implies: the traffic a jump between two reads shows lies
+// from lookNs before the earlier read's start to shiftNs before the later
+// read's end. pointNs is the best single guess of the lag (placing an
+// instant, such as when the connection table filled), [lowNs, highNs] the
+// range the jumps agree with, refreshNs the refresh period (0: the device
+// shows a change at the next read; refreshKnown false: too few changes to
+// tell).
 type counterLag struct {
-	lookNs, pointNs int64
-	source          string
+	lookNs, shiftNs, pointNs int64
+	lowNs, highNs            int64
+	refreshNs                int64
+	refreshKnown             bool
+	source                   string
 }
 
-// counterLagFor picks the look-back of one counter of one interface. Given
-// in the options, it is used as is. Otherwise it is estimated from the
-// jumps: offending marks the fine windows whose traffic was over the
-// allowance, and the shortest shift d (up to MaxCounterLag) that puts such
-// traffic in the most jump intervals moved back by d is the smallest lag
-// the jumps agree with. The true lag then lies between d and d plus one
-// read interval (the last jump of an incident was seen by the first read
-// after its last drop plus the lag), so the look-back is d plus the read
-// interval the trace measured, at most MaxCounterLag. With nothing to
-// estimate from (offending nil: no allowance known), it is the slowest read
-// the trace measured: a read may have counted, while it ran, traffic from
-// before it began.
-func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, offending func(int) bool) counterLag {
+// counterLagFor learns the timing of one counter of one interface and the
+// look-back it implies. A lag given in the options is used as is.
+// Otherwise the refresh period comes from the reads the counter changed
+// at (counterRefresh), the lag from where the traffic that stands out
+// (locate) ended before the jumps (estimateLag), and the look-back spans
+// the highest lag the jumps agree with plus one refresh, the window's end
+// the lowest lag, each one fine window wider. With nothing to estimate
+// from, it is the slowest read the trace measured: a read may have
+// counted, while it ran, traffic from before it began.
+//
+// Where the drops may lie where the host sees nothing of them (inbound
+// SYNs the device refused), the traffic's end says nothing of the lag:
+// seen marks the windows with the traffic that moves the counter, and the
+// lag is the shortest shift that puts such traffic in the most jump
+// intervals (shortestShift).
+func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, locate func(lo, hi int) span, seen func(int) bool) counterLag {
 	switch {
 	case a.opt.CounterLag < 0:
 		return counterLag{source: lagFromOption}
 	case a.opt.CounterLag > 0:
 		ns := int64(a.opt.CounterLag)
-		return counterLag{ns, ns, lagFromOption}
+		return counterLag{lookNs: ns, pointNs: ns, lowNs: ns, highNs: ns, source: lagFromOption}
 	}
-	maxNs := int64(MaxCounterLag)
-	if offending != nil && len(jumps) > 0 {
-		prefix := make([]int, a.g.n+1)
-		for i := range a.g.n {
-			prefix[i+1] = prefix[i]
-			if offending(i) {
-				prefix[i+1]++
-			}
+	refresh, known := a.counterRefresh(iface, jumps)
+	if seen != nil {
+		if lag, ok := a.shortestShift(iface, jumps, seen); ok {
+			lag.refreshNs, lag.refreshKnown = refresh, known
+			lag.lookNs += refresh
+			return lag
 		}
-		type interval struct{ from, to int64 }
-		ivs := make([]interval, len(jumps))
-		for k, j := range jumps {
-			ivs[k].from, ivs[k].to = a.certain(j)
+	} else if lag, ok := a.estimateLag(jumps, refresh, known, a.readInterval(iface), locate); ok {
+		lag.refreshKnown = known
+		// A refresh the run could not tell may be as long as any.
+		refreshLook := lag.refreshNs
+		if !known {
+			refreshLook = int64(MaxCounterRefresh)
 		}
-		best, bestD := 0, int64(0)
-		for d := int64(0); d <= maxNs; d += a.g.widthNs {
-			n := 0
-			for _, iv := range ivs {
-				if lo, hi := a.g.span(iv.from-d, iv.to-d); prefix[hi] > prefix[lo] {
-					n++
-				}
-			}
-			if n > best {
-				best, bestD = n, d
-			}
-		}
-		if best > 0 {
-			interval := a.readInterval(iface)
-			return counterLag{min(bestD+interval, maxNs), min(bestD+interval/2, maxNs), lagEstimated}
+		lag.lookNs = lag.highNs + refreshLook + a.g.widthNs
+		lag.shiftNs = max(lag.lowNs-a.g.widthNs, 0)
+		return lag
+	}
+	slow := min(a.slowestRead(iface), int64(MaxCounterLag))
+	return counterLag{lookNs: slow + refresh, refreshNs: refresh, refreshKnown: known, source: lagReadDuration}
+}
+
+// maxShiftLag bounds the lag shortestShift learns: with nothing but
+// where the traffic was, a longer shift only finds other traffic.
+const maxShiftLag = int64(100 * time.Millisecond)
+
+// shortestShift is the shortest shift d (up to maxShiftLag) that puts
+// traffic marked by seen in the most jump intervals moved back by d: the
+// smallest lag the jumps agree with. The true lag then lies between d and
+// d plus one read interval (the last jump of an incident was seen by the
+// first read after its last drop plus the lag).
+func (a *analysis) shortestShift(iface string, jumps []counters.Jump, seen func(int) bool) (counterLag, bool) {
+	if len(jumps) == 0 {
+		return counterLag{}, false
+	}
+	maxNs := maxShiftLag
+	prefix := make([]int, a.g.n+1)
+	for i := range a.g.n {
+		prefix[i+1] = prefix[i]
+		if seen(i) {
+			prefix[i+1]++
 		}
 	}
-	slow := min(a.slowestRead(iface), maxNs)
-	return counterLag{slow, 0, lagReadDuration}
+	type interval struct{ from, to int64 }
+	ivs := make([]interval, len(jumps))
+	for k, j := range jumps {
+		ivs[k].from, ivs[k].to = a.certain(j)
+	}
+	best, bestD := 0, int64(0)
+	for d := int64(0); d <= maxNs; d += a.g.widthNs {
+		n := 0
+		for _, iv := range ivs {
+			if lo, hi := a.g.span(iv.from-d, iv.to-d); prefix[hi] > prefix[lo] {
+				n++
+			}
+		}
+		if n > best {
+			best, bestD = n, d
+		}
+	}
+	if best == 0 {
+		return counterLag{}, false
+	}
+	ri := a.readInterval(iface)
+	high := min(bestD+ri, maxNs)
+	return counterLag{lookNs: high, pointNs: min(bestD+ri/2, maxNs), lowNs: bestD, highNs: high, source: lagEstimated}, true
 }
 
 // readInterval is the median time between the starts of two successive
@@ -130,6 +174,13 @@ type incidentSpec struct {
 	// one of the interval's own level (nil: every span explains its jump,
 	// as when no allowance is known).
 	explained func(s span) bool
+	// unseen: the drops may lie where the host saw none of the traffic
+	// (inbound SYNs the device refused), so a jump with nothing before it
+	// still extends the incident.
+	unseen bool
+	// val is the traffic per fine window the spans are located in, to
+	// grow a span that reaches the look-back's start (nil: not grown).
+	val func(int) float64
 }
 
 // incident is the jumps of one counter that one cause explains.
@@ -156,8 +207,25 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				continue
 			}
 		}
-		lo, hi := a.g.span(from-spec.lag.lookNs, to)
+		lo, hi := a.g.span(from-spec.lag.lookNs, to-spec.lag.shiftNs)
+		if n := len(out); n > 0 && !spec.unseen && lo < out[n-1].hi {
+			// The traffic up to the incident's last window is blamed
+			// already: this jump shows it, or what came after.
+			lo = min(out[n-1].hi, hi)
+		}
 		s := spec.locate(lo, hi)
+		if spec.val != nil && s.level > 0 && s.levelName != levelNone {
+			// The traffic that stood out goes on past the window (a
+			// refresh longer than learned): the incident is all of it.
+			floor := 0
+			if n := len(out); n > 0 {
+				floor = out[n-1].hi
+			}
+			for s.lo == lo && s.lo > floor && spec.val(s.lo-1) >= s.level {
+				s.lo--
+				lo--
+			}
+		}
 		unexplained := spec.explained != nil && !spec.explained(s)
 		if unexplained && spec.lag.lookNs < int64(MaxCounterLag) {
 			// A read later than the lag (a slow one, a busy device):
@@ -167,10 +235,16 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				s, unexplained = w, false
 			}
 		}
+		if n := len(out); n > 0 && spec.explained == nil && !spec.unseen && (s.levelName == levelNone || s.peak < out[n-1].level) {
+			// No allowance known, and nothing after the incident stands
+			// out as its traffic did: the drops are its own, shown late
+			// (a refresh, a queue draining).
+			unexplained = true
+		}
 		s.fromNs, s.toNs, s.readFromNs, s.delta = j.FromNs, j.ToNs, from, j.Delta
 		if n := len(out); n > 0 {
 			p := &out[n-1]
-			if unexplained && to-a.g.startNs(p.hi) <= 2*int64(MaxCounterLag) {
+			if unexplained && to-a.g.startNs(p.hi) <= 2*int64(MaxCounterLag)+spec.lag.refreshNs {
 				// Nothing over the allowance before this read: it counted
 				// the incident before it, late. Its drops are that
 				// incident's, and its traffic says nothing of when.
@@ -202,7 +276,9 @@ func (a *analysis) incidentInfo(inc incident, counter string, lag counterLag, va
 	dur := float64(inc.hi-inc.lo) * sec
 	info := &Incident{Counter: counter, Delta: inc.delta, Jumps: len(inc.jumps), DurationS: dur,
 		DropRate: share(float64(inc.delta), dur), Timeline: []CounterJump{},
-		CounterLagS: float64(lag.lookNs) / 1e9, CounterLagSource: lag.source}
+		CounterLagS: float64(lag.pointNs) / 1e9, CounterLagLowS: float64(lag.lowNs) / 1e9, CounterLagHighS: float64(lag.highNs) / 1e9,
+		CounterLagSource: lag.source, CounterRefreshS: float64(lag.refreshNs) / 1e9, CounterRefreshKnown: lag.refreshKnown,
+		LookBackS: float64(lag.lookNs) / 1e9}
 	for _, j := range inc.jumps {
 		info.Timeline = append(info.Timeline, CounterJump{Time: a.wall(j.ToNs), OffsetS: a.offsetS(j.ToNs), Delta: j.Delta})
 	}
@@ -241,6 +317,8 @@ func incidentEvidence(info *Incident) []Evidence {
 		ev("counter_jumps", float64(info.Jumps), "count"),
 		ev("drop_rate", info.DropRate, "per_s"),
 		ev("counter_lag_s", info.CounterLagS, "s"),
+		ev("counter_refresh_s", info.CounterRefreshS, "s"),
+		ev("look_back_s", info.LookBackS, "s"),
 	}
 }
 
@@ -254,10 +332,29 @@ func jumpsText(info *Incident) string {
 	return fmt.Sprintf("%s rose by %d in %s over %s (%s)", info.Counter, info.Delta, n, fmtSpan(info.DurationS), fmtRate(info.DropRate, "/s"))
 }
 
-// lagText says which counter lag the culprits were looked for with.
+// lagText says what the run showed of the counter's timing and how far
+// back its culprits were looked for: "bw_out_allowance_exceeded changes at
+// most once per 1.0 s; drops shown about 250 ms after the traffic (240 to
+// 260 ms); traffic looked for up to 1.3 s before each read".
 func lagText(info *Incident) string {
-	what := map[string]string{lagFromOption: "given", lagEstimated: "estimated from the jumps", lagReadDuration: "the slowest read"}[info.CounterLagSource]
-	return fmt.Sprintf("traffic looked for up to %s before each read (counter lag, %s)", fmtSpan(info.CounterLagS), what)
+	refresh := "changes at successive reads"
+	switch {
+	case !info.CounterRefreshKnown:
+		refresh = "changed too rarely to tell how often it refreshes"
+	case info.CounterRefreshS > 0:
+		refresh = "changes at most once per " + fmtSpan(info.CounterRefreshS)
+	}
+	var lag string
+	switch info.CounterLagSource {
+	case lagFromOption:
+		lag = fmt.Sprintf("drops shown %s after the traffic (given)", fmtSpan(info.CounterLagS))
+	case lagEstimated:
+		lag = fmt.Sprintf("drops shown about %s after the traffic (%s to %s)", fmtSpan(info.CounterLagS),
+			fmtSpan(info.CounterLagLowS), fmtSpan(info.CounterLagHighS))
+	default:
+		lag = "no lag learned (the slowest read)"
+	}
+	return fmt.Sprintf("%s %s; %s; traffic looked for up to %s before each read", info.Counter, refresh, lag, fmtSpan(info.LookBackS))
 }
 
 func fmtSpan(s float64) string {

@@ -72,8 +72,7 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 		return packetsAt(i) > 0 && rolling[hi]-rolling[lo] >= a.opt.LinkLocalPPS*float64(hi-lo)*sec
 	}
 	jumps := a.jumps(iface, counters.LinklocalAllowanceExceeded)
-	lag := a.counterLagFor(iface, jumps, over)
-	spec := incidentSpec{counter: counters.LinklocalAllowanceExceeded, lag: lag,
+	spec := incidentSpec{counter: counters.LinklocalAllowanceExceeded,
 		locate:    func(lo, hi int) span { return a.locate(packetsAt, lo, hi, limit) },
 		explained: func(s span) bool { return s.levelName == limit.name },
 		// The traffic between the two stayed at the limit, give or take
@@ -86,6 +85,20 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 			x, y, ok := excessSpan(short, lo, hi, 0)
 			return !ok || sumIn(short, x, y) <= a.opt.LinkLocalPPS*a.opt.IncidentRefill.Seconds()
 		}}
+	// The flood's end, for learning the lag, is its last packet with the
+	// rate over the limit.
+	lastOver := func(lo, hi int) span {
+		s := span{lo: lo, hi: hi, levelName: levelNone}
+		for i := hi - 1; i >= lo; i-- {
+			if over(i) {
+				s.hi, s.levelName = i+1, limit.name
+				break
+			}
+		}
+		return s
+	}
+	lag := a.counterLagFor(iface, jumps, lastOver, nil)
+	spec.lag = lag
 	var out []Finding
 	for _, inc := range a.incidents(spec, jumps) {
 		f := a.newFinding(KindLinkLocalExceeded, a.incidentSeverity(inc), iface, []record.Direction{fs.dir}, inc.lo, inc.hi)

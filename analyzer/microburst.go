@@ -56,16 +56,13 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 			fs := a.seriesOrEmpty(iface, bc.dir)
 			bytesAt := func(i int) float64 { return float64(fs.bytes[i]) }
 			levels := a.bandwidthLevels(a.opt.SaturationShare)
-			var offending func(int) bool
-			if len(levels) > 0 {
-				offending = func(i int) bool { return bytesAt(i) >= levels[0].perWindow }
-			}
 			jumps := a.jumps(iface, bc.name)
-			lag := a.counterLagFor(iface, jumps, offending)
-			spec := incidentSpec{counter: bc.name, lag: lag,
+			spec := incidentSpec{counter: bc.name, val: bytesAt,
 				locate: func(lo, hi int) span { return a.locate(bytesAt, lo, hi, levels...) },
 				over:   func(lo, hi int, last span) bool { return stayedAt(bytesAt, lo, hi, last) },
 				skip:   func(lo, hi int) bool { return overlapsAny(lo, hi, exhausted[bc.dir]) }}
+			lag := a.counterLagFor(iface, jumps, spec.locate, nil)
+			spec.lag = lag
 			if len(levels) > 0 {
 				spec.explained = overAllowance
 			}
@@ -261,7 +258,7 @@ func (a *analysis) watchedWindows(iface, counter string, lag counterLag) []uint8
 	}
 	for _, j := range a.jumps(iface, counter) {
 		from, to := a.certain(j)
-		lo, hi := a.g.span(from-lag.lookNs, to)
+		lo, hi := a.g.span(from-lag.lookNs, to-lag.shiftNs)
 		for i := lo; i < hi; i++ {
 			w[i] = watchedMoved
 		}

@@ -26,15 +26,12 @@ func (a *analysis) ppsFindings() []Finding {
 		if a.opt.PPSAllowance > 0 {
 			levels = append(levels, level{"pps_allowance", a.opt.PPSAllowance * sec, a.opt.PPSAllowance})
 		}
-		var offending func(int) bool
-		if len(levels) > 0 {
-			offending = func(i int) bool { return packetsAt(i) >= levels[0].perWindow }
-		}
 		jumps := a.jumps(iface, counters.PPSAllowanceExceeded)
-		lag := a.counterLagFor(iface, jumps, offending)
-		spec := incidentSpec{counter: counters.PPSAllowanceExceeded, lag: lag,
+		spec := incidentSpec{counter: counters.PPSAllowanceExceeded, val: packetsAt,
 			locate: func(lo, hi int) span { return a.locate(packetsAt, lo, hi, levels...) },
 			over:   func(lo, hi int, last span) bool { return stayedAt(packetsAt, lo, hi, last) }}
+		lag := a.counterLagFor(iface, jumps, spec.locate, nil)
+		spec.lag = lag
 		if len(levels) > 0 {
 			spec.explained = overAllowance
 		}

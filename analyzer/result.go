@@ -214,14 +214,25 @@ type Incident struct {
 	Timeline []CounterJump `json:"timeline"`
 	// Peak is the sub-window of PeakWindowS with the most offending traffic.
 	Peak IncidentPeak `json:"peak"`
-	// CounterLagS is how far before each read the traffic that moved the
-	// counter was looked for, and CounterLagSource where that came from:
-	// "option" (given), "estimated" (the shortest look-back that puts
-	// traffic over the allowance before the most jumps, plus one read
-	// interval), or "read_duration" (nothing to estimate from: the slowest
-	// read).
+	// CounterLagS is how long after the traffic the counter showed its
+	// drops, CounterLagLowS and CounterLagHighS the range the jumps agree
+	// with, and CounterLagSource where that came from: "option" (given),
+	// "estimated" (learned from where the traffic that stands out ended
+	// before the jumps), or "read_duration" (nothing to learn from: the
+	// slowest read).
 	CounterLagS      float64 `json:"counter_lag_s"`
+	CounterLagLowS   float64 `json:"counter_lag_low_s"`
+	CounterLagHighS  float64 `json:"counter_lag_high_s"`
 	CounterLagSource string  `json:"counter_lag_source"`
+	// CounterRefreshS is the spacing of the reads at which the counter
+	// changed (0: at successive reads, the device shows every change at
+	// the next read); CounterRefreshKnown is false when too few changed to
+	// tell (then taken as 0).
+	CounterRefreshS     float64 `json:"counter_refresh_s"`
+	CounterRefreshKnown bool    `json:"counter_refresh_known"`
+	// LookBackS is how far before each read's interval its traffic was
+	// looked for: the highest lag and one refresh.
+	LookBackS float64 `json:"look_back_s"`
 }
 
 // CounterJump is one read that saw an allowance counter rise.

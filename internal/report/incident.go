@@ -19,10 +19,28 @@ func incidentText(inc *analyzer.Incident) string {
 		jumps = fmtCount(inc.Jumps) + " jumps"
 	}
 	peak := fmtEvidence(analyzer.Evidence{Value: inc.Peak.Rate, Unit: inc.Peak.Unit})
-	return fmt.Sprintf("%s +%s in %s over %s (%s/s); peak %s over %s from %s; counter lag %s (%s)",
+	return fmt.Sprintf("%s +%s in %s over %s (%s/s); peak %s over %s from %s; %s",
 		inc.Counter, fmtCount(inc.Delta), jumps, fmtSeconds(inc.DurationS), fmtCount(uint64(math.Round(inc.DropRate))),
-		peak, fmtSeconds(inc.Peak.WindowS), fmtOffset(inc.Peak.OffsetS), fmtSeconds(inc.CounterLagS),
-		strings.ReplaceAll(inc.CounterLagSource, "_", " "))
+		peak, fmtSeconds(inc.Peak.WindowS), fmtOffset(inc.Peak.OffsetS), timingText(inc))
+}
+
+// timingText is what the run showed of the counter's timing: "refreshed
+// every 1.0 s, counter lag 250 ms (240 ms to 260 ms, estimated), looked
+// back 1.3 s".
+func timingText(inc *analyzer.Incident) string {
+	refresh := "refreshed at every read"
+	switch {
+	case !inc.CounterRefreshKnown:
+		refresh = "refresh unknown"
+	case inc.CounterRefreshS > 0:
+		refresh = "refreshed at most every " + fmtSeconds(inc.CounterRefreshS)
+	}
+	lag := fmt.Sprintf("counter lag %s (%s)", fmtSeconds(inc.CounterLagS), strings.ReplaceAll(inc.CounterLagSource, "_", " "))
+	if inc.CounterLagHighS > inc.CounterLagLowS {
+		lag = fmt.Sprintf("counter lag %s (%s to %s, %s)", fmtSeconds(inc.CounterLagS), fmtSeconds(inc.CounterLagLowS),
+			fmtSeconds(inc.CounterLagHighS), strings.ReplaceAll(inc.CounterLagSource, "_", " "))
+	}
+	return fmt.Sprintf("%s, %s, looked back %s", refresh, lag, fmtSeconds(inc.LookBackS))
 }
 
 // gaugeText is a gauge's course as "150 at +2.000 s, 0 at +2.501 s".

@@ -29,6 +29,10 @@ type Spec struct {
 	// CounterLag is how long after a drop the emulated device's counters
 	// show it: every read returns the values of CounterLag before.
 	CounterLag time.Duration
+	// CounterRefresh is how often the device publishes the counter
+	// values a read returns (0: at every read), on boundaries
+	// RefreshPhase after the trace start plus multiples of it.
+	CounterRefresh, RefreshPhase time.Duration
 }
 
 // Interface is one traced interface and, for an ENA one, the allowances its

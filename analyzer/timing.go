@@ -1,0 +1,141 @@
+package analyzer
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/enaprobe/enaprobe/internal/ena/counters"
+)
+
+// How a device's counters are timed is documented nowhere (AWS-LIMITS.md):
+// it may publish the values a read returns only every so often (its
+// refresh period) and show a drop some time after it (its lag). Both are
+// learned here from the run, per counter, and bound the look-back before
+// every jump.
+
+// MaxCounterRefresh bounds the refresh period learned from the reads.
+const MaxCounterRefresh = 1000 * time.Millisecond
+
+// counterRefresh is the spacing of the reads at which a counter changes:
+// 0 when it changed at two successive reads (the device shows every
+// change at the next read), else the typical gap between its changes (the
+// median of those within half again the shortest), at most
+// MaxCounterRefresh. With fewer than two changes the counter says
+// nothing; the changes of every counter of the interface (one device
+// publishes them together) stand in, and with none, known is false and
+// the refresh is taken as 0.
+func (a *analysis) counterRefresh(iface string, jumps []counters.Jump) (ns int64, known bool) {
+	ri := a.readInterval(iface)
+	changes := make([]int64, 0, len(jumps))
+	for _, j := range jumps {
+		changes = append(changes, j.ToNs)
+	}
+	if len(changes) < 2 {
+		changes = a.interfaceChanges(iface)
+	}
+	if len(changes) < 2 {
+		return 0, false
+	}
+	gaps := make([]int64, 0, len(changes)-1)
+	for k := 1; k < len(changes); k++ {
+		gaps = append(gaps, changes[k]-changes[k-1])
+	}
+	slices.Sort(gaps)
+	if gaps[0] <= ri+ri/2 {
+		return 0, true
+	}
+	near := gaps[:1]
+	for k := 1; k < len(gaps) && gaps[k] <= gaps[0]+gaps[0]/2; k++ {
+		near = gaps[:k+1]
+	}
+	return min(near[len(near)/2], int64(MaxCounterRefresh)), true
+}
+
+// interfaceChanges are the starts of the reads of an interface at which
+// any counter or gauge changed since the read before.
+func (a *analysis) interfaceChanges(iface string) []int64 {
+	var out []int64
+	var last map[string]uint64
+	for _, s := range a.rec.Counters {
+		if s.Interface != iface || s.Err != "" {
+			continue
+		}
+		if last != nil {
+			for k, v := range s.Values {
+				if w, ok := last[k]; ok && w != v {
+					out = append(out, s.BeforeNs)
+					break
+				}
+			}
+		}
+		last = s.Values
+	}
+	return out
+}
+
+// estimateLag learns a counter's lag from the ends of its incidents: the
+// jumps at successive refreshes are one cluster, the traffic that stands
+// out over the longest look-back before it (locate, over MaxCounterLag
+// and one refresh before the cluster's first read) is its cause, and its
+// last window ends at most as the last drop did. The last drop was shown
+// after the read before the cluster's last jump and by that jump's read,
+// at most one refresh late: so the lag lies in (R_{l-1} - end - refresh,
+// R_l - end]. The lag is the middle of the range most clusters agree
+// with. ok is false when no cluster ended inside its look-back.
+//
+// With the refresh unknown (one change), it is taken as 0, and as
+// MaxCounterRefresh when no cluster then agrees with a lag up to
+// MaxCounterLag.
+func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known bool, readNs int64, locate func(lo, hi int) span) (lag counterLag, ok bool) {
+	if lag, ok := a.estimateLagWith(jumps, refreshNs, readNs, locate); ok || known {
+		return lag, ok
+	}
+	return a.estimateLagWith(jumps, int64(MaxCounterRefresh), readNs, locate)
+}
+
+func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int64, locate func(lo, hi int) span) (lag counterLag, ok bool) {
+	maxNs := int64(MaxCounterLag)
+	type bound struct {
+		ns   int64
+		open int // +1: a range opens, -1: one closes
+	}
+	var bounds []bound
+	for f := 0; f < len(jumps); {
+		l := f
+		for l+1 < len(jumps) && jumps[l+1].FromNs-jumps[l].ToNs <= max(refreshNs, readNs)+readNs/2 {
+			l++
+		}
+		first, _ := a.certain(jumps[f])
+		prevRead, lastRead := a.certain(jumps[l])
+		f = l + 1
+		lo, hi := a.g.span(first-maxNs-max(refreshNs, int64(MaxCounterRefresh)), lastRead)
+		s := locate(lo, hi)
+		if s.levelName == levelNone || s.hi >= hi {
+			continue // nothing there, or still going at the read: no end seen
+		}
+		end := a.g.startNs(s.hi)
+		from := max(prevRead-end-refreshNs, 0)
+		to := min(lastRead-end, maxNs)
+		if to < from {
+			continue
+		}
+		bounds = append(bounds, bound{from, 1}, bound{to, -1})
+	}
+	if len(bounds) == 0 {
+		return counterLag{}, false
+	}
+	// Opens before closes at one instant: touching ranges agree.
+	slices.SortFunc(bounds, func(x, y bound) int { return cmp.Or(cmp.Compare(x.ns, y.ns), cmp.Compare(y.open, x.open)) })
+	n, best := 0, 0
+	var low, high int64
+	for k, b := range bounds {
+		n += b.open
+		if b.open > 0 && n > best {
+			best, low = n, b.ns
+			high = bounds[k+1].ns
+		}
+	}
+	return counterLag{lowNs: low, highNs: high, pointNs: low + (high-low)/2, refreshNs: refreshNs,
+		source: lagEstimated}, true
+}
