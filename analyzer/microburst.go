@@ -124,9 +124,23 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 		what = fmt.Sprintf("reached the %s allowance of %s", s.levelName[:len(s.levelName)-len("_allowance")],
 			fmtRate(s.levelPerSecond*8/a.opt.SaturationShare, "bps"))
 	}
-	f.Summary = fmt.Sprintf("%s; the %s rate %s for %s, up to %s per %s window, %s; %s",
+	learned := ""
+	if !a.limits.BurstBps.Known && !a.limits.BaselineBps.Known {
+		// Egress drops were seen by the host before the device dropped
+		// them: they did not pass. Inbound ones it never saw.
+		meanSize := share(spanBytes, sumIn(func(i int) float64 { return float64(fs.packets[i]) }, s.lo, s.hi))
+		dropped := func(d uint64) float64 { return float64(d) * meanSize }
+		if dir == record.Ingress {
+			dropped = func(uint64) float64 { return 0 }
+		}
+		f.Incident.LearnedAllowance = a.learnAllowance(inc, bytesAt, dropped, 8, "bps")
+		if l := f.Incident.LearnedAllowance; l != nil {
+			learned = learnedText(l, "--baseline/--burst", fmt.Sprintf("%.0fMbit", l.Value/1e6))
+		}
+	}
+	f.Summary = fmt.Sprintf("%s; the %s rate %s for %s, up to %s per %s window, %s; %s%s",
 		jumpsText(f.Incident), dir, what, fmtSpan(dur), fmtRate(peak*8/sec, "bps"),
-		fmtWindow(a.g.widthNs), topFlowText(f.Flows), lagText(f.Incident))
+		fmtWindow(a.g.widthNs), topFlowText(f.Flows), lagText(f.Incident), learned)
 	f.Recommendation = recommendMicroburst
 	return f
 }

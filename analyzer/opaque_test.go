@@ -28,12 +28,14 @@ var (
 // opaqueCase is one incident: its scenario, the options that give its
 // allowance, the finding it must give and when its truth began.
 type opaqueCase struct {
-	name    string
-	spec    func() synth.Spec
-	given   func(*Options) // nil: no allowance to give (documented, or none)
-	kind    string
-	culprit string
-	start   func(synth.Facts) time.Duration
+	name  string
+	spec  func() synth.Spec
+	given func(*Options) // nil: no allowance to give (documented, or none)
+	// allowance is the device's, in the unit the analyzer learns it in.
+	allowance float64
+	kind      string
+	culprit   string
+	start     func(synth.Facts) time.Duration
 	// cause is when the traffic that made the drops began, when a bucket
 	// of the device's own held the first drops back (0: the first drop):
 	// the finding may start anywhere from it to the first drop.
@@ -70,14 +72,14 @@ func opaqueCases() []opaqueCase {
 				return synth.Spec{Name: "opaque_bw", Duration: d, Seed: 31,
 					Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6}}, Flows: append(lan(), bw)}
 			},
-			given: func(o *Options) { o.BaselineBps, o.BurstBps = 40e6, 40e6 }},
+			given: func(o *Options) { o.BaselineBps, o.BurstBps = 40e6, 40e6 }, allowance: 40e6},
 		{name: "pps", kind: KindPPSExceeded, culprit: pps.Src.String(), start: firstDrop(counters.PPSAllowanceExceeded),
 			spec: func() synth.Spec {
 				flows := []synth.Flow{steady(record.Egress, netip.AddrPortFrom(incHost, 40200), netip.AddrPortFrom(opaqueLAN, 8125), 100, 4000*100*8, d), pps}
 				return synth.Spec{Name: "opaque_pps", Duration: d, Seed: 32,
 					Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000}}, Flows: flows}
 			},
-			given: func(o *Options) { o.PPSAllowance = 8000 }},
+			given: func(o *Options) { o.PPSAllowance = 8000 }, allowance: 8000},
 		{name: "linklocal", kind: KindLinkLocalExceeded, culprit: dns.Src.String(), start: firstDrop(counters.LinklocalAllowanceExceeded),
 			cause: dns.Phases[0].From,
 			spec: func() synth.Spec {
@@ -115,6 +117,9 @@ func TestOpaqueCounters(t *testing.T) {
 						}
 						res := Analyze(rec, opt)
 						checkOneIncident(t, res, c.kind, c.culprit, c.cause, c.start(truth), refresh)
+						if !given && c.allowance > 0 {
+							checkLearned(t, res, c.kind, c.allowance, false)
+						}
 					})
 				}
 			}
@@ -156,4 +161,65 @@ func checkOneIncident(t *testing.T, res *Result, kind, culprit string, cause, st
 	if d := math.Abs(f.StartOffsetS - start.Seconds()); d > slack.Seconds() {
 		t.Errorf("starts at %.4f s, the truth at %.4f s: %.1f ms off", f.StartOffsetS, start.Seconds(), d*1e3)
 	}
+}
+
+// checkLearned: with no allowance given, the incident says the rate the
+// counter moved above (required: it must), within 15% of the device's
+// allowance, and its range holds its value.
+func checkLearned(t *testing.T, res *Result, kind string, allowance float64, required bool) {
+	t.Helper()
+	for _, f := range res.Findings {
+		if f.Kind != kind || f.Severity == SeverityInfo {
+			continue
+		}
+		l := f.Incident.LearnedAllowance
+		if l == nil {
+			if required {
+				t.Fatalf("%s: no learned allowance", kind)
+			}
+			continue
+		}
+		if math.Abs(l.Value-allowance) > 0.15*allowance || l.Low > l.Value || l.High < l.Value {
+			t.Errorf("learned allowance %.0f %s (%.0f to %.0f), the device's %.0f", l.Value, l.Unit, l.Low, l.High, allowance)
+		}
+	}
+}
+
+// TestSustainedOvershoot: 12 kpps of small packets over an 8 kpps
+// allowance for 1 s, sent in 10 ms ticks, beside a steady 2 kpps: one
+// incident however the counters are timed; sent steadily, the allowance
+// learned within 15%.
+func TestSustainedOvershoot(t *testing.T) {
+	const d = 4 * time.Second
+	var ticks []synth.Phase
+	for at := time.Second; at < 2*time.Second; at += 10 * time.Millisecond {
+		ticks = append(ticks, synth.Phase{From: at, To: at + 5*time.Millisecond, Bps: 2 * 10000 * 64 * 8})
+	}
+	over := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 42000),
+		Dst: netip.AddrPortFrom(incPeer, 9001), Size: 64, Phases: ticks}
+	flows := []synth.Flow{steady(record.Egress, netip.AddrPortFrom(incHost, 40200), netip.AddrPortFrom(opaqueLAN, 8125), 100, 2000*100*8, d), over}
+	for _, refresh := range opaqueRefresh {
+		for _, lag := range opaqueLags {
+			t.Run(fmt.Sprintf("refresh=%v/lag=%v", refresh, lag), func(t *testing.T) {
+				s := synth.Spec{Name: "sustained_pps", Duration: d, Seed: 35, SampleNs: incSampleNs, CounterLag: lag,
+					CounterRefresh: refresh, RefreshPhase: refresh * 37 / 100,
+					Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000}}, Flows: flows}
+				rec, truth := synth.Generate(s)
+				res := Analyze(rec, DefaultOptions())
+				checkOneIncident(t, res, KindPPSExceeded, over.Src.String(), 0, truth.Drops["eth0"][counters.PPSAllowanceExceeded][0].From, refresh)
+			})
+		}
+	}
+	// Sent steadily, what passed while the counter moved is the
+	// allowance. (In ticks, the device's 1 ms bucket passes less than
+	// its rate: it refills only 8 packets over each pause.)
+	over.Phases = []synth.Phase{{From: time.Second, To: 2 * time.Second, Bps: 10000 * 64 * 8}}
+	flows[1] = over
+	s := synth.Spec{Name: "steady_pps", Duration: d, Seed: 36, SampleNs: incSampleNs, CounterLag: 30 * time.Millisecond,
+		CounterRefresh: 100 * time.Millisecond, RefreshPhase: 37 * time.Millisecond,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000}}, Flows: flows}
+	rec, truth := synth.Generate(s)
+	res := Analyze(rec, DefaultOptions())
+	checkOneIncident(t, res, KindPPSExceeded, over.Src.String(), 0, truth.Drops["eth0"][counters.PPSAllowanceExceeded][0].From, s.CounterRefresh)
+	checkLearned(t, res, KindPPSExceeded, 8000, true)
 }

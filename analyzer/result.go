@@ -233,6 +233,19 @@ type Incident struct {
 	// LookBackS is how far before each read's interval its traffic was
 	// looked for: the highest lag and one refresh.
 	LookBackS float64 `json:"look_back_s"`
+	// LearnedAllowance is, when no allowance was known, the rate above
+	// which the counter moved, as this incident shows it.
+	LearnedAllowance *LearnedAllowance `json:"learned_allowance,omitempty"`
+}
+
+// LearnedAllowance is an allowance estimated from the run: the rate that
+// passed while the counter moved, with the range the incident's located
+// edges allow.
+type LearnedAllowance struct {
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"` // "pps" or "bps"
+	Low   float64 `json:"low"`
+	High  float64 `json:"high"`
 }
 
 // CounterJump is one read that saw an allowance counter rise.

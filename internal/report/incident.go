@@ -40,7 +40,13 @@ func timingText(inc *analyzer.Incident) string {
 		lag = fmt.Sprintf("counter lag %s (%s to %s, %s)", fmtSeconds(inc.CounterLagS), fmtSeconds(inc.CounterLagLowS),
 			fmtSeconds(inc.CounterLagHighS), strings.ReplaceAll(inc.CounterLagSource, "_", " "))
 	}
-	return fmt.Sprintf("%s, %s, looked back %s", refresh, lag, fmtSeconds(inc.LookBackS))
+	learned := ""
+	if l := inc.LearnedAllowance; l != nil {
+		unit := map[string]string{"pps": "packets/s", "bps": "bit/s"}[l.Unit]
+		learned = fmt.Sprintf("; drops began above about %s %s (%s to %s), learned from the run",
+			fmtCount(uint64(math.Round(l.Value))), unit, fmtCount(uint64(math.Round(l.Low))), fmtCount(uint64(math.Round(l.High))))
+	}
+	return fmt.Sprintf("%s, %s, looked back %s%s", refresh, lag, fmtSeconds(inc.LookBackS), learned)
 }
 
 // gaugeText is a gauge's course as "150 at +2.000 s, 0 at +2.501 s".
