@@ -47,7 +47,7 @@ type counterLag struct {
 // seen marks the windows with the traffic that moves the counter, and the
 // lag is the shortest shift that puts such traffic in the most jump
 // intervals (shortestShift).
-func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, locate func(lo, hi int) span, seen func(int) bool) counterLag {
+func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, locate func(lo, hi int) span, val func(int) float64, seen func(int) bool) counterLag {
 	switch {
 	case a.opt.CounterLag < 0:
 		return counterLag{source: lagFromOption}
@@ -62,7 +62,7 @@ func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, locate fun
 			lag.lookNs += refresh
 			return lag
 		}
-	} else if lag, ok := a.estimateLag(jumps, refresh, known, a.readInterval(iface), locate); ok {
+	} else if lag, ok := a.estimateLag(jumps, refresh, known, a.readInterval(iface), locate, val); ok {
 		lag.refreshKnown = known
 		// A refresh the run could not tell may be as long as any.
 		refreshLook := lag.refreshNs

@@ -61,7 +61,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				locate: func(lo, hi int) span { return a.locate(bytesAt, lo, hi, levels...) },
 				over:   func(lo, hi int, last span) bool { return stayedAt(bytesAt, lo, hi, last) },
 				skip:   func(lo, hi int) bool { return overlapsAny(lo, hi, exhausted[bc.dir]) }}
-			lag := a.counterLagFor(iface, jumps, spec.locate, nil)
+			lag := a.counterLagFor(iface, jumps, spec.locate, bytesAt, nil)
 			spec.lag = lag
 			if len(levels) > 0 {
 				spec.explained = overAllowance

@@ -186,13 +186,14 @@ func checkLearned(t *testing.T, res *Result, kind string, allowance float64, req
 }
 
 // TestSustainedOvershoot: 12 kpps of small packets over an 8 kpps
-// allowance for 1 s, sent in 10 ms ticks, beside a steady 2 kpps: one
-// incident however the counters are timed; sent steadily, the allowance
-// learned within 15%.
+// allowance for 3 s, sent in 10 ms ticks, beside a steady 2 kpps: one
+// incident however the counters are timed, their refresh stated within
+// 10% and their lag within 5 ms; sent steadily, the allowance learned
+// within 15%.
 func TestSustainedOvershoot(t *testing.T) {
-	const d = 4 * time.Second
+	const d = 6 * time.Second
 	var ticks []synth.Phase
-	for at := time.Second; at < 2*time.Second; at += 10 * time.Millisecond {
+	for at := time.Second; at < 4*time.Second; at += 10 * time.Millisecond {
 		ticks = append(ticks, synth.Phase{From: at, To: at + 5*time.Millisecond, Bps: 2 * 10000 * 64 * 8})
 	}
 	over := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 42000),
@@ -207,6 +208,7 @@ func TestSustainedOvershoot(t *testing.T) {
 				rec, truth := synth.Generate(s)
 				res := Analyze(rec, DefaultOptions())
 				checkOneIncident(t, res, KindPPSExceeded, over.Src.String(), 0, truth.Drops["eth0"][counters.PPSAllowanceExceeded][0].From, refresh)
+				checkTiming(t, res, KindPPSExceeded, refresh, lag)
 			})
 		}
 	}
@@ -222,4 +224,22 @@ func TestSustainedOvershoot(t *testing.T) {
 	res := Analyze(rec, DefaultOptions())
 	checkOneIncident(t, res, KindPPSExceeded, over.Src.String(), 0, truth.Drops["eth0"][counters.PPSAllowanceExceeded][0].From, s.CounterRefresh)
 	checkLearned(t, res, KindPPSExceeded, 8000, true)
+}
+
+// checkTiming: the incident states the counter's refresh within 10% and
+// its lag within 5 ms of the device's.
+func checkTiming(t *testing.T, res *Result, kind string, refresh, lag time.Duration) {
+	t.Helper()
+	for _, f := range res.Findings {
+		if f.Kind != kind || f.Severity == SeverityInfo {
+			continue
+		}
+		inc := f.Incident
+		if !inc.CounterRefreshKnown || math.Abs(inc.CounterRefreshS-refresh.Seconds()) > 0.1*refresh.Seconds() {
+			t.Errorf("refresh stated %.3f s (known %v), the device's %v", inc.CounterRefreshS, inc.CounterRefreshKnown, refresh)
+		}
+		if math.Abs(inc.CounterLagS-lag.Seconds()) > 0.005 {
+			t.Errorf("lag stated %.4f s (%.4f to %.4f), the device's %v", inc.CounterLagS, inc.CounterLagLowS, inc.CounterLagHighS, lag)
+		}
+	}
 }

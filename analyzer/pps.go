@@ -30,7 +30,7 @@ func (a *analysis) ppsFindings() []Finding {
 		spec := incidentSpec{counter: counters.PPSAllowanceExceeded, val: packetsAt,
 			locate: func(lo, hi int) span { return a.locate(packetsAt, lo, hi, levels...) },
 			over:   func(lo, hi int, last span) bool { return stayedAt(packetsAt, lo, hi, last) }}
-		lag := a.counterLagFor(iface, jumps, spec.locate, nil)
+		lag := a.counterLagFor(iface, jumps, spec.locate, packetsAt, nil)
 		spec.lag = lag
 		if len(levels) > 0 {
 			spec.explained = overAllowance

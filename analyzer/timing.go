@@ -81,20 +81,22 @@ func (a *analysis) interfaceChanges(iface string) []int64 {
 // last window ends at most as the last drop did. The last drop was shown
 // after the read before the cluster's last jump and by that jump's read,
 // at most one refresh late: so the lag lies in (R_{l-1} - end - refresh,
-// R_l - end]. The lag is the middle of the range most clusters agree
-// with. ok is false when no cluster ended inside its look-back.
+// R_l - end]. Each jump of a cluster but its last says more (val, the
+// traffic located, given): see below. The lag is the middle of the range
+// most of these agree with. ok is false when no cluster ended inside its
+// look-back.
 //
 // With the refresh unknown (one change), it is taken as 0, and as
 // MaxCounterRefresh when no cluster then agrees with a lag up to
 // MaxCounterLag.
-func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known bool, readNs int64, locate func(lo, hi int) span) (lag counterLag, ok bool) {
-	if lag, ok := a.estimateLagWith(jumps, refreshNs, readNs, locate); ok || known {
+func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known bool, readNs int64, locate func(lo, hi int) span, val func(int) float64) (lag counterLag, ok bool) {
+	if lag, ok := a.estimateLagWith(jumps, refreshNs, readNs, locate, val); ok || known {
 		return lag, ok
 	}
-	return a.estimateLagWith(jumps, int64(MaxCounterRefresh), readNs, locate)
+	return a.estimateLagWith(jumps, int64(MaxCounterRefresh), readNs, locate, val)
 }
 
-func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int64, locate func(lo, hi int) span) (lag counterLag, ok bool) {
+func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int64, locate func(lo, hi int) span, val func(int) float64) (lag counterLag, ok bool) {
 	maxNs := int64(MaxCounterLag)
 	type bound struct {
 		ns   int64
@@ -108,19 +110,54 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		}
 		first, _ := a.certain(jumps[f])
 		prevRead, lastRead := a.certain(jumps[l])
+		fc := f
 		f = l + 1
 		lo, hi := a.g.span(first-maxNs-max(refreshNs, int64(MaxCounterRefresh)), lastRead)
 		s := locate(lo, hi)
 		if s.levelName == levelNone || s.hi >= hi {
 			continue // nothing there, or still going at the read: no end seen
 		}
+		add := func(from, to int64) {
+			if from, to = max(from, 0), min(to, maxNs); from <= to {
+				bounds = append(bounds, bound{from, 1}, bound{to, -1})
+			}
+		}
 		end := a.g.startNs(s.hi)
-		from := max(prevRead-end-refreshNs, 0)
-		to := min(lastRead-end, maxNs)
-		if to < from {
+		add(prevRead-end-refreshNs, lastRead-end)
+		if val == nil || s.level <= 0 || l == fc {
 			continue
 		}
-		bounds = append(bounds, bound{from, 1}, bound{to, -1})
+		// Every jump but the last showed the drops made until a
+		// refresh: when the traffic's excess had reached the same share
+		// of the cluster's as the counter's rise had of its whole (the
+		// drops go with the excess). That refresh came R_{k-1} - lag to
+		// R_k - lag: a range a read interval wide, however long the
+		// refresh.
+		excess := func(i int) float64 { return max(val(i)-s.level, 0) }
+		total := sumIn(excess, s.lo, s.hi)
+		var rise uint64
+		for k := fc; k <= l; k++ {
+			rise += jumps[k].Delta
+		}
+		if total <= 0 || rise == 0 {
+			continue
+		}
+		var sofar uint64
+		i, cum := s.lo, 0.0
+		for k := fc; k < l; k++ {
+			sofar += jumps[k].Delta
+			target := total * float64(sofar) / float64(rise)
+			for i < s.hi && cum+excess(i) < target {
+				cum += excess(i)
+				i++
+			}
+			at := a.g.startNs(i)
+			if i < s.hi && excess(i) > 0 {
+				at += int64((target - cum) / excess(i) * float64(a.g.widthNs))
+			}
+			from, to := a.certain(jumps[k])
+			add(from-at, to-at)
+		}
 	}
 	if len(bounds) == 0 {
 		return counterLag{}, false
