@@ -243,3 +243,65 @@ func checkTiming(t *testing.T, res *Result, kind string, refresh, lag time.Durat
 		}
 	}
 }
+
+// TestTwoCauses: a DNS flood at 1,500 packets/s and a 2 MB burst over a
+// 40 Mbit/s allowance, counters 20 ms late: the micro-burst is the
+// burst's, the link-local drops the DNS client's, and neither names the
+// other, whether the bandwidth allowance is given or not.
+func TestTwoCauses(t *testing.T) {
+	const d = 5 * time.Second
+	burstAt := 2*time.Second + 500*time.Millisecond + 300*time.Microsecond
+	burst := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 41000),
+		Dst: netip.AddrPortFrom(incPeer, 9000), Size: 1500,
+		Phases: []synth.Phase{{From: burstAt, To: burstAt + 7*time.Millisecond, Bps: 2e6 * 8 / 0.007}}}
+	dns := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 53535),
+		Dst: netip.AddrPortFrom(incDNS, 53), Size: 80, Phases: []synth.Phase{{From: 2 * time.Second, To: 3500 * time.Millisecond, Bps: 1500 * 80 * 8}}}
+	flows := []synth.Flow{steady(record.Egress, netip.AddrPortFrom(incHost, 40100), netip.AddrPortFrom(opaqueLAN, 443), 1000, 640e3, d), burst, dns}
+	for _, refresh := range opaqueRefresh {
+		for _, given := range []bool{true, false} {
+			t.Run(fmt.Sprintf("refresh=%v/given=%v", refresh, given), func(t *testing.T) {
+				s := synth.Spec{Name: "two_causes", Duration: d, Seed: 37, SampleNs: incSampleNs, CounterLag: 20 * time.Millisecond,
+					CounterRefresh: refresh, RefreshPhase: refresh * 37 / 100,
+					Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6}}, Flows: flows}
+				rec, truth := synth.Generate(s)
+				opt := DefaultOptions()
+				if given {
+					opt.BaselineBps, opt.BurstBps = 40e6, 40e6
+				}
+				res := Analyze(rec, opt)
+				slack := 2 * time.Millisecond
+				if refresh >= time.Second {
+					slack = 5 * time.Millisecond
+				}
+				for _, want := range []struct {
+					kind, counter, culprit string
+				}{{KindMicroburstOut, counters.BwOutAllowanceExceeded, burst.Src.String()},
+					{KindLinkLocalExceeded, counters.LinklocalAllowanceExceeded, dns.Src.String()}} {
+					var got []Finding
+					for _, f := range res.Findings {
+						if f.Kind == want.kind && f.Severity != SeverityInfo {
+							got = append(got, f)
+						}
+					}
+					if len(got) != 1 {
+						t.Errorf("%d %s findings above info, want one", len(got), want.kind)
+						continue
+					}
+					f := got[0]
+					if len(f.Flows) == 0 || f.Flows[0].Src != want.culprit {
+						t.Errorf("%s: culprits %+v, want %s first", want.kind, f.Flows, want.culprit)
+					}
+					first := truth.Drops["eth0"][want.counter][0].From
+					if want.kind == KindMicroburstOut && math.Abs(f.StartOffsetS-first.Seconds()) > slack.Seconds() {
+						t.Errorf("%s starts at %.4f s, the first drop at %.4f s", want.kind, f.StartOffsetS, first.Seconds())
+					}
+				}
+				if t.Failed() {
+					for _, f := range res.Findings {
+						t.Logf("%s %s [%.4f, %.4f) %s", f.Severity, f.Kind, f.StartOffsetS, f.EndOffsetS, f.Summary)
+					}
+				}
+			})
+		}
+	}
+}
