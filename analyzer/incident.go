@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // Where an incident's counter lag came from (Incident.CounterLagSource).
@@ -184,9 +185,14 @@ type incidentSpec struct {
 }
 
 // incident is the jumps of one counter that one cause explains.
+// [drainLo, drainHi) are the fine windows after its traffic whose drops
+// it counts (late jumps whose whole look-back lies after the traffic: a
+// queue the traffic filled draining, the packets behind it delayed or
+// dropped); empty when none.
 type incident struct {
 	span
-	jumps []counters.Jump
+	jumps            []counters.Jump
+	drainLo, drainHi int
 }
 
 // incidents groups the jumps of one counter (in time order) into
@@ -208,12 +214,16 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 			}
 		}
 		lo, hi := a.g.span(from-spec.lag.lookNs, to-spec.lag.shiftNs)
+		behind := len(out) > 0 && lo >= out[len(out)-1].hi // the look-back lies wholly after the last incident's traffic
 		if n := len(out); n > 0 && !spec.unseen && lo < out[n-1].hi {
 			// The traffic up to the incident's last window is blamed
 			// already: this jump shows it, or what came after.
 			lo = min(out[n-1].hi, hi)
 		}
 		s := spec.locate(lo, hi)
+		// Nothing over the allowance where the lag puts this jump's
+		// traffic, after the incident's: it counts what came behind it.
+		behind = behind && (spec.explained == nil || !spec.explained(s))
 		if spec.val != nil && s.level > 0 && s.levelName != levelNone {
 			// The traffic that stood out goes on past the window (a
 			// refresh longer than learned): the incident is all of it.
@@ -251,9 +261,15 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				p.toNs = max(p.toNs, s.toNs)
 				p.delta += s.delta
 				p.jumps = append(p.jumps, j)
+				if behind && !spec.unseen {
+					p.drainLo, p.drainHi = p.hi, max(p.drainHi, hi)
+				}
 				continue
 			}
 			if s.lo-p.hi <= gap || spec.over != nil && spec.over(p.hi, s.lo, p.span) {
+				if behind && !spec.unseen && s.hi <= p.hi {
+					p.drainLo, p.drainHi = p.hi, max(p.drainHi, hi)
+				}
 				p.lo, p.hi = min(p.lo, s.lo), max(p.hi, s.hi)
 				p.toNs = max(p.toNs, s.toNs)
 				p.delta += s.delta
@@ -269,16 +285,59 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 	return out
 }
 
+// incidentFlows is the one place an incident's flows are told apart: the
+// culprits, whose traffic stood out over its span (selected, ranked by
+// rank, kept by keep), and the victims, the flows of its drain stretch
+// that are not culprits: their packets came behind the culprits' and
+// were delayed or dropped with them.
+func (a *analysis) incidentFlows(iface string, dirs []record.Direction, inc incident, selected func(int) bool, rank string,
+	keep func(*flowInfo) bool) (culprits, victims []FlowShare) {
+	culprits = a.culprits(iface, dirs, inc.lo, inc.hi, selected, rank, keep)
+	if inc.drainHi <= inc.drainLo {
+		return culprits, nil
+	}
+	blamed := make(map[[2]string]bool, len(culprits))
+	for _, c := range culprits {
+		blamed[[2]string{c.Src, c.Dst}] = true
+	}
+	for _, v := range a.culprits(iface, dirs, inc.drainLo, inc.drainHi, nil, rank, keep) {
+		if !blamed[[2]string{v.Src, v.Dst}] {
+			victims = append(victims, v)
+		}
+	}
+	return culprits, victims
+}
+
+// victimsText says who came behind an incident's culprits: "; behind
+// it, udp 10.0.0.10:40100 -> 10.0.1.30:443 had packets delayed or dropped
+// for 30 ms as its queue drained".
+func victimsText(victims []FlowShare, info *Incident) string {
+	if len(victims) == 0 {
+		return ""
+	}
+	v := victims[0]
+	more := ""
+	if len(victims) > 1 {
+		more = fmt.Sprintf(" and %d more", len(victims)-1)
+	}
+	return fmt.Sprintf("; behind it, %s %s -> %s%s had packets delayed or dropped for %s as its queue drained",
+		v.Proto, v.Src, v.Dst, more, fmtSpan(info.DrainS))
+}
+
 // incidentInfo describes an incident for its finding. val is the offending
 // traffic per fine window, scale turns it into unit per second.
 func (a *analysis) incidentInfo(inc incident, counter string, lag counterLag, val func(int) float64, scale float64, unit string) *Incident {
 	sec := float64(a.g.widthNs) / 1e9
 	dur := float64(inc.hi-inc.lo) * sec
+	drain := 0.0
+	if inc.drainHi > inc.drainLo {
+		drain = float64(inc.drainHi-inc.drainLo) * sec
+	}
 	info := &Incident{Counter: counter, Delta: inc.delta, Jumps: len(inc.jumps), DurationS: dur,
 		DropRate: share(float64(inc.delta), dur), Timeline: []CounterJump{},
 		CounterLagS: float64(lag.pointNs) / 1e9, CounterLagLowS: float64(lag.lowNs) / 1e9, CounterLagHighS: float64(lag.highNs) / 1e9,
 		CounterLagSource: lag.source, CounterRefreshS: float64(lag.refreshNs) / 1e9, CounterRefreshKnown: lag.refreshKnown,
-		LookBackS: float64(lag.lookNs) / 1e9}
+		LookBackS: float64(lag.lookNs) / 1e9, DrainS: drain}
 	for _, j := range inc.jumps {
 		info.Timeline = append(info.Timeline, CounterJump{Time: a.wall(j.ToNs), OffsetS: a.offsetS(j.ToNs), Delta: j.Delta})
 	}

@@ -118,7 +118,7 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 		f.Evidence = append(f.Evidence, ev("baseline_allowance_bps", l.Value, "bps"))
 	}
 	f.FlowsRankedBy = rankBytes
-	f.Flows = a.culprits(iface, []record.Direction{dir}, s.lo, s.hi, standOut, rankBytes, nil)
+	f.Flows, f.Victims = a.incidentFlows(iface, []record.Direction{dir}, inc, standOut, rankBytes, nil)
 	what := "stood out from the interval's own level"
 	if s.levelName != levelIntervalOwn && s.levelName != levelNone {
 		what = fmt.Sprintf("reached the %s allowance of %s", s.levelName[:len(s.levelName)-len("_allowance")],
@@ -141,6 +141,7 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 	f.Summary = fmt.Sprintf("%s; the %s rate %s for %s, up to %s per %s window, %s; %s%s",
 		jumpsText(f.Incident), dir, what, fmtSpan(dur), fmtRate(peak*8/sec, "bps"),
 		fmtWindow(a.g.widthNs), topFlowText(f.Flows), lagText(f.Incident), learned)
+	f.Summary += victimsText(f.Victims, f.Incident)
 	f.Recommendation = recommendMicroburst
 	return f
 }

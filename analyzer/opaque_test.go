@@ -305,3 +305,46 @@ func TestTwoCauses(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueOverflow: a 2 MB burst over a 40 Mbit/s allowance with a
+// 150 kB queue before the shaper, beside a steady flow: the queue drains
+// for 30 ms after the burst and the steady flow's packets queued behind it
+// count too. One incident, the burst its culprit, the steady flow its
+// victim, under every counter timing, allowance given or not.
+func TestQueueOverflow(t *testing.T) {
+	const d = 5 * time.Second
+	burstAt := 2*time.Second + 300*time.Microsecond
+	burst := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 41000),
+		Dst: netip.AddrPortFrom(incPeer, 9000), Size: 1500,
+		Phases: []synth.Phase{{From: burstAt, To: burstAt + 7*time.Millisecond, Bps: 2e6 * 8 / 0.007}}}
+	victim := steady(record.Egress, netip.AddrPortFrom(incHost, 40100), netip.AddrPortFrom(opaqueLAN, 443), 1000, 4e6, d)
+	for _, refresh := range opaqueRefresh {
+		for _, lag := range opaqueLags {
+			for _, given := range []bool{true, false} {
+				t.Run(fmt.Sprintf("refresh=%v/lag=%v/given=%v", refresh, lag, given), func(t *testing.T) {
+					s := synth.Spec{Name: "queue", Duration: d, Seed: 38, SampleNs: incSampleNs, CounterLag: lag,
+						CounterRefresh: refresh, RefreshPhase: refresh * 37 / 100,
+						Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: 150e3}},
+						Flows:      []synth.Flow{victim, burst}}
+					rec, truth := synth.Generate(s)
+					drops := truth.Drops["eth0"][counters.BwOutAllowanceExceeded]
+					if last := drops[len(drops)-1].To; last < burstAt+30*time.Millisecond {
+						t.Fatalf("the device's drops end at %v: the queue did not drain after the burst", last)
+					}
+					opt := DefaultOptions()
+					if given {
+						opt.BaselineBps, opt.BurstBps = 40e6, 40e6
+					}
+					res := Analyze(rec, opt)
+					checkOneIncident(t, res, KindMicroburstOut, burst.Src.String(), 0, drops[0].From, refresh)
+					for _, f := range res.Findings {
+						if f.Kind == KindMicroburstOut && f.Severity != SeverityInfo && refresh == 0 &&
+							(len(f.Victims) == 0 || f.Victims[0].Src != victim.Src.String()) {
+							t.Errorf("victims %+v, want %s", f.Victims, victim.Src)
+						}
+					}
+				})
+			}
+		}
+	}
+}

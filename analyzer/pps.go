@@ -51,7 +51,7 @@ func (a *analysis) ppsFindings() []Finding {
 				ev("level_pps", s.levelPerSecond, "pps"))
 			f.Evidence = append(f.Evidence, a.sizeEvidence(iface, a.g.startNs(s.lo), a.g.startNs(s.hi))...)
 			f.FlowsRankedBy = rankPackets
-			f.Flows = a.culprits(iface, bothDirections, s.lo, s.hi, nil, rankPackets, nil)
+			f.Flows, f.Victims = a.incidentFlows(iface, bothDirections, inc, nil, rankPackets, nil)
 			learned := ""
 			if len(levels) == 0 {
 				f.Incident.LearnedAllowance = a.learnAllowance(inc, packetsAt, func(d uint64) float64 { return float64(d) }, 1, "pps")
@@ -62,6 +62,7 @@ func (a *analysis) ppsFindings() []Finding {
 			f.Summary = fmt.Sprintf("%s; over %s the packet rate (both directions) reached %s per %s window, mean packet size %.0f bytes; %s; %s%s",
 				jumpsText(f.Incident), fmtSpan(dur), fmtRate(peak/sec, "pps"), fmtWindow(a.g.widthNs), share(bytes, packets),
 				topFlowText(f.Flows), lagText(f.Incident), learned)
+			f.Summary += victimsText(f.Victims, f.Incident)
 			f.Recommendation = recommendPPS
 			out = append(out, f)
 		}

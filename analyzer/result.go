@@ -150,6 +150,10 @@ type Finding struct {
 	// share of: "bytes", "packets" or "syns".
 	FlowsRankedBy string      `json:"flows_ranked_by"`
 	Flows         []FlowShare `json:"flows"`
+	// Victims are, for an incident, the flows whose packets came behind
+	// its culprits' and were delayed or dropped while its queue drained
+	// (Incident.DrainS): not culprits of an incident of their own.
+	Victims []FlowShare `json:"victims,omitempty"`
 	// Owners ranks who sent the finding's traffic, by FlowsRankedBy: the
 	// processes of one pod (else one container, one cgroup) are one owner.
 	// Empty when the trace found no owners.
@@ -233,6 +237,10 @@ type Incident struct {
 	// LookBackS is how far before each read's interval its traffic was
 	// looked for: the highest lag and one refresh.
 	LookBackS float64 `json:"look_back_s"`
+	// DrainS is how long after its traffic the incident's drops went on,
+	// counted late by jumps whose look-back lay wholly after it (a queue
+	// the traffic filled, draining): the stretch its victims are from.
+	DrainS float64 `json:"drain_s"`
 	// LearnedAllowance is, when no allowance was known, the rate above
 	// which the counter moved, as this incident shows it.
 	LearnedAllowance *LearnedAllowance `json:"learned_allowance,omitempty"`

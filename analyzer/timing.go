@@ -118,7 +118,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			continue // nothing there, or still going at the read: no end seen
 		}
 		add := func(from, to int64) {
-			if from, to = max(from, 0), min(to, maxNs); from <= to {
+			// A range past the bound (a lag at it, and a queue's drain
+			// or a bucket on top) agrees with the bound.
+			if from, to = min(max(from, 0), maxNs), min(to, maxNs); from <= to {
 				bounds = append(bounds, bound{from, 1}, bound{to, -1})
 			}
 		}

@@ -87,3 +87,18 @@ func jumpStrip(f analyzer.Finding, x0, x1 float64) template.HTML {
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
 }
+
+// victimsLine names the flows whose packets came behind an incident's
+// culprits: "udp 10.0.0.10:40100 -> 10.0.1.30:443 (12 packets), behind
+// the culprits while the queue drained for 30 ms".
+func victimsLine(f analyzer.Finding) string {
+	parts := make([]string, 0, len(f.Victims))
+	for _, v := range f.Victims {
+		parts = append(parts, fmt.Sprintf("%s %s -> %s (%s packets)", v.Proto, v.Src, v.Dst, fmtCount(v.Packets)))
+	}
+	drain := 0.0
+	if f.Incident != nil {
+		drain = f.Incident.DrainS
+	}
+	return strings.Join(parts, ", ") + fmt.Sprintf("; behind the culprits while the queue drained for %s", fmtSeconds(drain))
+}

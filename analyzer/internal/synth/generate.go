@@ -67,6 +67,7 @@ type dirState struct {
 type deviceState struct {
 	spec      Interface
 	bw        [record.NumDirections]tokenBucket
+	queue     [record.NumDirections]float64 // bytes waiting, with QueueBytes
 	pps, ll   tokenBucket
 	drops     map[string]float64 // since the last reset
 	start     map[string]uint64  // values before the trace, until a reset
@@ -324,6 +325,19 @@ func (g *generator) shape(t int64, dt float64, flows, syns []*flowState) {
 		window := float64(g.s.WindowNs) / 1e9
 		if rate := g.bandwidth(dev.spec, time.Duration(t-g.startNs)); rate > 0 {
 			for dir, counter := range []string{counters.BwInAllowanceExceeded, counters.BwOutAllowanceExceeded} {
+				if q := dev.spec.QueueBytes; q > 0 {
+					// The queue is served first; arrivals that do not
+					// pass at once wait or are dropped, and count.
+					ex := dev.bw[dir].take(bytes[dir]+dev.queue[dir], rate/8, rate/8*window, dt)
+					dev.queue[dir] = min(ex, q)
+					if late := min(ex, bytes[dir]); late > 0 {
+						dev.drop(counter, late/bytes[dir]*packets[dir], t)
+					}
+					if dropped := ex - dev.queue[dir]; dropped > 0 && bytes[dir] > 0 {
+						pass[dir] *= 1 - min(dropped/bytes[dir], 1)
+					}
+					continue
+				}
 				ex := dev.bw[dir].take(bytes[dir], rate/8, rate/8*window, dt)
 				if ex > 0 && bytes[dir] > 0 {
 					dev.drop(counter, ex/bytes[dir]*packets[dir], t)

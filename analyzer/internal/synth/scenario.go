@@ -44,6 +44,13 @@ type Interface struct {
 	// when 0), BaselineBps after. 0 disables the shaper of that kind.
 	BaselineBps, BurstBps float64
 	CreditsEnd            time.Duration
+	// QueueBytes is a queue before the bandwidth shaper of each
+	// direction: what the allowance cannot pass waits in it (up to
+	// QueueBytes, the rest dropped) and drains at the allowance, and
+	// every packet that does not pass at once (queued behind a burst, or
+	// dropped) counts, as the ENA counters count packets "queued or
+	// dropped". 0: no queue, the excess is dropped.
+	QueueBytes float64
 	// PPS is the bidirectional packets/s allowance; 0 disables it.
 	PPS float64
 	// LinkLocalPPS is the link-local limit (1024 when 0).
