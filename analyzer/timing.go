@@ -113,16 +113,30 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		fc := f
 		f = l + 1
 		lo, hi := a.g.span(first-maxNs-max(refreshNs, int64(MaxCounterRefresh)), lastRead)
-		s := locate(lo, hi)
-		if s.levelName == levelNone || s.hi >= hi {
-			continue // nothing there, or still going at the read: no end seen
-		}
 		add := func(from, to int64) {
-			// A range past the bound (a lag at it, and a queue's drain
-			// or a bucket on top) agrees with the bound.
+			// A range just past the bound (a lag at it, and a queue's
+			// drain or a bucket on top) agrees with the bound; one far
+			// past it is other traffic.
+			if from > maxNs+maxNs/10 {
+				return
+			}
 			if from, to = min(max(from, 0), maxNs), min(to, maxNs); from <= to {
 				bounds = append(bounds, bound{from, 1}, bound{to, -1})
 			}
+		}
+		s := locate(lo, hi)
+		// Over a known allowance, the latest traffic over it before the
+		// read is the cause: the most over so long a look-back may be
+		// an earlier, larger incident's.
+		for overAllowance(s) && s.hi < hi {
+			later := locate(s.hi, hi)
+			if !overAllowance(later) || later.levelName != s.levelName {
+				break
+			}
+			s = later
+		}
+		if s.levelName == levelNone || s.hi >= hi {
+			continue // nothing there, or still going at the read: no end seen
 		}
 		end := a.g.startNs(s.hi)
 		add(prevRead-end-refreshNs, lastRead-end)

@@ -98,6 +98,8 @@ type labRunFlags struct {
 	truthFile      string
 	readyFile      string
 	counterLag     time.Duration
+	counterRefresh time.Duration
+	allowance      string
 	bucket         time.Duration
 	window         time.Duration
 	sampleInterval time.Duration
@@ -125,6 +127,8 @@ func newLabRunCommand() *cobra.Command {
 	fs.DurationVar(&f.window, "window", time.Millisecond, "fine window that findings are located with, a duration, e.g. 1ms (at least the bucket)")
 	fs.DurationVar(&f.sampleInterval, "sample-interval", 50*time.Millisecond, "lab counter read interval, a duration, e.g. 50ms (a read costs a few ms: it dumps the conntrack table); a scenario with lagged counters sets its own (10ms)")
 	fs.DurationVar(&f.counterLag, "emulate-counter-lag", 0, "make the lab's counters show a drop this long after it happened, a duration from 0 to 5s, e.g. 30ms (default: the scenario's)")
+	fs.DurationVar(&f.counterRefresh, "counter-refresh", 0, "make the lab's counters change only every this long, at a random phase, a duration from 0 to 5s, e.g. 1s (default: the scenario's, 0: at every poll)")
+	fs.StringVar(&f.allowance, "allowance", "given", "given: analyse with the lab's allowances; unknown: without them (bandwidth and packets/s), as on an instance whose allowances nobody published")
 	fs.StringVar(&f.attach, "attach", "auto", "auto, tcx or tc")
 	fs.StringVar(&f.truthFile, "truth-file", "", "write what the traffic generators did (culprit, burst times on CLOCK_MONOTONIC) as JSON")
 	fs.StringVar(&f.readyFile, "ready-file", "", "write this file once the programs are attached (for scripts and tests)")
@@ -173,6 +177,15 @@ func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *lab
 		}
 		s.CounterLag = f.counterLag
 	}
+	if cmd.Flags().Changed("counter-refresh") {
+		if f.counterRefresh < 0 || f.counterRefresh > 5*time.Second {
+			return usagef("--counter-refresh %v: want 0 to 5s", f.counterRefresh)
+		}
+		s.CounterRefresh = f.counterRefresh
+	}
+	if f.allowance != "given" && f.allowance != "unknown" {
+		return usagef("--allowance %q: want given or unknown", f.allowance)
+	}
 	if s.SampleInterval > 0 && !cmd.Flags().Changed("sample-interval") {
 		cfg.SampleInterval = s.SampleInterval
 	}
@@ -211,7 +224,11 @@ func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *lab
 			return fmt.Errorf("write truth file: %w", err)
 		}
 	}
-	return writeReports(cmd.OutOrStdout(), out.Recording, out.Analysis, f.out, environment(out.Recording, strings.Join(os.Args, " ")), log)
+	opts := out.Analysis
+	if f.allowance == "unknown" {
+		opts = out.WithoutAllowances()
+	}
+	return writeReports(cmd.OutOrStdout(), out.Recording, opts, f.out, environment(out.Recording, strings.Join(os.Args, " ")), log)
 }
 
 type labUpFlags struct {

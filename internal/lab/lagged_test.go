@@ -17,7 +17,7 @@ func TestLaggedCounters(t *testing.T) {
 	// Longer than the client runs (100 ms, then 500 ms for answers).
 	const lag = 800 * time.Millisecond
 	l := upLab(t, Config{LinkLocalPPS: 100, LinkLocalBurst: 5})
-	src, err := l.LaggedCounters(lag)
+	src, err := l.LaggedCounters(lag, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestLaggedCounters(t *testing.T) {
 	if readTook > 5*time.Millisecond {
 		t.Errorf("a read of the lagged source took %v: too slow to sample every 10 ms", readTook)
 	}
-	if _, err := l.LaggedCounters(-time.Second); err == nil {
+	if _, err := l.LaggedCounters(-time.Second, 0); err == nil {
 		t.Error("a negative lag must fail")
 	}
 }
