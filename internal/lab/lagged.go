@@ -23,14 +23,14 @@ import (
 // is not the trace's): a read between two boundaries returns what was
 // shown at the last one.
 type LaggedCounters struct {
-	lag  time.Duration
+	lag time.Duration
 	// refresh and phaseNs place the boundaries: phaseNs plus multiples
 	// of refresh (CLOCK_MONOTONIC); refresh 0 publishes every poll.
 	refresh time.Duration
 	phaseNs int64
 	l       *Lab
-	stop chan struct{}
-	done chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
 
 	mu      sync.Mutex
 	history []polled // oldest first, pruned past the lag

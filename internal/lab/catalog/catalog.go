@@ -65,7 +65,7 @@ type Truth struct {
 	// poll's duration and half the polls' spacing (lab.LaggedCounters
 	// MeanDelay). CounterRefreshNs is the refresh they were published at.
 	CounterLagNs, CounterRefreshNs int64
-	Notes           []string
+	Notes                          []string
 }
 
 // Burst is one burst as its sender saw it: CLOCK_MONOTONIC just before the
