@@ -125,15 +125,15 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			}
 		}
 		s := locate(lo, hi)
-		// Over a known allowance, the latest traffic over it before the
-		// read is the cause: the most over so long a look-back may be
-		// an earlier, larger incident's.
-		for overAllowance(s) && s.hi < hi {
-			later := locate(s.hi, hi)
-			if !overAllowance(later) || later.levelName != s.levelName {
+		// The latest traffic at the level the most excess stood out
+		// from, before the read, is the cause: the most over so long a
+		// look-back may be an earlier incident's, as large or larger.
+		for val != nil && s.level > 0 && s.hi < hi {
+			x, y, ok := excessSpan(val, s.hi, hi, s.level)
+			if !ok {
 				break
 			}
-			s = later
+			s.lo, s.hi = x, y
 		}
 		if s.levelName == levelNone || s.hi >= hi {
 			continue // nothing there, or still going at the read: no end seen

@@ -26,10 +26,14 @@ type UDPFlowsSpec struct {
 type UDPFlowsResult struct {
 	SendCounts
 	Elapsed time.Duration
+	// Skipped are the packets a late wake did not send (paceSteady).
+	Skipped int
 }
 
 // UDPFlows sends the flows, round robin, paced to the total rate, and
-// returns when done. Sends never block (see SendCounts.Blocked).
+// returns when done. Sends never block (see SendCounts.Blocked), and a
+// late wake skips what it missed rather than send it at once
+// (paceSteady): the flows stay steady on a busy host.
 func (l *Lab) UDPFlows(ctx context.Context, spec UDPFlowsSpec) (UDPFlowsResult, error) {
 	if spec.Flows == 0 {
 		spec.Flows = 1
@@ -64,7 +68,7 @@ func (l *Lab) UDPFlows(ctx context.Context, spec UDPFlowsSpec) (UDPFlowsResult, 
 	var res UDPFlowsResult
 	payload := make([]byte, spec.PacketSize-hdr)
 	start := time.Now()
-	err = pace(ctx, total, time.Duration(float64(time.Second)/pps), func(k int) error {
+	res.Skipped, err = paceSteady(ctx, total, time.Duration(float64(time.Second)/pps), func(k int) error {
 		return res.send(fds[k%len(fds)], payload, spec.PacketSize)
 	})
 	res.Elapsed = time.Since(start)
