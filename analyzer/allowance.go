@@ -1,6 +1,9 @@
 package analyzer
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // learnAllowance estimates, with no allowance known, the rate above which
 // an incident's counter moved: what passed over its span (offered, less
@@ -43,4 +46,35 @@ func learnedText(l *LearnedAllowance, flag string, flagValue string) string {
 	}
 	return fmt.Sprintf("; drops began above about %s (%s to %s): give %s %s next time", fmtRate(l.Value, l.Unit),
 		fmtRate(l.Low, l.Unit), fmtRate(l.High, l.Unit), flag, flagValue)
+}
+
+// passedWhileMoving is, for incidents of one counter found with no
+// allowance known, the rate that passed (per second, offered less the
+// counter's rise) over the longest run of them at most IncidentRefill
+// apart, when that run lasts 100 ms or more: the counter kept moving
+// through it, so the traffic was over the allowance, and what passed is
+// about the allowance. 0 when there is no such run.
+func (a *analysis) passedWhileMoving(incs []incident, offered func(int) float64) float64 {
+	gap := int(int64(a.opt.IncidentRefill) / a.g.widthNs)
+	best, bestLo, bestHi := 0, 0, 0
+	for f := 0; f < len(incs); {
+		l := f
+		for l+1 < len(incs) && incs[l+1].lo-incs[l].hi <= gap {
+			l++
+		}
+		if w := incs[l].hi - incs[f].lo; w > best {
+			best, bestLo, bestHi = w, f, l
+		}
+		f = l + 1
+	}
+	if best == 0 || int64(best)*a.g.widthNs < int64(100*time.Millisecond) {
+		return 0
+	}
+	var rise uint64
+	for _, inc := range incs[bestLo : bestHi+1] {
+		rise += inc.delta
+	}
+	lo, hi := incs[bestLo].lo, incs[bestHi].hi
+	passed := sumIn(offered, lo, hi) - float64(rise)
+	return max(passed, 0) / (float64(hi-lo) * float64(a.g.widthNs) / 1e9)
 }

@@ -81,9 +81,7 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 		// IncidentRefill of the limit, the most a burst bucket could have
 		// refilled. Two bursts a second apart leave it a second to refill.
 		over: func(lo, hi int, _ span) bool {
-			short := func(i int) float64 { return limit.perWindow - packetsAt(i) }
-			x, y, ok := excessSpan(short, lo, hi, 0)
-			return !ok || sumIn(short, x, y) <= a.opt.LinkLocalPPS*a.opt.IncidentRefill.Seconds()
+			return shortOfAtMost(packetsAt, lo, hi, limit.perWindow, a.opt.LinkLocalPPS*a.opt.IncidentRefill.Seconds())
 		}}
 	// The flood's end, for learning the lag, is its last packet with the
 	// rate over the limit.
@@ -259,4 +257,13 @@ func (a *analysis) linkLocalFlows(iface string, dir record.Direction, lo, hi int
 		return countrules.ServiceOf(f.key.Dst.Addr(), a.rec.Meta.VPCResolver) != record.ServiceNone
 	}
 	return a.culprits(iface, []record.Direction{dir}, lo, hi, nil, rankPackets, toService)
+}
+
+// shortOfAtMost tells whether the traffic of fine windows [lo, hi) fell
+// short of perWindow, over any stretch, by at most most: the deficit a
+// burst bucket could refill, so an overshoot went on.
+func shortOfAtMost(val func(int) float64, lo, hi int, perWindow, most float64) bool {
+	short := func(i int) float64 { return perWindow - val(i) }
+	x, y, ok := excessSpan(short, lo, hi, 0)
+	return !ok || sumIn(short, x, y) <= most
 }

@@ -29,13 +29,34 @@ func (a *analysis) ppsFindings() []Finding {
 		jumps := a.jumps(iface, counters.PPSAllowanceExceeded)
 		spec := incidentSpec{counter: counters.PPSAllowanceExceeded, val: packetsAt,
 			locate: func(lo, hi int) span { return a.locate(packetsAt, lo, hi, levels...) },
-			over:   func(lo, hi int, last span) bool { return stayedAt(packetsAt, lo, hi, last) }}
+			over: func(lo, hi int, last span) bool {
+				if len(levels) == 0 {
+					return stayedAt(packetsAt, lo, hi, last)
+				}
+				// Sent in batches, an overshoot is over the allowance as a
+				// rate, not in every window: one incident while the traffic
+				// between two jumps fell short of it by at most what a
+				// bucket refills in IncidentRefill.
+				return shortOfAtMost(packetsAt, lo, hi, levels[0].perWindow, a.opt.PPSAllowance*a.opt.IncidentRefill.Seconds())
+			}}
 		lag := a.counterLagFor(iface, jumps, spec.locate, packetsAt, nil)
 		spec.lag = lag
 		if len(levels) > 0 {
 			spec.explained = overAllowance
 		}
-		for _, inc := range a.incidents(spec, jumps) {
+		incs := a.incidents(spec, jumps)
+		if len(levels) == 0 {
+			if rate := a.passedWhileMoving(incs, packetsAt); rate > 0 {
+				// No allowance known: what passed while the counter kept
+				// moving stands for it, so an overshoot sent in batches
+				// stays one incident while the traffic stays over it.
+				spec.over = func(lo, hi int, _ span) bool {
+					return shortOfAtMost(packetsAt, lo, hi, rate*sec, rate*a.opt.IncidentRefill.Seconds())
+				}
+				incs = a.incidents(spec, jumps)
+			}
+		}
+		for _, inc := range incs {
 			s := inc.span
 			f := a.newFinding(KindPPSExceeded, a.incidentSeverity(inc), iface, nil, s.lo, s.hi)
 			f.Incident = a.incidentInfo(inc, counters.PPSAllowanceExceeded, lag, packetsAt, 1, "pps")

@@ -105,7 +105,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	var bounds []bound
 	for f := 0; f < len(jumps); {
 		l := f
-		for l+1 < len(jumps) && jumps[l+1].FromNs-jumps[l].ToNs <= max(refreshNs, readNs)+readNs/2 {
+		// Reads that come late on a busy host, or a read the drops
+		// missed, do not split a cluster: up to two refreshes or reads.
+		for l+1 < len(jumps) && jumps[l+1].FromNs-jumps[l].ToNs <= 2*max(refreshNs, readNs)+readNs/2 {
 			l++
 		}
 		first, _ := a.certain(jumps[f])
@@ -128,12 +130,17 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		// The latest traffic at the level the most excess stood out
 		// from, before the read, is the cause: the most over so long a
 		// look-back may be an earlier incident's, as large or larger.
+		// Traffic at that level again within MergeGap is the same
+		// incident going on (a sustained overshoot sent in batches).
 		for val != nil && s.level > 0 && s.hi < hi {
 			x, y, ok := excessSpan(val, s.hi, hi, s.level)
 			if !ok {
 				break
 			}
-			s.lo, s.hi = x, y
+			if x-s.hi > a.mergeGapWindows() {
+				s.lo = x
+			}
+			s.hi = y
 		}
 		if s.levelName == levelNone || s.hi >= hi {
 			continue // nothing there, or still going at the read: no end seen

@@ -126,13 +126,13 @@ func pace(ctx context.Context, total int, interval time.Duration, send func(k in
 	return err
 }
 
-// paceSteady is pace for a flow that must stay steady: a wake later than
-// two intervals (a busy host descheduled the sender) sends only the two
-// latest packets due and skips the rest, as a steady flow's missed sends
-// are missed, not sent back to back (a burst the scenario did not ask
-// for, over a shaper's bucket). It returns how many it skipped.
+// paceSteady is pace for a flow that must stay steady: a late wake (a busy
+// host descheduled the sender) sends only the packets due over the last
+// 2 ms (at least two) and skips the older ones, as a steady flow's missed
+// sends are missed, not sent back to back (a burst the scenario did not
+// ask for, over a shaper's bucket). It returns how many it skipped.
 func paceSteady(ctx context.Context, total int, interval time.Duration, send func(k int) error) (skipped int, err error) {
-	return paceCatchUp(ctx, total, interval, 2, send)
+	return paceCatchUp(ctx, total, interval, max(2, int(2*time.Millisecond/max(interval, time.Nanosecond))), send)
 }
 
 // paceCatchUp sends at most catchUp packets per wake, skipping older ones

@@ -20,6 +20,9 @@ type UDPFlowsSpec struct {
 	Duration   time.Duration
 	// Dst defaults to the UDP sink on the VPC peer.
 	Dst netip.AddrPort
+	// CatchUp sends what a late wake missed at once (pace): the rate
+	// matters more than steadiness.
+	CatchUp bool
 }
 
 // UDPFlowsResult is what the sender did.
@@ -68,9 +71,13 @@ func (l *Lab) UDPFlows(ctx context.Context, spec UDPFlowsSpec) (UDPFlowsResult, 
 	var res UDPFlowsResult
 	payload := make([]byte, spec.PacketSize-hdr)
 	start := time.Now()
-	res.Skipped, err = paceSteady(ctx, total, time.Duration(float64(time.Second)/pps), func(k int) error {
-		return res.send(fds[k%len(fds)], payload, spec.PacketSize)
-	})
+	send := func(k int) error { return res.send(fds[k%len(fds)], payload, spec.PacketSize) }
+	interval := time.Duration(float64(time.Second) / pps)
+	if spec.CatchUp {
+		err = pace(ctx, total, interval, send)
+	} else {
+		res.Skipped, err = paceSteady(ctx, total, interval, send)
+	}
 	res.Elapsed = time.Since(start)
 	if err != nil {
 		return res, fmt.Errorf("udp flows: %w", err)

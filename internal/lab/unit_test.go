@@ -38,8 +38,8 @@ func TestPaceSendsEachOnceOnSchedule(t *testing.T) {
 	}
 }
 
-// TestPaceSteadySkipsLateSends: a wake 20 intervals late sends the two
-// latest packets due, not all twenty.
+// TestPaceSteadySkipsLateSends: a wake 20 ms late at 1 ms a packet sends
+// the two latest packets due (2 ms of them), not all twenty.
 func TestPaceSteadySkipsLateSends(t *testing.T) {
 	var got []int
 	stalled := false

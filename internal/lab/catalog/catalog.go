@@ -89,7 +89,7 @@ type Outcome struct {
 
 // All lists the scenarios by name.
 func All() []Scenario {
-	s := []Scenario{microBurst(), flowAtCap(), linkLocal(), linkLocalMild(), connFlood(), clean(), imdsHopLimit()}
+	s := []Scenario{microBurst(), flowAtCap(), linkLocal(), linkLocalMild(), ppsOvershoot(), connFlood(), clean(), imdsHopLimit()}
 	sort.Slice(s, func(i, j int) bool { return s[i].Name < s[j].Name })
 	return s
 }
