@@ -182,6 +182,10 @@ type incidentSpec struct {
 	// val is the traffic per fine window the spans are located in, to
 	// grow a span that reaches the look-back's start (nil: not grown).
 	val func(int) float64
+	// excess is, with no allowance known, how many of the counter's
+	// packets a located span's traffic above its level could explain
+	// (nil: not checked).
+	excess func(s span) float64
 }
 
 // incident is the jumps of one counter that one cause explains.
@@ -195,6 +199,11 @@ type incident struct {
 	drainLo, drainHi int
 }
 
+// lateHorizon is how far past its look-back a jump with nothing before it
+// may still count the incident before it: the drops of a queue draining,
+// or of a read later than the lag.
+const lateHorizon = int64(200 * time.Millisecond)
+
 // incidents groups the jumps of one counter (in time order) into
 // incidents: a jump joins the incident before it when their traffic is at
 // most MergeGap apart, or when the offending traffic stayed over the
@@ -202,7 +211,7 @@ type incident struct {
 // some reads, but is one incident). A jump with no traffic over the
 // allowance within the lag before its read is looked for up to
 // MaxCounterLag before it, and with none there either, it counts the drops
-// of the incident just before it (within twice MaxCounterLag), late.
+// of the incident just before it (within its look-back and lateHorizon), late.
 func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []incident {
 	var out []incident
 	gap := a.mergeGapWindows()
@@ -236,6 +245,18 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				lo--
 			}
 		}
+		if spec.excess != nil && spec.explained == nil && spec.excess(s) < float64(j.Delta)/4 {
+			// What stands out here explains too little of the jump: a
+			// read later than the lag (a busy device, a stalled poll).
+			// The traffic that does lies further back, up to the bound.
+			wlo, _ := a.g.span(from-int64(MaxCounterLag)-spec.lag.refreshNs, to)
+			if n := len(out); n > 0 {
+				wlo = max(wlo, out[n-1].hi)
+			}
+			if w := spec.locate(wlo, hi); spec.excess(w) >= float64(j.Delta)/4 {
+				s = w
+			}
+		}
 		unexplained := spec.explained != nil && !spec.explained(s)
 		if unexplained && spec.lag.lookNs < int64(MaxCounterLag) {
 			// A read later than the lag (a slow one, a busy device):
@@ -254,7 +275,7 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 		s.fromNs, s.toNs, s.readFromNs, s.delta = j.FromNs, j.ToNs, from, j.Delta
 		if n := len(out); n > 0 {
 			p := &out[n-1]
-			if unexplained && to-a.g.startNs(p.hi) <= 2*int64(MaxCounterLag)+spec.lag.refreshNs {
+			if unexplained && to-a.g.startNs(p.hi) <= spec.lag.lookNs+lateHorizon {
 				// Nothing over the allowance before this read: it counted
 				// the incident before it, late. Its drops are that
 				// incident's, and its traffic says nothing of when.

@@ -57,7 +57,13 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 			bytesAt := func(i int) float64 { return float64(fs.bytes[i]) }
 			levels := a.bandwidthLevels(a.opt.SaturationShare)
 			jumps := a.jumps(iface, bc.name)
-			spec := incidentSpec{counter: bc.name, val: bytesAt,
+			spec := incidentSpec{counter: bc.name, val: bytesAt, excess: func(s span) float64 {
+				// Packets above the level: its bytes above it at the span's
+				// mean packet size.
+				packets := sumUint(fs.packets, s.lo, s.hi)
+				above := sumIn(func(i int) float64 { return max(bytesAt(i)-s.level, 0) }, s.lo, s.hi)
+				return share(above, share(sumIn(bytesAt, s.lo, s.hi), float64(packets)))
+			},
 				locate: func(lo, hi int) span { return a.locate(bytesAt, lo, hi, levels...) },
 				over:   func(lo, hi int, last span) bool { return stayedAt(bytesAt, lo, hi, last) },
 				skip:   func(lo, hi int) bool { return overlapsAny(lo, hi, exhausted[bc.dir]) }}

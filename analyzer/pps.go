@@ -28,6 +28,9 @@ func (a *analysis) ppsFindings() []Finding {
 		}
 		jumps := a.jumps(iface, counters.PPSAllowanceExceeded)
 		spec := incidentSpec{counter: counters.PPSAllowanceExceeded, val: packetsAt,
+			excess: func(s span) float64 {
+				return sumIn(func(i int) float64 { return max(packetsAt(i)-s.level, 0) }, s.lo, s.hi)
+			},
 			locate: func(lo, hi int) span { return a.locate(packetsAt, lo, hi, levels...) },
 			over: func(lo, hi int, last span) bool {
 				if len(levels) == 0 {
