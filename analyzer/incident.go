@@ -78,52 +78,6 @@ func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, locate fun
 	return counterLag{lookNs: slow + refresh, refreshNs: refresh, refreshKnown: known, source: lagReadDuration}
 }
 
-// maxShiftLag bounds the lag shortestShift learns: with nothing but
-// where the traffic was, a longer shift only finds other traffic.
-const maxShiftLag = int64(100 * time.Millisecond)
-
-// shortestShift is the shortest shift d (up to maxShiftLag) that puts
-// traffic marked by seen in the most jump intervals moved back by d: the
-// smallest lag the jumps agree with. The true lag then lies between d and
-// d plus one read interval (the last jump of an incident was seen by the
-// first read after its last drop plus the lag).
-func (a *analysis) shortestShift(iface string, jumps []counters.Jump, seen func(int) bool) (counterLag, bool) {
-	if len(jumps) == 0 {
-		return counterLag{}, false
-	}
-	maxNs := maxShiftLag
-	prefix := make([]int, a.g.n+1)
-	for i := range a.g.n {
-		prefix[i+1] = prefix[i]
-		if seen(i) {
-			prefix[i+1]++
-		}
-	}
-	type interval struct{ from, to int64 }
-	ivs := make([]interval, len(jumps))
-	for k, j := range jumps {
-		ivs[k].from, ivs[k].to = a.certain(j)
-	}
-	best, bestD := 0, int64(0)
-	for d := int64(0); d <= maxNs; d += a.g.widthNs {
-		n := 0
-		for _, iv := range ivs {
-			if lo, hi := a.g.span(iv.from-d, iv.to-d); prefix[hi] > prefix[lo] {
-				n++
-			}
-		}
-		if n > best {
-			best, bestD = n, d
-		}
-	}
-	if best == 0 {
-		return counterLag{}, false
-	}
-	ri := a.readInterval(iface)
-	high := min(bestD+ri, maxNs)
-	return counterLag{lookNs: high, pointNs: min(bestD+ri/2, maxNs), lowNs: bestD, highNs: high, source: lagEstimated}, true
-}
-
 // readInterval is the median time between the starts of two successive
 // reads of an interface's counters.
 func (a *analysis) readInterval(iface string) int64 {
