@@ -39,8 +39,8 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 	synsAt := a.synSeries(iface)
 	gauges := a.gaugeValues(iface)
 	jumps := a.jumps(iface, counters.ConntrackAllowanceExceeded)
-	lag := a.counterLagFor(iface, jumps, func(i int) bool { return synsAt(i) > 0 })
-	spec := incidentSpec{counter: counters.ConntrackAllowanceExceeded, lag: lag,
+	var lag counterLag
+	spec := incidentSpec{counter: counters.ConntrackAllowanceExceeded, unseen: true,
 		// The drops are SYNs refused: they lie between the first and
 		// the last SYN of the look-back and read interval (when the host
 		// saw them: inbound ones dropped by the device it never does).
@@ -54,6 +54,8 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 			}
 			if s.lo == s.hi {
 				s.lo, s.hi = lo, hi
+			} else {
+				s.levelName = levelSYNs
 			}
 			return s
 		},
@@ -62,6 +64,14 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 		over: func(lo, hi int, _ span) bool {
 			return tableFull(gauges, a.g.startNs(lo), a.g.startNs(hi)+lag.lookNs)
 		}}
+	// Inbound SYNs the device refused never reach the host: the SYNs'
+	// end then says nothing of the lag.
+	var seen func(int) bool
+	if in, eg := a.seriesOrEmpty(iface, record.Ingress), a.seriesOrEmpty(iface, record.Egress); sumUint(in.syns, 0, a.g.n) > sumUint(eg.syns, 0, a.g.n) {
+		seen = func(i int) bool { return synsAt(i) > 0 }
+	}
+	lag = a.counterLagFor(iface, jumps, spec.locate, nil, seen)
+	spec.lag = lag
 	sec := float64(a.g.widthNs) / 1e9
 	var out []Finding
 	for _, inc := range a.incidents(spec, jumps) {
@@ -78,12 +88,13 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 		if k := fillRead(gauges, inc.jumps[0].FromNs, int64(a.opt.ConntrackFallWindow)); k >= 0 {
 			hasGauge = true
 			availBefore = gauges[k].Value
-			// The read shows the table as it was up to the lag before:
-			// the connections opened after its best guess filled it, and
-			// those from its look-back may have.
+			// The read shows the table as it was up to the lag and a
+			// refresh before, at its high: no connection was opened
+			// over the look-back before it that it did not count, so
+			// the SYNs from there on filled the table.
 			alo = a.g.index(gauges[k].BeforeNs - lag.lookNs)
 			var sum float64
-			for i := a.g.index(gauges[k].AfterNs - lag.pointNs); i < inc.hi; i++ {
+			for i := a.g.index(gauges[k].AfterNs - lag.lookNs); i < inc.hi; i++ {
 				sum += synsAt(i)
 				if sum < float64(availBefore) {
 					continue
@@ -294,7 +305,14 @@ func (a *analysis) conntrackNearLimit(iface string, exceeded []Finding) []Findin
 	for _, e := range eps {
 		fromNs, toNs := gauges[e.from].AfterNs, gauges[e.minAt].BeforeNs
 		lo, hi := a.g.span(fromNs, toNs)
-		if overlapsFinding(exceeded, a.offsetS(fromNs), a.offsetS(gauges[e.to].BeforeNs)) {
+		// The gauge shows the table as late as the counters do: a fall
+		// is an exceeded incident's when it came within that
+		// incident's look-back after it.
+		look := 0.0
+		for _, f := range exceeded {
+			look = max(look, f.Incident.LookBackS)
+		}
+		if overlapsFinding(exceeded, a.offsetS(fromNs)-look, a.offsetS(gauges[e.to].BeforeNs)) {
 			continue
 		}
 		s := a.locate(synsAt, lo, hi)

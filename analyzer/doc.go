@@ -9,11 +9,13 @@
 // counters (a value going down is a reset, a failed read is skipped, never a
 // negative delta). The bucket series, summed into fine windows
 // (Options.FineWindow, 1 ms) on a grid shared by every interface, says where:
-// the traffic behind a jump is looked for from the counter lag before the
-// read interval to its end (incident.go: Options.CounterLag, else estimated
-// per interface and counter as the shortest shift, up to MaxCounterLag, that
-// puts traffic over the allowance before the most jumps, plus one read
-// interval).
+// the traffic behind a jump is looked for over the look-back the counter's
+// timing implies (incident.go, timing.go: Options.CounterLag, else the
+// refresh period and lag learned per interface and counter from the run, up
+// to MaxCounterRefresh and MaxCounterLag, 1 s each; docs/findings.md says
+// how). A jump with nothing standing out after the incident before it
+// counts that incident's drops, late: its look-back is the incident's drain
+// stretch, whose flows other than the culprits are its victims.
 //
 // Jumps of one counter on one interface form one incident, one finding,
 // when their traffic is at most MergeGap (10 ms) apart or the offending

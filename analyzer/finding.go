@@ -139,6 +139,7 @@ type span struct {
 	readFromNs     int64
 	delta          uint64
 	level          float64 // per-window level the windows stood out from
+	peak           float64 // the highest window
 	levelName      string
 	levelPerSecond float64
 }

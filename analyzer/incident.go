@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/record"
 	"github.com/enaprobe/enaprobe/internal/report/units"
 )
 
@@ -16,68 +18,65 @@ const (
 	lagReadDuration = "read_duration"
 )
 
-// counterLag is how far before a read the cause of a jump it saw is looked
-// for (lookNs), with the best single guess of the lag (pointNs, the middle
-// of the range the jumps agree with) for placing an instant, such as when
-// the connection table filled.
+// counterLag is a counter's timing as the run showed it, and the
+// look-back it implies: the traffic a jump between two reads shows lies
+// from lookNs before the earlier read's start to shiftNs before the later
+// read's end. pointNs is the best single guess of the lag (placing an
+// instant, such as when the connection table filled), [lowNs, highNs] the
+// range the jumps agree with, refreshNs the refresh period (0: the device
+// shows a change at the next read; refreshKnown false: too few changes to
+// tell).
 type counterLag struct {
-	lookNs, pointNs int64
-	source          string
+	lookNs, shiftNs, pointNs int64
+	lowNs, highNs            int64
+	refreshNs                int64
+	refreshKnown             bool
+	source                   string
 }
 
-// counterLagFor picks the look-back of one counter of one interface. Given
-// in the options, it is used as is. Otherwise it is estimated from the
-// jumps: offending marks the fine windows whose traffic was over the
-// allowance, and the shortest shift d (up to MaxCounterLag) that puts such
-// traffic in the most jump intervals moved back by d is the smallest lag
-// the jumps agree with. The true lag then lies between d and d plus one
-// read interval (the last jump of an incident was seen by the first read
-// after its last drop plus the lag), so the look-back is d plus the read
-// interval the trace measured, at most MaxCounterLag. With nothing to
-// estimate from (offending nil: no allowance known), it is the slowest read
-// the trace measured: a read may have counted, while it ran, traffic from
-// before it began.
-func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, offending func(int) bool) counterLag {
+// counterLagFor learns the timing of one counter of one interface and the
+// look-back it implies. A lag given in the options is used as is.
+// Otherwise the refresh period comes from the reads the counter changed
+// at (counterRefresh), the lag from where the traffic that stands out
+// (locate) ended before the jumps (estimateLag), and the look-back spans
+// the highest lag the jumps agree with plus one refresh, the window's end
+// the lowest lag, each one fine window wider. With nothing to estimate
+// from, it is the slowest read the trace measured: a read may have
+// counted, while it ran, traffic from before it began.
+//
+// Where the drops may lie where the host sees nothing of them (inbound
+// SYNs the device refused), the traffic's end says nothing of the lag:
+// seen marks the windows with the traffic that moves the counter, and the
+// lag is the shortest shift that puts such traffic in the most jump
+// intervals (shortestShift).
+func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, locate func(lo, hi int) span, val func(int) float64, seen func(int) bool) counterLag {
 	switch {
 	case a.opt.CounterLag < 0:
 		return counterLag{source: lagFromOption}
 	case a.opt.CounterLag > 0:
 		ns := int64(a.opt.CounterLag)
-		return counterLag{ns, ns, lagFromOption}
+		return counterLag{lookNs: ns, pointNs: ns, lowNs: ns, highNs: ns, source: lagFromOption}
 	}
-	maxNs := int64(MaxCounterLag)
-	if offending != nil && len(jumps) > 0 {
-		prefix := make([]int, a.g.n+1)
-		for i := range a.g.n {
-			prefix[i+1] = prefix[i]
-			if offending(i) {
-				prefix[i+1]++
-			}
+	refresh, known := a.counterRefresh(iface, jumps)
+	if seen != nil {
+		if lag, ok := a.shortestShift(iface, jumps, seen); ok {
+			lag.refreshNs, lag.refreshKnown = refresh, known
+			lag.lookNs += refresh
+			return lag
 		}
-		type interval struct{ from, to int64 }
-		ivs := make([]interval, len(jumps))
-		for k, j := range jumps {
-			ivs[k].from, ivs[k].to = a.certain(j)
+	} else if lag, ok := a.estimateLag(jumps, refresh, known, a.readInterval(iface), locate, val); ok {
+		lag.refreshKnown = known
+		// A refresh the run could not tell may be as long as any.
+		refreshLook := lag.refreshNs
+		if !known {
+			refreshLook = int64(MaxCounterRefresh)
 		}
-		best, bestD := 0, int64(0)
-		for d := int64(0); d <= maxNs; d += a.g.widthNs {
-			n := 0
-			for _, iv := range ivs {
-				if lo, hi := a.g.span(iv.from-d, iv.to-d); prefix[hi] > prefix[lo] {
-					n++
-				}
-			}
-			if n > best {
-				best, bestD = n, d
-			}
-		}
-		if best > 0 {
-			interval := a.readInterval(iface)
-			return counterLag{min(bestD+interval, maxNs), min(bestD+interval/2, maxNs), lagEstimated}
-		}
+		lag.lookNs = lag.highNs + refreshLook + a.g.widthNs
+		lag.shiftNs = max(lag.lowNs-a.g.widthNs, 0)
+		return lag
 	}
-	slow := min(a.slowestRead(iface), maxNs)
-	return counterLag{slow, 0, lagReadDuration}
+	slow := min(a.slowestRead(iface), int64(MaxCounterLag))
+	return counterLag{lookNs: slow + refresh, refreshNs: refresh, refreshKnown: known, source: lagReadDuration}
 }
 
 // readInterval is the median time between the starts of two successive
@@ -131,13 +130,34 @@ type incidentSpec struct {
 	// one of the interval's own level (nil: every span explains its jump,
 	// as when no allowance is known).
 	explained func(s span) bool
+	// unseen: the drops may lie where the host saw none of the traffic
+	// (inbound SYNs the device refused), so a jump with nothing before it
+	// still extends the incident.
+	unseen bool
+	// val is the traffic per fine window the spans are located in, to
+	// grow a span that reaches the look-back's start (nil: not grown).
+	val func(int) float64
+	// excess is, with no allowance known, how many of the counter's
+	// packets a located span's traffic above its level could explain
+	// (nil: not checked).
+	excess func(s span) float64
 }
 
 // incident is the jumps of one counter that one cause explains.
+// [drainLo, drainHi) are the fine windows after its traffic whose drops
+// it counts (late jumps whose whole look-back lies after the traffic: a
+// queue the traffic filled draining, the packets behind it delayed or
+// dropped); empty when none.
 type incident struct {
 	span
-	jumps []counters.Jump
+	jumps            []counters.Jump
+	drainLo, drainHi int
 }
+
+// lateHorizon is how far past its look-back a jump with nothing before it
+// may still count the incident before it: the drops of a queue draining,
+// or of a read later than the lag.
+const lateHorizon = int64(200 * time.Millisecond)
 
 // incidents groups the jumps of one counter (in time order) into
 // incidents: a jump joins the incident before it when their traffic is at
@@ -146,7 +166,7 @@ type incident struct {
 // some reads, but is one incident). A jump with no traffic over the
 // allowance within the lag before its read is looked for up to
 // MaxCounterLag before it, and with none there either, it counts the drops
-// of the incident just before it (within twice MaxCounterLag), late.
+// of the incident just before it (within its look-back and lateHorizon), late.
 func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []incident {
 	var out []incident
 	gap := a.mergeGapWindows()
@@ -157,8 +177,41 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				continue
 			}
 		}
-		lo, hi := a.g.span(from-spec.lag.lookNs, to)
+		lo, hi := a.g.span(from-spec.lag.lookNs, to-spec.lag.shiftNs)
+		behind := len(out) > 0 && lo >= out[len(out)-1].hi // the look-back lies wholly after the last incident's traffic
+		if n := len(out); n > 0 && !spec.unseen && lo < out[n-1].hi {
+			// The traffic up to the incident's last window is blamed
+			// already: this jump shows it, or what came after.
+			lo = min(out[n-1].hi, hi)
+		}
 		s := spec.locate(lo, hi)
+		// Nothing over the allowance where the lag puts this jump's
+		// traffic, after the incident's: it counts what came behind it.
+		behind = behind && (spec.explained == nil || !spec.explained(s))
+		if spec.val != nil && s.level > 0 && s.levelName != levelNone {
+			// The traffic that stood out goes on past the window (a
+			// refresh longer than learned): the incident is all of it.
+			floor := 0
+			if n := len(out); n > 0 {
+				floor = out[n-1].hi
+			}
+			for s.lo == lo && s.lo > floor && spec.val(s.lo-1) >= s.level {
+				s.lo--
+				lo--
+			}
+		}
+		if spec.excess != nil && spec.explained == nil && spec.excess(s) < float64(j.Delta)/4 {
+			// What stands out here explains too little of the jump: a
+			// read later than the lag (a busy device, a stalled poll).
+			// The traffic that does lies further back, up to the bound.
+			wlo, _ := a.g.span(from-int64(MaxCounterLag)-spec.lag.refreshNs, to)
+			if n := len(out); n > 0 {
+				wlo = max(wlo, out[n-1].hi)
+			}
+			if w := spec.locate(wlo, hi); spec.excess(w) >= float64(j.Delta)/4 {
+				s = w
+			}
+		}
 		unexplained := spec.explained != nil && !spec.explained(s)
 		if unexplained && spec.lag.lookNs < int64(MaxCounterLag) {
 			// A read later than the lag (a slow one, a busy device):
@@ -168,19 +221,31 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				s, unexplained = w, false
 			}
 		}
+		if n := len(out); n > 0 && spec.explained == nil && !spec.unseen && (s.levelName == levelNone || s.peak < out[n-1].level) {
+			// No allowance known, and nothing after the incident stands
+			// out as its traffic did: the drops are its own, shown late
+			// (a refresh, a queue draining).
+			unexplained = true
+		}
 		s.fromNs, s.toNs, s.readFromNs, s.delta = j.FromNs, j.ToNs, from, j.Delta
 		if n := len(out); n > 0 {
 			p := &out[n-1]
-			if unexplained && to-a.g.startNs(p.hi) <= 2*int64(MaxCounterLag) {
+			if unexplained && to-a.g.startNs(p.hi) <= spec.lag.lookNs+lateHorizon {
 				// Nothing over the allowance before this read: it counted
 				// the incident before it, late. Its drops are that
 				// incident's, and its traffic says nothing of when.
 				p.toNs = max(p.toNs, s.toNs)
 				p.delta += s.delta
 				p.jumps = append(p.jumps, j)
+				if behind && !spec.unseen {
+					p.drainLo, p.drainHi = p.hi, max(p.drainHi, hi)
+				}
 				continue
 			}
 			if s.lo-p.hi <= gap || spec.over != nil && spec.over(p.hi, s.lo, p.span) {
+				if behind && !spec.unseen && s.hi <= p.hi {
+					p.drainLo, p.drainHi = p.hi, max(p.drainHi, hi)
+				}
 				p.lo, p.hi = min(p.lo, s.lo), max(p.hi, s.hi)
 				p.toNs = max(p.toNs, s.toNs)
 				p.delta += s.delta
@@ -196,14 +261,59 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 	return out
 }
 
+// incidentFlows is the one place an incident's flows are told apart: the
+// culprits, whose traffic stood out over its span (selected, ranked by
+// rank, kept by keep), and the victims, the flows of its drain stretch
+// that are not culprits: their packets came behind the culprits' and
+// were delayed or dropped with them.
+func (a *analysis) incidentFlows(iface string, dirs []record.Direction, inc incident, selected func(int) bool, rank string,
+	keep func(*flowInfo) bool) (culprits, victims []FlowShare) {
+	culprits = a.culprits(iface, dirs, inc.lo, inc.hi, selected, rank, keep)
+	if inc.drainHi <= inc.drainLo {
+		return culprits, nil
+	}
+	blamed := make(map[[2]string]bool, len(culprits))
+	for _, c := range culprits {
+		blamed[[2]string{c.Src, c.Dst}] = true
+	}
+	for _, v := range a.culprits(iface, dirs, inc.drainLo, inc.drainHi, nil, rank, keep) {
+		if !blamed[[2]string{v.Src, v.Dst}] {
+			victims = append(victims, v)
+		}
+	}
+	return culprits, victims
+}
+
+// victimsText says who came behind an incident's culprits: "; behind
+// it, udp 10.0.0.10:40100 -> 10.0.1.30:443 had packets delayed or dropped
+// for 30 ms as its queue drained".
+func victimsText(victims []FlowShare, info *Incident) string {
+	if len(victims) == 0 {
+		return ""
+	}
+	v := victims[0]
+	more := ""
+	if len(victims) > 1 {
+		more = fmt.Sprintf(" and %d more", len(victims)-1)
+	}
+	return fmt.Sprintf("; behind it, %s %s -> %s%s had packets delayed or dropped for %s as its queue drained",
+		v.Proto, v.Src, v.Dst, more, units.Seconds(info.DrainS))
+}
+
 // incidentInfo describes an incident for its finding. val is the offending
 // traffic per fine window, scale turns it into unit per second.
 func (a *analysis) incidentInfo(inc incident, counter string, lag counterLag, val func(int) float64, scale float64, unit string) *Incident {
 	sec := float64(a.g.widthNs) / 1e9
 	dur := float64(inc.hi-inc.lo) * sec
+	drain := 0.0
+	if inc.drainHi > inc.drainLo {
+		drain = float64(inc.drainHi-inc.drainLo) * sec
+	}
 	info := &Incident{Counter: counter, Delta: inc.delta, Jumps: len(inc.jumps), DurationS: dur,
 		DropRate: share(float64(inc.delta), dur), Timeline: []CounterJump{},
-		CounterLagS: float64(lag.lookNs) / 1e9, CounterLagSource: lag.source}
+		CounterLagS: float64(lag.pointNs) / 1e9, CounterLagLowS: float64(lag.lowNs) / 1e9, CounterLagHighS: float64(lag.highNs) / 1e9,
+		CounterLagSource: lag.source, CounterRefreshS: float64(lag.refreshNs) / 1e9, CounterRefreshKnown: lag.refreshKnown,
+		LookBackS: float64(lag.lookNs) / 1e9, DrainS: drain}
 	for _, j := range inc.jumps {
 		info.Timeline = append(info.Timeline, CounterJump{Time: a.wall(j.ToNs), OffsetS: a.offsetS(j.ToNs), Delta: j.Delta})
 	}
@@ -242,6 +352,8 @@ func incidentEvidence(info *Incident) []Evidence {
 		ev("counter_jumps", float64(info.Jumps), "count"),
 		ev("drop_rate", info.DropRate, "per_s"),
 		ev("counter_lag_s", info.CounterLagS, "s"),
+		ev("counter_refresh_s", info.CounterRefreshS, "s"),
+		ev("look_back_s", info.LookBackS, "s"),
 	}
 }
 
@@ -255,10 +367,29 @@ func jumpsText(info *Incident) string {
 	return fmt.Sprintf("%s rose by %s in %s over %s (%s)", info.Counter, units.Count(info.Delta), n, units.Seconds(info.DurationS), units.EventRate(info.DropRate, "/s"))
 }
 
-// lagText says which counter lag the culprits were looked for with.
+// lagText says what the run showed of the counter's timing and how far
+// back its culprits were looked for: "bw_out_allowance_exceeded changes at
+// most once per 1.0 s; drops shown about 250 ms after the traffic (240 to
+// 260 ms); traffic looked for up to 1.3 s before each read".
 func lagText(info *Incident) string {
-	what := map[string]string{lagFromOption: "given", lagEstimated: "estimated from the jumps", lagReadDuration: "the slowest read"}[info.CounterLagSource]
-	return fmt.Sprintf("traffic looked for up to %s before each read (counter lag, %s)", units.Seconds(info.CounterLagS), what)
+	refresh := "changes at successive reads"
+	switch {
+	case !info.CounterRefreshKnown:
+		refresh = "changed too rarely to tell how often it refreshes"
+	case info.CounterRefreshS > 0:
+		refresh = "changes at most once per " + units.Seconds(info.CounterRefreshS)
+	}
+	var lag string
+	switch info.CounterLagSource {
+	case lagFromOption:
+		lag = fmt.Sprintf("drops shown %s after the traffic (given)", units.Seconds(info.CounterLagS))
+	case lagEstimated:
+		lag = fmt.Sprintf("drops shown about %s after the traffic (%s to %s)", units.Seconds(info.CounterLagS),
+			units.Seconds(info.CounterLagLowS), units.Seconds(info.CounterLagHighS))
+	default:
+		lag = "no lag learned (the slowest read)"
+	}
+	return fmt.Sprintf("%s %s; %s; traffic looked for up to %s before each read", info.Counter, refresh, lag, units.Seconds(info.LookBackS))
 }
 
 // findingCost orders findings of one severity: the most packets dropped

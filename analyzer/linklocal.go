@@ -73,8 +73,7 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 		return packetsAt(i) > 0 && rolling[hi]-rolling[lo] >= a.opt.LinkLocalPPS*float64(hi-lo)*sec
 	}
 	jumps := a.jumps(iface, counters.LinklocalAllowanceExceeded)
-	lag := a.counterLagFor(iface, jumps, over)
-	spec := incidentSpec{counter: counters.LinklocalAllowanceExceeded, lag: lag,
+	spec := incidentSpec{counter: counters.LinklocalAllowanceExceeded,
 		locate:    func(lo, hi int) span { return a.locate(packetsAt, lo, hi, limit) },
 		explained: func(s span) bool { return s.levelName == limit.name },
 		// The traffic between the two stayed at the limit, give or take
@@ -83,10 +82,22 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 		// IncidentRefill of the limit, the most a burst bucket could have
 		// refilled. Two bursts a second apart leave it a second to refill.
 		over: func(lo, hi int, _ span) bool {
-			short := func(i int) float64 { return limit.perWindow - packetsAt(i) }
-			x, y, ok := excessSpan(short, lo, hi, 0)
-			return !ok || sumIn(short, x, y) <= a.opt.LinkLocalPPS*a.opt.IncidentRefill.Seconds()
+			return shortOfAtMost(packetsAt, lo, hi, limit.perWindow, a.opt.LinkLocalPPS*a.opt.IncidentRefill.Seconds())
 		}}
+	// The flood's end, for learning the lag, is its last packet with the
+	// rate over the limit.
+	lastOver := func(lo, hi int) span {
+		s := span{lo: lo, hi: hi, levelName: levelNone}
+		for i := hi - 1; i >= lo; i-- {
+			if over(i) {
+				s.hi, s.levelName = i+1, limit.name
+				break
+			}
+		}
+		return s
+	}
+	lag := a.counterLagFor(iface, jumps, lastOver, nil, nil)
+	spec.lag = lag
 	var out []Finding
 	for _, inc := range a.incidents(spec, jumps) {
 		f := a.newFinding(KindLinkLocalExceeded, a.incidentSeverity(inc), iface, []record.Direction{fs.dir}, inc.lo, inc.hi)
@@ -247,4 +258,13 @@ func (a *analysis) linkLocalFlows(iface string, dir record.Direction, lo, hi int
 		return countrules.ServiceOf(f.key.Dst.Addr(), a.rec.Meta.VPCResolver) != record.ServiceNone
 	}
 	return a.culprits(iface, []record.Direction{dir}, lo, hi, nil, rankPackets, toService)
+}
+
+// shortOfAtMost tells whether the traffic of fine windows [lo, hi) fell
+// short of perWindow, over any stretch, by at most most: the deficit a
+// burst bucket could refill, so an overshoot went on.
+func shortOfAtMost(val func(int) float64, lo, hi int, perWindow, most float64) bool {
+	short := func(i int) float64 { return perWindow - val(i) }
+	x, y, ok := excessSpan(short, lo, hi, 0)
+	return !ok || sumIn(short, x, y) <= most
 }

@@ -57,16 +57,19 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 			fs := a.seriesOrEmpty(iface, bc.dir)
 			bytesAt := func(i int) float64 { return float64(fs.bytes[i]) }
 			levels := a.bandwidthLevels(a.opt.SaturationShare)
-			var offending func(int) bool
-			if len(levels) > 0 {
-				offending = func(i int) bool { return bytesAt(i) >= levels[0].perWindow }
-			}
 			jumps := a.jumps(iface, bc.name)
-			lag := a.counterLagFor(iface, jumps, offending)
-			spec := incidentSpec{counter: bc.name, lag: lag,
+			spec := incidentSpec{counter: bc.name, val: bytesAt, excess: func(s span) float64 {
+				// Packets above the level: its bytes above it at the span's
+				// mean packet size.
+				packets := sumUint(fs.packets, s.lo, s.hi)
+				above := sumIn(func(i int) float64 { return max(bytesAt(i)-s.level, 0) }, s.lo, s.hi)
+				return share(above, share(sumIn(bytesAt, s.lo, s.hi), float64(packets)))
+			},
 				locate: func(lo, hi int) span { return a.locate(bytesAt, lo, hi, levels...) },
 				over:   func(lo, hi int, last span) bool { return stayedAt(bytesAt, lo, hi, last) },
 				skip:   func(lo, hi int) bool { return overlapsAny(lo, hi, exhausted[bc.dir]) }}
+			lag := a.counterLagFor(iface, jumps, spec.locate, bytesAt, nil)
+			spec.lag = lag
 			if len(levels) > 0 {
 				spec.explained = overAllowance
 			}
@@ -125,15 +128,30 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 		f.Evidence = append(f.Evidence, ev("baseline_allowance_bps", l.Value, "bps"))
 	}
 	f.FlowsRankedBy = rankBytes
-	f.Flows = a.culprits(iface, []record.Direction{dir}, s.lo, s.hi, standOut, rankBytes, nil)
+	f.Flows, f.Victims = a.incidentFlows(iface, []record.Direction{dir}, inc, standOut, rankBytes, nil)
 	what := "stood out from the interval's own level"
 	if s.levelName != levelIntervalOwn && s.levelName != levelNone {
 		what = fmt.Sprintf("reached the %s allowance of %s", s.levelName[:len(s.levelName)-len("_allowance")],
 			units.BitRate(s.levelPerSecond*8/a.opt.SaturationShare))
 	}
-	f.Summary = fmt.Sprintf("%s; the %s rate %s for %s, up to %s per %s window, %s; %s",
+	learned := ""
+	if !a.limits.BurstBps.Known && !a.limits.BaselineBps.Known {
+		// Egress drops were seen by the host before the device dropped
+		// them: they did not pass. Inbound ones it never saw.
+		meanSize := share(spanBytes, sumIn(func(i int) float64 { return float64(fs.packets[i]) }, s.lo, s.hi))
+		dropped := func(d uint64) float64 { return float64(d) * meanSize }
+		if dir == record.Ingress {
+			dropped = func(uint64) float64 { return 0 }
+		}
+		f.Incident.LearnedAllowance = a.learnAllowance(inc, bytesAt, dropped, 8, "bps")
+		if l := f.Incident.LearnedAllowance; l != nil {
+			learned = learnedText(l, "--baseline/--burst", fmt.Sprintf("%.0fMbit", l.Value/1e6))
+		}
+	}
+	f.Summary = fmt.Sprintf("%s; the %s rate %s for %s, up to %s per %s window, %s; %s%s",
 		jumpsText(f.Incident), dir, what, units.Seconds(dur), units.BitRate(peak*8/sec),
-		fmtWindow(a.g.widthNs), topFlowText(f.Flows), lagText(f.Incident))
+		fmtWindow(a.g.widthNs), topFlowText(f.Flows), lagText(f.Incident), learned)
+	f.Summary += victimsText(f.Victims, f.Incident)
 	f.Recommendation = recommendMicroburst
 	return f
 }
@@ -265,7 +283,7 @@ func (a *analysis) watchedWindows(iface, counter string, lag counterLag) []uint8
 	}
 	for _, j := range a.jumps(iface, counter) {
 		from, to := a.certain(j)
-		lo, hi := a.g.span(from-lag.lookNs, to)
+		lo, hi := a.g.span(from-lag.lookNs, to-lag.shiftNs)
 		for i := lo; i < hi; i++ {
 			w[i] = watchedMoved
 		}

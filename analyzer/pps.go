@@ -27,19 +27,40 @@ func (a *analysis) ppsFindings() []Finding {
 		if a.opt.PPSAllowance > 0 {
 			levels = append(levels, level{"pps_allowance", a.opt.PPSAllowance * sec, a.opt.PPSAllowance})
 		}
-		var offending func(int) bool
-		if len(levels) > 0 {
-			offending = func(i int) bool { return packetsAt(i) >= levels[0].perWindow }
-		}
 		jumps := a.jumps(iface, counters.PPSAllowanceExceeded)
-		lag := a.counterLagFor(iface, jumps, offending)
-		spec := incidentSpec{counter: counters.PPSAllowanceExceeded, lag: lag,
+		spec := incidentSpec{counter: counters.PPSAllowanceExceeded, val: packetsAt,
+			excess: func(s span) float64 {
+				return sumIn(func(i int) float64 { return max(packetsAt(i)-s.level, 0) }, s.lo, s.hi)
+			},
 			locate: func(lo, hi int) span { return a.locate(packetsAt, lo, hi, levels...) },
-			over:   func(lo, hi int, last span) bool { return stayedAt(packetsAt, lo, hi, last) }}
+			over: func(lo, hi int, last span) bool {
+				if len(levels) == 0 {
+					return stayedAt(packetsAt, lo, hi, last)
+				}
+				// Sent in batches, an overshoot is over the allowance as a
+				// rate, not in every window: one incident while the traffic
+				// between two jumps fell short of it by at most what a
+				// bucket refills in IncidentRefill.
+				return shortOfAtMost(packetsAt, lo, hi, levels[0].perWindow, a.opt.PPSAllowance*a.opt.IncidentRefill.Seconds())
+			}}
+		lag := a.counterLagFor(iface, jumps, spec.locate, packetsAt, nil)
+		spec.lag = lag
 		if len(levels) > 0 {
 			spec.explained = overAllowance
 		}
-		for _, inc := range a.incidents(spec, jumps) {
+		incs := a.incidents(spec, jumps)
+		if len(levels) == 0 {
+			if rate := a.passedWhileMoving(incs, packetsAt); rate > 0 {
+				// No allowance known: what passed while the counter kept
+				// moving stands for it, so an overshoot sent in batches
+				// stays one incident while the traffic stays over it.
+				spec.over = func(lo, hi int, _ span) bool {
+					return shortOfAtMost(packetsAt, lo, hi, rate*sec, rate*a.opt.IncidentRefill.Seconds())
+				}
+				incs = a.incidents(spec, jumps)
+			}
+		}
+		for _, inc := range incs {
 			s := inc.span
 			f := a.newFinding(KindPPSExceeded, a.incidentSeverity(inc), iface, nil, s.lo, s.hi)
 			f.Incident = a.incidentInfo(inc, counters.PPSAllowanceExceeded, lag, packetsAt, 1, "pps")
@@ -55,10 +76,18 @@ func (a *analysis) ppsFindings() []Finding {
 				ev("level_pps", s.levelPerSecond, "pps"))
 			f.Evidence = append(f.Evidence, a.sizeEvidence(iface, a.g.startNs(s.lo), a.g.startNs(s.hi))...)
 			f.FlowsRankedBy = rankPackets
-			f.Flows = a.culprits(iface, bothDirections, s.lo, s.hi, nil, rankPackets, nil)
-			f.Summary = fmt.Sprintf("%s; over %s the packet rate (both directions) reached %s per %s window, mean packet size %.0f bytes; %s; %s",
+			f.Flows, f.Victims = a.incidentFlows(iface, bothDirections, inc, nil, rankPackets, nil)
+			learned := ""
+			if len(levels) == 0 {
+				f.Incident.LearnedAllowance = a.learnAllowance(inc, packetsAt, func(d uint64) float64 { return float64(d) }, 1, "pps")
+				if l := f.Incident.LearnedAllowance; l != nil {
+					learned = learnedText(l, "--pps-allowance", fmt.Sprintf("%.0f", l.Value))
+				}
+			}
+			f.Summary = fmt.Sprintf("%s; over %s the packet rate (both directions) reached %s per %s window, mean packet size %.0f bytes; %s; %s%s",
 				jumpsText(f.Incident), units.Seconds(dur), units.PacketRate(peak/sec), fmtWindow(a.g.widthNs), share(bytes, packets),
-				topFlowText(f.Flows), lagText(f.Incident))
+				topFlowText(f.Flows), lagText(f.Incident), learned)
+			f.Summary += victimsText(f.Victims, f.Incident)
 			f.Recommendation = recommendPPS
 			out = append(out, f)
 		}

@@ -171,6 +171,10 @@ type Finding struct {
 	// share of: "bytes", "packets" or "syns".
 	FlowsRankedBy string      `json:"flows_ranked_by"`
 	Flows         []FlowShare `json:"flows"`
+	// Victims are, for an incident, the flows whose packets came behind
+	// its culprits' and were delayed or dropped while its queue drained
+	// (Incident.DrainS): not culprits of an incident of their own.
+	Victims []FlowShare `json:"victims,omitempty"`
 	// Owners ranks who sent the finding's traffic, by FlowsRankedBy: the
 	// processes of one pod (else one container, one cgroup) are one owner.
 	// Empty when the trace found no owners.
@@ -244,14 +248,42 @@ type Incident struct {
 	Timeline []CounterJump `json:"timeline"`
 	// Peak is the sub-window of PeakWindowS with the most offending traffic.
 	Peak IncidentPeak `json:"peak"`
-	// CounterLagS is how far before each read the traffic that moved the
-	// counter was looked for, and CounterLagSource where that came from:
-	// "option" (given), "estimated" (the shortest look-back that puts
-	// traffic over the allowance before the most jumps, plus one read
-	// interval), or "read_duration" (nothing to estimate from: the slowest
-	// read).
+	// CounterLagS is how long after the traffic the counter showed its
+	// drops, CounterLagLowS and CounterLagHighS the range the jumps agree
+	// with, and CounterLagSource where that came from: "option" (given),
+	// "estimated" (learned from where the traffic that stands out ended
+	// before the jumps), or "read_duration" (nothing to learn from: the
+	// slowest read).
 	CounterLagS      float64 `json:"counter_lag_s"`
+	CounterLagLowS   float64 `json:"counter_lag_low_s"`
+	CounterLagHighS  float64 `json:"counter_lag_high_s"`
 	CounterLagSource string  `json:"counter_lag_source"`
+	// CounterRefreshS is the spacing of the reads at which the counter
+	// changed (0: at successive reads, the device shows every change at
+	// the next read); CounterRefreshKnown is false when too few changed to
+	// tell (then taken as 0).
+	CounterRefreshS     float64 `json:"counter_refresh_s"`
+	CounterRefreshKnown bool    `json:"counter_refresh_known"`
+	// LookBackS is how far before each read's interval its traffic was
+	// looked for: the highest lag and one refresh.
+	LookBackS float64 `json:"look_back_s"`
+	// DrainS is how long after its traffic the incident's drops went on,
+	// counted late by jumps whose look-back lay wholly after it (a queue
+	// the traffic filled, draining): the stretch its victims are from.
+	DrainS float64 `json:"drain_s"`
+	// LearnedAllowance is, when no allowance was known, the rate above
+	// which the counter moved, as this incident shows it.
+	LearnedAllowance *LearnedAllowance `json:"learned_allowance,omitempty"`
+}
+
+// LearnedAllowance is an allowance estimated from the run: the rate that
+// passed while the counter moved, with the range the incident's located
+// edges allow.
+type LearnedAllowance struct {
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"` // "pps" or "bps"
+	Low   float64 `json:"low"`
+	High  float64 `json:"high"`
 }
 
 // CounterJump is one read that saw an allowance counter rise.

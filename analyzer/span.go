@@ -83,6 +83,7 @@ type level struct {
 const (
 	levelIntervalOwn = "interval_level" // the sample interval's own level, no allowance known or exceeded
 	levelNone        = "none"           // no traffic at all in the interval
+	levelSYNs        = "syns"           // the SYNs of the interval, first to last
 )
 
 // locate finds within fine windows [lo, hi) the span that carried the most
@@ -93,6 +94,7 @@ const (
 func (a *analysis) locate(val func(int) float64, lo, hi int, levels ...level) span {
 	s := span{lo: lo, hi: hi, fromNs: a.g.startNs(lo), toNs: a.g.startNs(hi)}
 	peak, _ := peakIn(val, lo, hi)
+	s.peak = peak
 	if peak == 0 {
 		s.levelName = levelNone
 		return s

@@ -135,7 +135,7 @@ func (a *analysisFlags) register(fs *pflag.FlagSet) {
 	fs.Var(rateValue{&a.flowLimit}, "flow-limit", "per-flow (5-tuple) cap, a rate with its unit, e.g. 5Gbit (default 5Gbit; 10Gbit in a cluster placement group, 25Gbit with ENA Express, when discovered)")
 	fs.Float64Var(&a.ppsAllowance, "pps-allowance", 0, "instance allowance in packets/s, both directions, e.g. 400000, if you know it (AWS does not publish it)")
 	registerWindow(fs, &a.window)
-	fs.StringVar(&a.counterLag, "counter-lag", "auto", "how long after the traffic the allowance counters show a drop: auto (estimated per counter, at most 100ms), or a duration from 0 to 10s, e.g. 40ms (0: only between the two reads around a jump)")
+	fs.StringVar(&a.counterLag, "counter-lag", "auto", "how long after the traffic the allowance counters show a drop: auto (learned per counter from the run, at most 1s), or a duration from 0 to 10s, e.g. 40ms (0: only between the two reads around a jump)")
 }
 
 func (a *analysisFlags) changed(name string) bool { return a.fs != nil && a.fs.Changed(name) }

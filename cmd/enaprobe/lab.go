@@ -103,12 +103,14 @@ func (f *labFlags) apply(c lab.Config) lab.Config {
 }
 
 type labRunFlags struct {
-	truthFile  string
-	counterLag time.Duration
-	window     time.Duration
-	capture    captureFlags
-	lab        labFlags
-	out        outputFlags
+	truthFile      string
+	counterLag     time.Duration
+	counterRefresh time.Duration
+	allowance      string
+	window         time.Duration
+	capture        captureFlags
+	lab            labFlags
+	out            outputFlags
 }
 
 // labReadInterval is the lab's counter read interval: a read costs a few
@@ -133,6 +135,8 @@ func newLabRunCommand() *cobra.Command {
 	f.capture.register(fs, labReadInterval, "a lab read costs a few ms: it dumps the conntrack table; a scenario with lagged counters sets its own")
 	registerWindow(fs, &f.window)
 	fs.DurationVar(&f.counterLag, "emulate-counter-lag", 0, "make the lab's counters show a drop this long after it happened, a duration from 0 to 5s, e.g. 30ms (default: the scenario's)")
+	fs.DurationVar(&f.counterRefresh, "counter-refresh", 0, "make the lab's counters change only every this long, at a random phase, a duration from 0 to 5s, e.g. 1s (default: the scenario's, 0: at every poll)")
+	fs.StringVar(&f.allowance, "allowance", "given", "given: analyse with the lab's allowances; unknown: without them (bandwidth and packets/s), as on an instance whose allowances nobody published")
 	fs.StringVar(&f.truthFile, "truth-file", "", "write what the traffic generators did (culprit, burst times on CLOCK_MONOTONIC) as JSON")
 	f.lab.register(fs)
 	f.out.register(fs)
@@ -173,6 +177,15 @@ func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *lab
 		}
 		s.CounterLag = f.counterLag
 	}
+	if cmd.Flags().Changed("counter-refresh") {
+		if f.counterRefresh < 0 || f.counterRefresh > 5*time.Second {
+			return usagef("--counter-refresh %v: want 0 to 5s", f.counterRefresh)
+		}
+		s.CounterRefresh = f.counterRefresh
+	}
+	if f.allowance != "given" && f.allowance != "unknown" {
+		return usagef("--allowance %q: want given or unknown", f.allowance)
+	}
 	if s.SampleInterval > 0 && !cmd.Flags().Changed("sample-interval") {
 		cfg.SampleInterval = s.SampleInterval
 	}
@@ -205,5 +218,9 @@ func runLabScenario(ctx context.Context, cmd *cobra.Command, name string, f *lab
 			return fmt.Errorf("write truth file: %w", err)
 		}
 	}
-	return writeReports(cmd.OutOrStdout(), out.Recording, out.Analysis, f.out, environment(out.Recording, strings.Join(os.Args, " ")), log)
+	opts := out.Analysis
+	if f.allowance == "unknown" {
+		opts = out.WithoutAllowances()
+	}
+	return writeReports(cmd.OutOrStdout(), out.Recording, opts, f.out, environment(out.Recording, strings.Join(os.Args, " ")), log)
 }

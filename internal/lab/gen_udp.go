@@ -20,16 +20,23 @@ type UDPFlowsSpec struct {
 	Duration   time.Duration
 	// Dst defaults to the UDP sink on the VPC peer.
 	Dst netip.AddrPort
+	// CatchUp sends what a late wake missed at once (pace): the rate
+	// matters more than steadiness.
+	CatchUp bool
 }
 
 // UDPFlowsResult is what the sender did.
 type UDPFlowsResult struct {
 	SendCounts
 	Elapsed time.Duration
+	// Skipped are the packets a late wake did not send (paceSteady).
+	Skipped int
 }
 
 // UDPFlows sends the flows, round robin, paced to the total rate, and
-// returns when done. Sends never block (see SendCounts.Blocked).
+// returns when done. Sends never block (see SendCounts.Blocked), and a
+// late wake skips what it missed rather than send it at once
+// (paceSteady): the flows stay steady on a busy host.
 func (l *Lab) UDPFlows(ctx context.Context, spec UDPFlowsSpec) (UDPFlowsResult, error) {
 	if spec.Flows == 0 {
 		spec.Flows = 1
@@ -64,9 +71,13 @@ func (l *Lab) UDPFlows(ctx context.Context, spec UDPFlowsSpec) (UDPFlowsResult, 
 	var res UDPFlowsResult
 	payload := make([]byte, spec.PacketSize-hdr)
 	start := time.Now()
-	err = pace(ctx, total, time.Duration(float64(time.Second)/pps), func(k int) error {
-		return res.send(fds[k%len(fds)], payload, spec.PacketSize)
-	})
+	send := func(k int) error { return res.send(fds[k%len(fds)], payload, spec.PacketSize) }
+	interval := time.Duration(float64(time.Second) / pps)
+	if spec.CatchUp {
+		err = pace(ctx, total, interval, send)
+	} else {
+		res.Skipped, err = paceSteady(ctx, total, interval, send)
+	}
 	res.Elapsed = time.Since(start)
 	if err != nil {
 		return res, fmt.Errorf("udp flows: %w", err)

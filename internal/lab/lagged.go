@@ -3,6 +3,7 @@ package lab
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -16,11 +17,20 @@ import (
 // trace can sample this source every 10 ms: a read only copies from the
 // poller's history. The lag a reader sees is Lag plus the age of the
 // poll it gets: up to one poll's duration more.
+//
+// With a refresh period, the source publishes what it shows only on
+// refresh boundaries (at a random phase of its own, as a device's clock
+// is not the trace's): a read between two boundaries returns what was
+// shown at the last one.
 type LaggedCounters struct {
-	lag  time.Duration
-	l    *Lab
-	stop chan struct{}
-	done chan struct{}
+	lag time.Duration
+	// refresh and phaseNs place the boundaries: phaseNs plus multiples
+	// of refresh (CLOCK_MONOTONIC); refresh 0 publishes every poll.
+	refresh time.Duration
+	phaseNs int64
+	l       *Lab
+	stop    chan struct{}
+	done    chan struct{}
 
 	mu      sync.Mutex
 	history []polled // oldest first, pruned past the lag
@@ -28,6 +38,9 @@ type LaggedCounters struct {
 	polls   int
 	pollFor time.Duration // the time the polls took, summed
 	maxAge  time.Duration // the oldest a value served was, from its poll's start
+	// firstNs and lastNs are the first and last poll's start: the
+	// polls' mean spacing.
+	firstNs, lastNs int64
 }
 
 // polled is one read of the kernel counters, when it began and ended
@@ -37,16 +50,25 @@ type polled struct {
 	values        map[string]uint64
 }
 
-// maxCounterLag bounds the emulated lag.
-const maxCounterLag = 5 * time.Second
+// maxCounterLag bounds the emulated lag, maxCounterRefresh the refresh.
+const (
+	maxCounterLag     = 5 * time.Second
+	maxCounterRefresh = 5 * time.Second
+)
 
 // LaggedCounters starts a poller and returns the source once it has a
 // first read. Close stops the poller; closing the lab also ends it.
-func (l *Lab) LaggedCounters(lag time.Duration) (*LaggedCounters, error) {
+func (l *Lab) LaggedCounters(lag, refresh time.Duration) (*LaggedCounters, error) {
 	if lag < 0 || lag > maxCounterLag {
 		return nil, fmt.Errorf("lagged counters: lag %v outside [0, %v]", lag, maxCounterLag)
 	}
-	s := &LaggedCounters{lag: lag, l: l, stop: make(chan struct{}), done: make(chan struct{})}
+	if refresh < 0 || refresh > maxCounterRefresh {
+		return nil, fmt.Errorf("lagged counters: refresh %v outside [0, %v]", refresh, maxCounterRefresh)
+	}
+	s := &LaggedCounters{lag: lag, refresh: refresh, l: l, stop: make(chan struct{}), done: make(chan struct{})}
+	if refresh > 0 {
+		s.phaseNs = rand.Int64N(int64(refresh))
+	}
 	if err := s.poll(); err != nil {
 		return nil, fmt.Errorf("lagged counters: %w", err)
 	}
@@ -67,9 +89,14 @@ func (s *LaggedCounters) poll() error {
 	defer s.mu.Unlock()
 	s.polls++
 	s.pollFor += time.Duration(at - start)
+	if s.firstNs == 0 {
+		s.firstNs = start
+	}
+	s.lastNs = start
 	s.history = append(s.history, polled{startNs: start, atNs: at, values: v})
-	// Keep the newest read older than the lag, and everything after it.
-	cut := at - int64(s.lag)
+	// Keep the newest read older than the lag and the last boundary, and
+	// everything after it.
+	cut := s.shownBy(at)
 	keep := 0
 	for i := range s.history {
 		if s.history[i].atNs <= cut {
@@ -102,10 +129,21 @@ func (s *LaggedCounters) run() {
 // Kind names the source for reports.
 func (s *LaggedCounters) Kind() string { return "lab" }
 
-// Read returns the newest poll that ended at least Lag ago (the oldest
-// one kept while none has yet).
+// shownBy is the latest instant whose polls a read at ns shows: Lag
+// before, and with a refresh the boundary before that.
+func (s *LaggedCounters) shownBy(ns int64) int64 {
+	cut := ns - int64(s.lag)
+	if r := int64(s.refresh); r > 0 {
+		cut = s.phaseNs + (cut-s.phaseNs)/r*r
+	}
+	return cut
+}
+
+// Read returns the newest poll that ended by shownBy (the oldest one kept
+// while none has yet).
 func (s *LaggedCounters) Read() (map[string]uint64, error) {
-	cut := monoclock.Now() - int64(s.lag)
+	now := monoclock.Now()
+	cut := s.shownBy(now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
@@ -117,7 +155,7 @@ func (s *LaggedCounters) Read() (map[string]uint64, error) {
 			p = h
 		}
 	}
-	s.maxAge = max(s.maxAge, time.Duration(cut+int64(s.lag)-p.startNs))
+	s.maxAge = max(s.maxAge, time.Duration(now-p.startNs))
 	out := make(map[string]uint64, len(p.values))
 	for k, v := range p.values {
 		out[k] = v
@@ -132,6 +170,24 @@ func (s *LaggedCounters) MeanPoll() time.Duration {
 	defer s.mu.Unlock()
 	return s.pollFor / time.Duration(max(s.polls, 1))
 }
+
+// MeanDelay is how long after the traffic a drop is shown on average,
+// refresh aside: Lag, plus the poll's duration (a poll is shown from its
+// end), plus half the spacing of the polls (a drop waits for the next
+// poll to begin). It is the lag a reader of this source sees.
+func (s *LaggedCounters) MeanDelay() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := time.Duration(max(s.polls, 1))
+	spacing := time.Duration(0)
+	if s.polls > 1 {
+		spacing = time.Duration(s.lastNs-s.firstNs) / (n - 1)
+	}
+	return s.lag + s.pollFor/n + spacing/2
+}
+
+// Refresh is the refresh period the source publishes at (0: every poll).
+func (s *LaggedCounters) Refresh() time.Duration { return s.refresh }
 
 // MaxAge is the oldest a value Read returned was: how long before the
 // read the poll that took it began. It is the most a drop was shown late:

@@ -17,7 +17,7 @@ func TestLaggedCounters(t *testing.T) {
 	// Longer than the client runs (100 ms, then 500 ms for answers).
 	const lag = 800 * time.Millisecond
 	l := upLab(t, Config{LinkLocalPPS: 100, LinkLocalBurst: 5})
-	src, err := l.LaggedCounters(lag)
+	src, err := l.LaggedCounters(lag, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,60 @@ func TestLaggedCounters(t *testing.T) {
 	if readTook > 5*time.Millisecond {
 		t.Errorf("a read of the lagged source took %v: too slow to sample every 10 ms", readTook)
 	}
-	if _, err := l.LaggedCounters(-time.Second); err == nil {
+	if _, err := l.LaggedCounters(-time.Second, 0); err == nil {
 		t.Error("a negative lag must fail")
+	}
+}
+
+// TestLaggedCountersRefresh: with a refresh period, the source changes
+// only on its boundaries, however often it is read.
+func TestLaggedCountersRefresh(t *testing.T) {
+	const refresh = 200 * time.Millisecond
+	l := upLab(t, Config{LinkLocalPPS: 100, LinkLocalBurst: 5})
+	src, err := l.LaggedCounters(0, refresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := src.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	// 800 ms of queries against 100/s: drops all along.
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.LinkLocal(context.Background(), LinkLocalSpec{Service: record.ServiceDNS, Rate: 1000, Duration: 800 * time.Millisecond})
+		done <- err
+	}()
+	var changes []int64
+	var last uint64
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) && len(changes) < 3 {
+		v, err := src.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now := v[counters.LinklocalAllowanceExceeded]; now != last {
+			if last != 0 || len(changes) > 0 {
+				changes = append(changes, monoclock.Now())
+			}
+			last = now
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) < 2 {
+		t.Fatalf("the source changed %d times over the queries, want at least 2", len(changes))
+	}
+	for k := 1; k < len(changes); k++ {
+		// Read every 5 ms, a boundary is seen up to one read late.
+		if gap := time.Duration(changes[k] - changes[k-1]); gap < refresh-10*time.Millisecond {
+			t.Errorf("changes %v apart, the refresh is %v", gap, refresh)
+		}
+	}
+	if _, err := l.LaggedCounters(0, -time.Second); err == nil {
+		t.Error("a negative refresh must fail")
 	}
 }

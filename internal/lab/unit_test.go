@@ -38,6 +38,32 @@ func TestPaceSendsEachOnceOnSchedule(t *testing.T) {
 	}
 }
 
+// TestPaceSteadySkipsLateSends: a wake 20 ms late at 1 ms a packet sends
+// the two latest packets due (2 ms of them), not all twenty.
+func TestPaceSteadySkipsLateSends(t *testing.T) {
+	var got []int
+	stalled := false
+	skipped, err := paceSteady(context.Background(), 40, time.Millisecond, func(k int) error {
+		got = append(got, k)
+		if k == 5 && !stalled {
+			stalled = true
+			time.Sleep(20 * time.Millisecond)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skipped < 15 || len(got)+skipped != 40 {
+		t.Errorf("sent %d, skipped %d after a 20 ms stall at 1 ms: want about 18 skipped, 40 in all", len(got), skipped)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] <= got[i-1] {
+			t.Fatalf("sends out of order: %v", got)
+		}
+	}
+}
+
 func TestNftRulesetCarriesTheConfig(t *testing.T) {
 	l := &Lab{cfg: Config{PPS: 1234, PPSBurst: 56, LinkLocalPPS: 1024, LinkLocalBurst: 64, ConntrackMax: 777,
 		InRate: 8_000_000, InBurst: 4096, OutRate: 16_000_000, OutBurst: 8192}.withDefaults()}

@@ -39,6 +39,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"offset":       fmtOffset,
 	"evidence":     fmtEvidence,
 	"incident":     incidentText,
+	"victims":      victimsLine,
 	"gauge":        gaugeText,
 	"imdsclient":   imdsClientText,
 	"imdsrequests": imdsRequestTexts,

@@ -20,10 +20,36 @@ func incidentText(inc *analyzer.Incident) string {
 		jumps = fmtCount(inc.Jumps) + " jumps"
 	}
 	peak := fmtEvidence(analyzer.Evidence{Value: inc.Peak.Rate, Unit: inc.Peak.Unit})
-	return fmt.Sprintf("%s +%s in %s over %s (%s); peak %s over %s from %s; counter lag %s (%s)",
+	return fmt.Sprintf("%s +%s in %s over %s (%s); peak %s over %s from %s; %s",
 		inc.Counter, fmtCount(inc.Delta), jumps, fmtSeconds(inc.DurationS), units.EventRate(inc.DropRate, "/s"),
-		peak, fmtSeconds(inc.Peak.WindowS), fmtOffset(inc.Peak.OffsetS), fmtSeconds(inc.CounterLagS),
-		strings.ReplaceAll(inc.CounterLagSource, "_", " "))
+		peak, fmtSeconds(inc.Peak.WindowS), fmtOffset(inc.Peak.OffsetS), timingText(inc))
+}
+
+// timingText is what the run showed of the counter's timing: "refreshed
+// every 1.0 s, counter lag 250 ms (240 ms to 260 ms, estimated), looked
+// back 1.3 s".
+func timingText(inc *analyzer.Incident) string {
+	refresh := "refreshed at every read"
+	switch {
+	case !inc.CounterRefreshKnown:
+		refresh = "refresh unknown"
+	case inc.CounterRefreshS > 0:
+		refresh = "refreshed at most every " + fmtSeconds(inc.CounterRefreshS)
+	}
+	lag := fmt.Sprintf("counter lag %s (%s)", fmtSeconds(inc.CounterLagS), strings.ReplaceAll(inc.CounterLagSource, "_", " "))
+	if inc.CounterLagHighS > inc.CounterLagLowS {
+		lag = fmt.Sprintf("counter lag %s (%s to %s, %s)", fmtSeconds(inc.CounterLagS), fmtSeconds(inc.CounterLagLowS),
+			fmtSeconds(inc.CounterLagHighS), strings.ReplaceAll(inc.CounterLagSource, "_", " "))
+	}
+	learned := ""
+	if l := inc.LearnedAllowance; l != nil {
+		rate := units.PacketRate
+		if l.Unit == "bps" {
+			rate = units.BitRate
+		}
+		learned = fmt.Sprintf("; drops began above about %s (%s to %s), learned from the run", rate(l.Value), rate(l.Low), rate(l.High))
+	}
+	return fmt.Sprintf("%s, %s, looked back %s%s", refresh, lag, fmtSeconds(inc.LookBackS), learned)
 }
 
 // gaugeText is a gauge's course as "150 at +2.000 s, 0 at +2.501 s".
@@ -63,4 +89,19 @@ func jumpStrip(f analyzer.Finding, x0, x1 float64) template.HTML {
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// victimsLine names the flows whose packets came behind an incident's
+// culprits: "udp 10.0.0.10:40100 -> 10.0.1.30:443 (12 packets), behind
+// the culprits while the queue drained for 30 ms".
+func victimsLine(f analyzer.Finding) string {
+	parts := make([]string, 0, len(f.Victims))
+	for _, v := range f.Victims {
+		parts = append(parts, fmt.Sprintf("%s %s -> %s (%s packets)", v.Proto, v.Src, v.Dst, fmtCount(v.Packets)))
+	}
+	drain := 0.0
+	if f.Incident != nil {
+		drain = f.Incident.DrainS
+	}
+	return strings.Join(parts, ", ") + fmt.Sprintf("; behind the culprits while the queue drained for %s", fmtSeconds(drain))
 }

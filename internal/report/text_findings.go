@@ -180,6 +180,9 @@ func textFindings(p *page, res *analyzer.Result) {
 		if len(f.Owners) > 0 {
 			p.field(ind, "Owners", lw, "ranked by "+f.FlowsRankedBy+": "+ownersText(f.Owners))
 		}
+		if len(f.Victims) > 0 {
+			p.field(ind, "Victims", lw, victimsLine(f))
+		}
 		p.field(ind, "Fix", lw, f.Recommendation)
 	}
 }

@@ -176,7 +176,7 @@ func checkIncidentSpan(t *testing.T, f analyzer.Finding, truth catalog.Truth, re
 	inc := truth.Incidents[0]
 	from := time.Duration(inc.StartNs - rec.Meta.Start.MonoNs).Seconds()
 	to := time.Duration(inc.EndNs - rec.Meta.Start.MonoNs).Seconds()
-	slack := 2*counterStep(rec, f.Incident.Counter).Seconds() + max(f.Incident.CounterLagS, time.Duration(truth.CounterAgeMaxNs).Seconds()) + 0.005
+	slack := 2*counterStep(rec, f.Incident.Counter).Seconds() + max(f.Incident.LookBackS, time.Duration(truth.CounterAgeMaxNs).Seconds()) + 0.005
 	t.Logf("%s spans [%.4f, %.4f) s, the drops [%.4f, %.4f) s; slack %.0f ms", f.Kind, f.StartOffsetS, f.EndOffsetS, from, to, slack*1e3)
 	if math.Abs(f.StartOffsetS-from) > slack || f.EndOffsetS < to-slack || f.EndOffsetS > to+slack+late.Seconds() {
 		t.Errorf("%s spans [%.4f, %.4f) s, the drops were over [%.4f, %.4f) s: more than %.0f ms off",

@@ -67,6 +67,7 @@ type dirState struct {
 type deviceState struct {
 	spec      Interface
 	bw        [record.NumDirections]tokenBucket
+	queue     [record.NumDirections]float64 // bytes waiting, with QueueBytes
 	pps, ll   tokenBucket
 	drops     map[string]float64 // since the last reset
 	start     map[string]uint64  // values before the trace, until a reset
@@ -78,6 +79,8 @@ type deviceState struct {
 	// seen are the counter values as the device will show them, captured
 	// CounterLag before the reads that return them, oldest first.
 	seen []map[string]uint64
+	// published are the values of the last refresh, with CounterRefresh.
+	published map[string]uint64
 }
 
 // Generate runs the scenario and returns its recording and truth.
@@ -178,9 +181,14 @@ func (g *generator) run() {
 	dt := float64(B) / 1e9
 	nextSample, nextDrain := g.startNs, g.startNs+g.s.DrainNs
 	nextCapture := g.startNs - int64(g.s.CounterLag)
+	nextPublish := g.startNs + int64(g.s.RefreshPhase)
 	var shaped []*flowState
 	for t := g.startNs; t < g.endNs; t += B {
 		off := time.Duration(t - g.startNs)
+		for g.s.CounterRefresh > 0 && nextPublish <= t {
+			g.publish()
+			nextPublish += int64(g.s.CounterRefresh)
+		}
 		for nextCapture <= t {
 			g.capture()
 			nextCapture += g.s.SampleNs
@@ -317,6 +325,19 @@ func (g *generator) shape(t int64, dt float64, flows, syns []*flowState) {
 		window := float64(g.s.WindowNs) / 1e9
 		if rate := g.bandwidth(dev.spec, time.Duration(t-g.startNs)); rate > 0 {
 			for dir, counter := range []string{counters.BwInAllowanceExceeded, counters.BwOutAllowanceExceeded} {
+				if q := dev.spec.QueueBytes; q > 0 {
+					// The queue is served first; arrivals that do not
+					// pass at once wait or are dropped, and count.
+					ex := dev.bw[dir].take(bytes[dir]+dev.queue[dir], rate/8, rate/8*window, dt)
+					dev.queue[dir] = min(ex, q)
+					if late := min(ex, bytes[dir]); late > 0 {
+						dev.drop(counter, late/bytes[dir]*packets[dir], t)
+					}
+					if dropped := ex - dev.queue[dir]; dropped > 0 && bytes[dir] > 0 {
+						pass[dir] *= 1 - min(dropped/bytes[dir], 1)
+					}
+					continue
+				}
 				ex := dev.bw[dir].take(bytes[dir], rate/8, rate/8*window, dt)
 				if ex > 0 && bytes[dir] > 0 {
 					dev.drop(counter, ex/bytes[dir]*packets[dir], t)
@@ -481,18 +502,38 @@ func (g *generator) drain(t int64) {
 }
 
 // capture takes every device's counter values as its reads will show them
-// CounterLag later.
+// CounterLag later: the live ones, or with CounterRefresh the last
+// published.
 func (g *generator) capture() {
 	for _, dev := range g.devs {
-		v := map[string]uint64{counters.TotalResets: dev.resets}
-		for _, c := range counters.AllowanceExceeded {
-			v[c] = dev.start[c] + uint64(dev.drops[c])
+		if g.s.CounterRefresh > 0 {
+			if dev.published == nil {
+				dev.published = dev.values()
+			}
+			dev.seen = append(dev.seen, dev.published)
+			continue
 		}
-		if dev.spec.ConntrackCapacity > 0 {
-			v[counters.ConntrackAllowanceAvailable] = uint64(max(dev.spec.ConntrackCapacity-dev.tracked, 0))
-		}
-		dev.seen = append(dev.seen, v)
+		dev.seen = append(dev.seen, dev.values())
 	}
+}
+
+// publish is a refresh of every device's counters.
+func (g *generator) publish() {
+	for _, dev := range g.devs {
+		dev.published = dev.values()
+	}
+}
+
+// values are a device's counters now.
+func (dev *deviceState) values() map[string]uint64 {
+	v := map[string]uint64{counters.TotalResets: dev.resets}
+	for _, c := range counters.AllowanceExceeded {
+		v[c] = dev.start[c] + uint64(dev.drops[c])
+	}
+	if dev.spec.ConntrackCapacity > 0 {
+		v[counters.ConntrackAllowanceAvailable] = uint64(max(dev.spec.ConntrackCapacity-dev.tracked, 0))
+	}
+	return v
 }
 
 // sample reads every ENA device at t: the values captured CounterLag

@@ -29,6 +29,10 @@ type Spec struct {
 	// CounterLag is how long after a drop the emulated device's counters
 	// show it: every read returns the values of CounterLag before.
 	CounterLag time.Duration
+	// CounterRefresh is how often the device publishes the counter
+	// values a read returns (0: at every read), on boundaries
+	// RefreshPhase after the trace start plus multiples of it.
+	CounterRefresh, RefreshPhase time.Duration
 }
 
 // Interface is one traced interface and, for an ENA one, the allowances its
@@ -40,6 +44,13 @@ type Interface struct {
 	// when 0), BaselineBps after. 0 disables the shaper of that kind.
 	BaselineBps, BurstBps float64
 	CreditsEnd            time.Duration
+	// QueueBytes is a queue before the bandwidth shaper of each
+	// direction: what the allowance cannot pass waits in it (up to
+	// QueueBytes, the rest dropped) and drains at the allowance, and
+	// every packet that does not pass at once (queued behind a burst, or
+	// dropped) counts, as the ENA counters count packets "queued or
+	// dropped". 0: no queue, the excess is dropped.
+	QueueBytes float64
 	// PPS is the bidirectional packets/s allowance; 0 disables it.
 	PPS float64
 	// LinkLocalPPS is the link-local limit (1024 when 0).

@@ -39,6 +39,10 @@ type Scenario struct {
 	// samples). With a lag, the kernel counters are polled back to back
 	// and a trace can sample them every SampleInterval.
 	CounterLag time.Duration
+	// CounterRefresh makes the lab's counters change only on refresh
+	// boundaries this far apart, at a random phase (0: at every poll), as
+	// a device may publish its counters only every so often.
+	CounterRefresh time.Duration
 	// SampleInterval is the counter read interval the scenario is meant
 	// to be traced with (0: the caller's choice); Run takes cfg's.
 	SampleInterval time.Duration
@@ -64,7 +68,12 @@ type Truth struct {
 	Victim, VictimPeer           netip.AddrPort
 	RetransSegs, PeerRetransSegs uint64
 	QueueDelay                   time.Duration
-	Notes                        []string
+	// CounterLagNs is, with lagged counters, how late they showed a drop
+	// on average, refresh aside: the lag the scenario asked for, plus the
+	// poll's duration and half the polls' spacing (lab.LaggedCounters
+	// MeanDelay). CounterRefreshNs is the refresh they were published at.
+	CounterLagNs, CounterRefreshNs int64
+	Notes                          []string
 }
 
 // Burst is one burst as its sender saw it: CLOCK_MONOTONIC just before the
@@ -88,7 +97,7 @@ type Outcome struct {
 
 // All lists the scenarios by name.
 func All() []Scenario {
-	s := []Scenario{microBurst(), flowAtCap(), linkLocal(), linkLocalMild(), connFlood(), clean(), imdsHopLimit(),
+	s := []Scenario{microBurst(), flowAtCap(), linkLocal(), linkLocalMild(), ppsOvershoot(), connFlood(), clean(), imdsHopLimit(),
 		impactShallow(), impactDeep(), impactInbound()}
 	sort.Slice(s, func(i, j int) bool { return s[i].Name < s[j].Name })
 	return s
@@ -129,8 +138,8 @@ func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err
 	cfg.Interfaces = []string{iface}
 	cfg.CounterSources = map[string]ena.Source{iface: l.Counters()}
 	var lagged *lab.LaggedCounters
-	if s.CounterLag > 0 {
-		if lagged, err = l.LaggedCounters(s.CounterLag); err != nil {
+	if s.CounterLag > 0 || s.CounterRefresh > 0 {
+		if lagged, err = l.LaggedCounters(s.CounterLag, s.CounterRefresh); err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
 		}
 		defer func() { err = errors.Join(err, lagged.Close()) }()
@@ -208,6 +217,7 @@ func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err
 	}
 	if lagged != nil {
 		truth.CounterAgeMaxNs = int64(lagged.MaxAge())
+		truth.CounterLagNs, truth.CounterRefreshNs = int64(lagged.MeanDelay()), int64(lagged.Refresh())
 	}
 	opts := analyzer.DefaultOptions()
 	opts.InstanceType = cfg.Meta.InstanceType
@@ -222,4 +232,15 @@ func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err
 	opts.Sources = analyzer.LimitSources{InstanceType: "lab", Baseline: "lab", Burst: "lab", FlowLimit: "lab",
 		LinkLocal: "lab", PPSAllowance: "lab"}
 	return &Outcome{Recording: rec, Truth: truth, Analysis: opts, Interrupted: interrupted}, nil
+}
+
+// WithoutAllowances is the analysis as it would run on an instance whose
+// allowances nobody published: the lab's bandwidth and packets/s
+// allowances unknown, to be found from the traffic and learned from the
+// counters (the link-local limit, documented, and the per-flow cap stay).
+func (o *Outcome) WithoutAllowances() analyzer.Options {
+	opts := o.Analysis
+	opts.BaselineBps, opts.BurstBps, opts.PPSAllowance = 0, 0, 0
+	opts.Sources.Baseline, opts.Sources.Burst, opts.Sources.PPSAllowance = "", "", ""
+	return opts
 }
