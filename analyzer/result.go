@@ -306,6 +306,9 @@ type LossCounts struct {
 	SliceOverwritten  uint64 `json:"slice_overwritten"`
 	FlowsEvicted      uint64 `json:"flows_evicted"`
 	IMDSEvents        uint64 `json:"imds_events"` // IMDS events dropped: their ring buffer was full
+	// LinkLocalPayloads are link-local payload events not recorded: over
+	// the rate cap, or their ring buffer full.
+	LinkLocalPayloads uint64 `json:"linklocal_payloads"`
 }
 
 // InterfaceLoss is the loss of one interface.

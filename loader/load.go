@@ -59,6 +59,10 @@ type Options struct {
 	// cgroup, or the interface a forwarded packet came in on) at its first
 	// egress packet, which owner attribution needs.
 	NoOrigins bool
+	// LinkLocalPayloadRate caps the link-local payload events (DNS, IMDS
+	// requests, NTP) per second on the interface; those over it are counted
+	// as loss. 0 turns the capture off.
+	LinkLocalPayloadRate uint32
 }
 
 // BucketMode is how packets reach the time-bucket ring.
@@ -138,6 +142,10 @@ func DefaultOptions() Options {
 		BucketRing:  1600 * time.Millisecond,
 		SliceSlots:  32,
 		RingBytes:   256 << 10,
+		// The link-local allowance is 1,024 packets/s per interface: a
+		// cap of four times it records every link-local packet up to well
+		// past the limit, and at most 4,096 * 312 bytes a second after.
+		LinkLocalPayloadRate: 4096,
 	}
 }
 
@@ -320,6 +328,7 @@ func specOf(load func() (*ebpf.CollectionSpec, error), opts Options) (*ebpf.Coll
 		"slice_ns":          uint64(opts.Slice),
 		"slice_mask":        opts.SliceSlots - 1,
 		"note_origins":      boolByte(!opts.NoOrigins),
+		"ll_payload_rate":   opts.LinkLocalPayloadRate,
 	}
 	if opts.Buckets == BucketsPerCPU {
 		consts["flush_delay_ns"] = uint64(opts.FlushDelay)

@@ -19,17 +19,18 @@ const FormatVersion = 1
 // stored as delta-encoded columns so that gzip squeezes them well and the
 // file stays readable with standard tools (zcat | jq).
 type fileRecording struct {
-	Format   int             `json:"format"`
-	Meta     *Meta           `json:"meta"`
-	Series   []fileSeries    `json:"series"`
-	Flows    []FlowSnapshot  `json:"flows"`
-	Owners   []FlowOwner     `json:"owners,omitempty"`
-	Windows  []WindowEvent   `json:"windows"`
-	IMDS     []IMDSEvent     `json:"imds,omitempty"`
-	Sizes    []SizeSlice     `json:"sizes"`
-	Totals   []Totals        `json:"totals"`
-	Loss     []Loss          `json:"loss"`
-	Counters []CounterSample `json:"counters"`
+	Format            int                `json:"format"`
+	Meta              *Meta              `json:"meta"`
+	Series            []fileSeries       `json:"series"`
+	Flows             []FlowSnapshot     `json:"flows"`
+	Owners            []FlowOwner        `json:"owners,omitempty"`
+	Windows           []WindowEvent      `json:"windows"`
+	IMDS              []IMDSEvent        `json:"imds,omitempty"`
+	LinkLocalPayloads []LinkLocalPayload `json:"link_local_payloads,omitempty"`
+	Sizes             []SizeSlice        `json:"sizes"`
+	Totals            []Totals           `json:"totals"`
+	Loss              []Loss             `json:"loss"`
+	Counters          []CounterSample    `json:"counters"`
 }
 
 type fileSeries struct {
@@ -99,7 +100,7 @@ func (fs fileSeries) series() (Series, error) {
 
 // Write encodes r to w in the recording file format.
 func Write(w io.Writer, r *Recording) error {
-	f := fileRecording{Format: FormatVersion, Meta: &r.Meta, Flows: r.Flows, Owners: r.Owners, Windows: r.Windows, IMDS: r.IMDS,
+	f := fileRecording{Format: FormatVersion, Meta: &r.Meta, Flows: r.Flows, Owners: r.Owners, Windows: r.Windows, IMDS: r.IMDS, LinkLocalPayloads: r.LinkLocalPayloads,
 		Sizes: r.Sizes, Totals: r.Totals, Loss: r.Loss, Counters: r.Counters}
 	for _, s := range r.Series {
 		f.Series = append(f.Series, toFileSeries(s))
@@ -131,7 +132,7 @@ func Read(rd io.Reader) (*Recording, error) {
 	if f.Meta == nil {
 		return nil, errNoMeta
 	}
-	r := &Recording{Meta: *f.Meta, Flows: f.Flows, Owners: f.Owners, Windows: f.Windows, IMDS: f.IMDS, Sizes: f.Sizes,
+	r := &Recording{Meta: *f.Meta, Flows: f.Flows, Owners: f.Owners, Windows: f.Windows, IMDS: f.IMDS, LinkLocalPayloads: f.LinkLocalPayloads, Sizes: f.Sizes,
 		Totals: f.Totals, Loss: f.Loss, Counters: f.Counters}
 	for _, fs := range f.Series {
 		s, err := fs.series()

@@ -380,6 +380,7 @@ func (a *Agent) onData(iface string, r loader.Result) {
 	addLoss(metrics.LossSliceOverwritten, loss.SliceOverwritten, p.SliceOverwritten)
 	addLoss(metrics.LossFlowsEvicted, loss.FlowsEvicted, p.FlowsEvicted)
 	addLoss(metrics.LossIMDSEvents, loss.IMDSEvents, p.IMDSEvents)
+	addLoss(metrics.LossLinkLocalPayloads, loss.LinkLocalPayloads, p.LinkLocalPayloads)
 	st.loss = loss
 }
 
