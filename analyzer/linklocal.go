@@ -98,6 +98,7 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 			jumpsText(f.Incident), a.linkLocalRates(fs, inc.lo, inc.hi), a.opt.LinkLocalPPS, f.Incident.Peak.Rate,
 			fmtSpan(f.Incident.Peak.WindowS), topFlowText(f.Flows), lagText(f.Incident))
 		f.Recommendation = recommendLinkLocal
+		a.attachLinkLocalDetail(&f, a.g.startNs(inc.lo), a.g.startNs(inc.hi))
 		out = append(out, f)
 	}
 	return out
@@ -155,6 +156,7 @@ func (a *analysis) linkLocalHot(iface string, fs *fineSeries, exceeded []Finding
 			peak1s, 100*peak1s/a.opt.LinkLocalPPS, a.opt.LinkLocalPPS, absorbed, float64(hi-lo)*float64(a.g.widthNs)/1e9,
 			a.linkLocalRates(fs, lo, hi), topFlowText(f.Flows))
 		f.Recommendation = recommendLinkLocalHot
+		a.attachLinkLocalDetail(&f, a.g.startNs(lo), a.g.startNs(hi))
 		out = append(out, f)
 	}
 	return foldHot(out)

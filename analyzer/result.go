@@ -167,6 +167,10 @@ type Finding struct {
 	// IMDS is set on imds_hop_limit findings: the client and what became
 	// of its requests.
 	IMDS *IMDSDiagnosis `json:"imds,omitempty"`
+	// LinkLocal is set on linklocal_exceeded and linklocal_hot findings
+	// when the datapath copied link-local payloads: what the offenders
+	// asked, and the fixes ranked.
+	LinkLocal *LinkLocalDetail `json:"linklocal,omitempty"`
 }
 
 // IMDSDiagnosis is one IMDS client whose IMDSv2 token replies died on the

@@ -3,6 +3,7 @@
 package loader
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/enaprobe/enaprobe/bpf"
@@ -43,6 +44,10 @@ func TestTakeForgets(t *testing.T) {
 	if len(first.IMDS) != 1 {
 		t.Errorf("first Take: %d IMDS events, want the token request", len(first.IMDS))
 	}
+	if len(first.LinkLocalPayloads) != 1 || first.LinkLocalPayloads[0].IMDSKind != record.IMDSTokenRequest ||
+		!bytes.HasPrefix(first.LinkLocalPayloads[0].Data, []byte("PUT /latest/api/token")) {
+		t.Errorf("first Take: link-local payloads %+v, want the token request's", first.LinkLocalPayloads)
+	}
 	if len(first.Flows) != 11 {
 		t.Errorf("first Take: %d flow snapshots, want 11", len(first.Flows))
 	}
@@ -69,6 +74,9 @@ func TestTakeForgets(t *testing.T) {
 	}
 	if len(second.IMDS) != 0 {
 		t.Errorf("second Take: %d IMDS events, want none (handed on already)", len(second.IMDS))
+	}
+	if len(second.LinkLocalPayloads) != 0 {
+		t.Errorf("second Take: %d link-local payloads, want none (handed on already)", len(second.LinkLocalPayloads))
 	}
 	if len(second.Origins) != 0 {
 		t.Errorf("second Take: %d origins, want none (handed on already)", len(second.Origins))
