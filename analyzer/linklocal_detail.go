@@ -209,7 +209,7 @@ func (a *analysis) linkLocalDetail(iface string, fromNs, toNs int64) *LinkLocalD
 	if total == 0 {
 		return nil
 	}
-	d := &LinkLocalDetail{Payloads: total}
+	d := &LinkLocalDetail{Payloads: total, Fixes: []LinkLocalFix{}}
 	for _, l := range a.rec.Loss {
 		if l.Interface == iface {
 			d.PayloadsLost += l.LinkLocalPayloads
@@ -366,7 +366,7 @@ func searchExpansions(evs []dnsEvent, names, nxByName map[string]int) []SearchEx
 			break
 		}
 	}
-	var out []SearchExpansion
+	out := []SearchExpansion{}
 	for _, x := range byBase {
 		slices.SortStableFunc(x.Suffixes, func(s, t string) int {
 			return cmp.Or(cmp.Compare(seen[x.Base+"\x00"+s], seen[x.Base+"\x00"+t]), cmp.Compare(s, t))
@@ -422,7 +422,7 @@ func imdsFixes(d *IMDSDetail, add func(string, int, string)) {
 }
 
 func imdsDetail(ps []record.LinkLocalPayload, durS float64) *IMDSDetail {
-	d := &IMDSDetail{}
+	d := &IMDSDetail{Paths: []PathRate{}}
 	paths := map[string]int{}
 	creds := map[string]bool{}
 	for _, p := range ps {
@@ -448,7 +448,7 @@ func imdsDetail(ps []record.LinkLocalPayload, durS float64) *IMDSDetail {
 	for _, nc := range topNames(paths) {
 		d.Paths = append(d.Paths, PathRate{Path: nc.Name, Requests: nc.Queries, PerS: float64(nc.Queries) / durS})
 	}
-	d.CredentialPaths = slices.Sorted(maps.Keys(creds))
+	d.CredentialPaths = append([]string{}, slices.Sorted(maps.Keys(creds))...)
 	return d
 }
 

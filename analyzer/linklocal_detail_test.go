@@ -149,3 +149,34 @@ func TestLinkLocalDetailNTP(t *testing.T) {
 		t.Errorf("ntp %+v fixes %+v", n, d.Fixes)
 	}
 }
+
+// withExpansion is the linklocal_exceeded recording (a DNS storm from 4.2 s
+// to 5.7 s) with the storm's payloads: lookups through a pod's search list.
+func withExpansion(t testing.TB) *record.Recording {
+	rec, err := record.ReadFile(recordingPath("linklocal_exceeded"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := rec.Meta.Start.MonoNs + int64(4.3e9)
+	rec.LinkLocalPayloads = expansionPayloads(t, netip.MustParseAddr("10.0.3.9"), "api.heldout-shop.example", 100, start, 1_000_000)
+	return rec
+}
+
+// TestLinkLocalFindingDetail: the finding carries the detail and leads its
+// recommendation with the search-path fix.
+func TestLinkLocalFindingDetail(t *testing.T) {
+	res := Analyze(withExpansion(t), DefaultOptions())
+	var f *Finding
+	for i := range res.Findings {
+		if res.Findings[i].Kind == KindLinkLocalExceeded {
+			f = &res.Findings[i]
+		}
+	}
+	if f == nil || f.LinkLocal == nil {
+		t.Fatalf("no linklocal_exceeded finding with its detail: %+v", f)
+	}
+	if f.LinkLocal.Fixes[0].Kind != "search_path" || !strings.HasPrefix(f.Recommendation, "80% of these queries are search-path expansions of `api.heldout-shop.example`") ||
+		!strings.Contains(f.Summary, "search-path expansions of `api.heldout-shop.example`") {
+		t.Errorf("recommendation %q summary %q", f.Recommendation, f.Summary)
+	}
+}
