@@ -3,6 +3,7 @@
 package loader
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -403,7 +404,15 @@ func (c *Collector) drainIMDSEvents() error {
 
 func (c *Collector) drainLinkLocalPayloads() error {
 	return drainRing(c.llRing, func(ev bpf.ProbeLlPayloadEvent) {
-		c.payloads = append(c.payloads, linkLocalPayload(c.iface, ev))
+		p := linkLocalPayload(c.iface, ev)
+		if p.Service == record.ServiceIMDS {
+			// The request line is what the detail reads; the headers after
+			// it carry the IMDSv2 token, which no recording should hold.
+			if i := bytes.Index(p.Data, []byte("\r\n")); i >= 0 {
+				p.Data = p.Data[:i]
+			}
+		}
+		c.payloads = append(c.payloads, p)
 	})
 }
 

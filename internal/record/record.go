@@ -312,9 +312,10 @@ type IMDSEvent struct {
 }
 
 // LinkLocalPayload is the start of one link-local packet's payload, as the
-// datapath copied it: a DNS message (UDP, or TCP with its length prefix), the
-// start of an IMDS request (IMDSKind says whether it carried the token
-// header), or an NTP packet's first LinkLocalNTPBytes. Len is the packet's
+// datapath copied it: a DNS message (UDP, or TCP with its length prefix), an
+// IMDS request's request line (IMDSKind says whether it carried the token
+// header; the loader drops the headers, which carry the token itself), or
+// an NTP packet's first LinkLocalNTPBytes. Len is the packet's
 // payload length, Data its first LinkLocalPayloadBytes at most.
 type LinkLocalPayload struct {
 	Interface string
