@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gopacket/gopacket/layers"
 
@@ -40,6 +41,10 @@ type LinkLocalDetail struct {
 	// over the whole trace (its rate cap, or its ring full).
 	Payloads     int    `json:"payloads"`
 	PayloadsLost uint64 `json:"payloads_lost"`
+	// FromOffsetS and ToOffsetS are the stretch the detail looked at: the
+	// finding's, widened to a second at least.
+	FromOffsetS float64 `json:"from_offset_s"`
+	ToOffsetS   float64 `json:"to_offset_s"`
 }
 
 // LinkLocalFix is one fix and the share of the finding's copied link-local
@@ -147,7 +152,9 @@ const (
 	kubernetesNDots = 5
 	// credentialsPrefix is where IMDS serves the instance role's credentials.
 	credentialsPrefix = "/latest/meta-data/iam/security-credentials/"
-	tokenPath         = "/latest/api/token"
+	// linkLocalDetailMin is the shortest stretch the detail looks at.
+	linkLocalDetailMin = time.Second
+	tokenPath          = "/latest/api/token"
 )
 
 // llClient gathers one client's payloads.
@@ -399,10 +406,20 @@ func dnsFixes(d *DNSDetail, packets int, add func(string, int, string)) {
 			"lower ndots (dnsConfig options ndots:1), or NodeLocal DNSCache",
 			100*share, x.Base, x.NDots, strings.Join(x.Suffixes, ", "), 100*d.NXDomainShare, x.Base))
 	}
+	// The most asked name that is not an expansion: what a cache keeps.
+	expansion := map[string]bool{}
+	for _, x := range d.Expansions {
+		for _, s := range x.Suffixes {
+			expansion[x.Base+"."+s] = true
+		}
+	}
 	rest := packets - int(float64(expanded)/float64(max(d.Queries, 1))*float64(packets))
-	if rest > 0 && len(d.Names) > 0 {
-		add("dns_cache", rest, fmt.Sprintf("cache DNS answers (NodeLocal DNSCache, or a caching resolver on the host): "+
-			"%.0f queries/s, the most asked `%s` (%d queries)", d.QueriesPerS, d.Names[0].Name, d.Names[0].Queries))
+	for _, n := range d.Names {
+		if rest > 0 && !expansion[n.Name] {
+			add("dns_cache", rest, fmt.Sprintf("cache DNS answers (NodeLocal DNSCache, or a caching resolver on the host): "+
+				"%.0f queries/s, the most asked `%s` (%d queries)", d.QueriesPerS, n.Name, n.Queries))
+			break
+		}
 	}
 }
 
@@ -490,11 +507,19 @@ func ntpDetail(ps []record.LinkLocalPayload, durS float64) *NTPDetail {
 // attachLinkLocalDetail hangs the detail on a link-local finding: the fix
 // ranked first leads the recommendation, and the summary says what the
 // first client asks.
+//
+// An incident can be a few milliseconds of drops: the detail looks at
+// least linkLocalDetailMin around it, so that its rates are the client's
+// and not those of one burst.
 func (a *analysis) attachLinkLocalDetail(f *Finding, fromNs, toNs int64) {
+	if short := int64(linkLocalDetailMin) - (toNs - fromNs); short > 0 {
+		fromNs, toNs = fromNs-short/2, toNs+short-short/2
+	}
 	d := a.linkLocalDetail(f.Interface, fromNs, toNs)
 	if d == nil {
 		return
 	}
+	d.FromOffsetS, d.ToOffsetS = a.offsetS(fromNs), a.offsetS(toNs)
 	f.LinkLocal = d
 	if len(d.Fixes) > 0 {
 		texts := make([]string, len(d.Fixes))

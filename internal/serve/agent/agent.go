@@ -337,7 +337,7 @@ func (a *Agent) onData(iface string, r loader.Result) {
 	now := monoclock.Now()
 	loss := r.Loss
 	a.ring.Add(now, flightrec.Chunk{Interface: iface, Series: r.Series, Sizes: r.Sizes, Flows: r.Flows,
-		Windows: r.Windows, IMDS: r.IMDS, Totals: r.Totals, Loss: &loss})
+		Windows: r.Windows, IMDS: r.IMDS, LinkLocalPayloads: r.LinkLocalPayloads, Totals: r.Totals, Loss: &loss})
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
