@@ -10,6 +10,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/enaprobe/enaprobe/bpf/countrules"
 	"github.com/enaprobe/enaprobe/internal/record"
 )
 
@@ -183,17 +184,15 @@ func (a *analysis) linkLocalDetail(iface string, fromNs, toNs int64) *LinkLocalD
 			continue
 		}
 		key := p.Key // client -> service
+		if countrules.ServiceOf(key.Src.Addr(), a.rec.Meta.VPCResolver) != record.ServiceNone {
+			key = reverse(key) // an answer
+		}
 		var m dnsMessage
 		if p.Service == record.ServiceDNS {
 			var ok bool
 			if m, ok = decodeDNS(p); !ok {
 				continue
 			}
-			if m.response {
-				key = reverse(key)
-			}
-		} else if p.Direction == record.Ingress && p.Service == record.ServiceNTP && p.Key.Src.Port() == 123 {
-			key = reverse(key)
 		}
 		name, owner := a.imdsClientName(iface, key)
 		cl := clients[name]

@@ -21,34 +21,42 @@ type dnsMessage struct {
 	truncated bool     // cut by the copy: decoded without its records
 }
 
-// decodeDNS decodes a copied DNS message with gopacket's layers.DNS: over
+// DecodeDNS decodes a copied DNS message with gopacket's layers.DNS: over
 // TCP the message follows a 2-byte length. A message the copy cut short
 // (record.LinkLocalPayloadBytes) fails to decode whole; its header and
 // question still say what it asked and how it was answered, so it is
-// decoded again with its record counts set to zero.
-func decodeDNS(p record.LinkLocalPayload) (dnsMessage, bool) {
+// decoded again with its record counts set to zero (truncated).
+func DecodeDNS(p record.LinkLocalPayload) (d *layers.DNS, truncated bool, ok bool) {
 	b := p.Data
 	if p.Key.Proto == 6 {
 		if len(b) < 2 {
-			return dnsMessage{}, false
+			return nil, false, false
 		}
 		b = b[2:]
 	}
-	var d layers.DNS
-	truncated := false
-	if err := d.DecodeFromBytes(b, gopacket.NilDecodeFeedback); err != nil {
-		if len(b) < 12 || int(p.Len) <= len(p.Data) {
-			return dnsMessage{}, false
-		}
-		cut := append([]byte(nil), b...)
-		binary.BigEndian.PutUint16(cut[6:], 0)  // ANCOUNT
-		binary.BigEndian.PutUint16(cut[8:], 0)  // NSCOUNT
-		binary.BigEndian.PutUint16(cut[10:], 0) // ARCOUNT
-		d = layers.DNS{}
-		if err := d.DecodeFromBytes(cut, gopacket.NilDecodeFeedback); err != nil {
-			return dnsMessage{}, false
-		}
-		truncated = true
+	d = &layers.DNS{}
+	if d.DecodeFromBytes(b, gopacket.NilDecodeFeedback) == nil {
+		return d, false, true
+	}
+	if len(b) < 12 || int(p.Len) <= len(p.Data) {
+		return nil, false, false
+	}
+	cut := append([]byte(nil), b...)
+	binary.BigEndian.PutUint16(cut[6:], 0)  // ANCOUNT
+	binary.BigEndian.PutUint16(cut[8:], 0)  // NSCOUNT
+	binary.BigEndian.PutUint16(cut[10:], 0) // ARCOUNT
+	d = &layers.DNS{}
+	if d.DecodeFromBytes(cut, gopacket.NilDecodeFeedback) != nil {
+		return nil, false, false
+	}
+	return d, true, true
+}
+
+// decodeDNS is what the detail keeps of a DNS payload.
+func decodeDNS(p record.LinkLocalPayload) (dnsMessage, bool) {
+	d, truncated, ok := DecodeDNS(p)
+	if !ok {
+		return dnsMessage{}, false
 	}
 	if len(d.Questions) == 0 {
 		return dnsMessage{}, false

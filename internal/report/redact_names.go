@@ -173,29 +173,10 @@ func detailRoles(c analyzer.LinkLocalClient) []string {
 	return out
 }
 
-// decodeDNSPayload decodes a DNS payload (after TCP's length prefix); a
-// message the copy cut is decoded without its records.
+// decodeDNSPayload decodes a DNS payload as the analyzer does.
 func decodeDNSPayload(p record.LinkLocalPayload) (*layers.DNS, bool) {
-	b := p.Data
-	if p.Key.Proto == 6 {
-		if len(b) < 2 {
-			return nil, false
-		}
-		b = b[2:]
-	}
-	d := &layers.DNS{}
-	if d.DecodeFromBytes(b, gopacket.NilDecodeFeedback) == nil {
-		return d, true
-	}
-	if len(b) < 12 {
-		return nil, false
-	}
-	cut := append([]byte(nil), b...)
-	for _, off := range []int{6, 8, 10} {
-		binary.BigEndian.PutUint16(cut[off:], 0)
-	}
-	d = &layers.DNS{}
-	return d, d.DecodeFromBytes(cut, gopacket.NilDecodeFeedback) == nil
+	d, _, ok := analyzer.DecodeDNS(p)
+	return d, ok
 }
 
 func dnsNames(d *layers.DNS) []string {
