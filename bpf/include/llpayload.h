@@ -127,16 +127,22 @@ __attribute__((noinline)) int ll_payload(struct __sk_buff *skb, __u32 dir, __u32
 	}
 	__builtin_memset(ev, 0, sizeof(*ev));
 	__u64 n = len < most ? len : most;
-	/* Bound the register the call gets: clang may pass the unclamped one. */
-	asm volatile("" : "+r"(n));
-	if (n < 1 || n > LL_PAYLOAD_MAX || bpf_skb_load_bytes(skb, off, ev->data, n)) {
+	/* The size the call gets, in [1, LL_PAYLOAD_MAX] by arithmetic the
+	 * verifier follows: the verifiers of 5.10 and 6.1 learn no lower bound
+	 * from n != 0 (clang's test for n >= 1), and the helper takes no zero
+	 * size. n is in that range already (off < end); the barrier keeps clang
+	 * from folding the mask away. */
+	__u64 size = n - 1;
+	asm volatile("" : "+r"(size));
+	size = (size & (LL_PAYLOAD_MAX - 1)) + 1;
+	if (bpf_skb_load_bytes(skb, off, ev->data, size)) {
 		bpf_ringbuf_discard(ev, BPF_RB_NO_WAKEUP);
 		return 0;
 	}
 	ev->ts_ns = now;
 	full_key(p, &ev->key);
 	ev->payload_len = len > 0xffff ? 0xffff : len;
-	ev->captured = n;
+	ev->captured = size;
 	ev->service = svc;
 	ev->dir = dir;
 	ev->imds_kind = svc == LL_IMDS ? imds_kind : 0;
