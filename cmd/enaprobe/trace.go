@@ -429,10 +429,11 @@ func discoverHost(ctx context.Context, f *traceFlags, ifaces []string, log zerol
 
 func warnLoss(rec *record.Recording, log zerolog.Logger) {
 	for _, l := range rec.Loss {
-		if l.FlowMapFull+l.RingbufFull+l.BucketOverwritten+l.SliceOverwritten+l.IMDSEvents > 0 {
+		if l.FlowMapFull+l.RingbufFull+l.BucketOverwritten+l.SliceOverwritten+l.IMDSEvents+l.LinkLocalPayloads > 0 {
 			log.Warn().Str("interface", l.Interface).Uint64("flow_map_full", l.FlowMapFull).
 				Uint64("ringbuf_full", l.RingbufFull).Uint64("bucket_overwritten", l.BucketOverwritten).
-				Uint64("slice_overwritten", l.SliceOverwritten).Uint64("imds_events", l.IMDSEvents).Msg("the trace lost data; see the loss section")
+				Uint64("slice_overwritten", l.SliceOverwritten).Uint64("imds_events", l.IMDSEvents).
+				Uint64("linklocal_payloads", l.LinkLocalPayloads).Msg("the trace lost data; see the loss section")
 		}
 	}
 }
