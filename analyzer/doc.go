@@ -58,7 +58,9 @@
 //     ingress on a container's veth). linklocal_hot: a
 //     1 s rate at LinkLocalHotShare (0.7) of the limit with no exceeded
 //     finding, placed as the span above half that rate; the stretches of
-//     one interface are one finding.
+//     one interface are one finding. Both carry the link-local detail when
+//     the datapath copied payloads (linklocal_detail.go): what each client
+//     asked, and the fixes ranked, the first leading the recommendation.
 //   - flow_at_cap: a flow's throughput per PlateauBin (1 s) flat (coefficient of
 //     variation <= PlateauCV 0.05) for PlateauMin (3 s) within FlowCapBand
 //     (10%) of FlowLimitBps, with no bw or pps jump meanwhile; ends refined by

@@ -110,6 +110,7 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 			jumpsText(f.Incident), a.linkLocalRates(fs, inc.lo, inc.hi), units.PacketRate(a.opt.LinkLocalPPS), units.PacketRate(f.Incident.Peak.Rate),
 			units.Seconds(f.Incident.Peak.WindowS), topFlowText(f.Flows), lagText(f.Incident))
 		f.Recommendation = recommendLinkLocal
+		a.attachLinkLocalDetail(&f, a.g.startNs(inc.lo), a.g.startNs(inc.hi))
 		out = append(out, f)
 	}
 	return out
@@ -167,6 +168,7 @@ func (a *analysis) linkLocalHot(iface string, fs *fineSeries, exceeded []Finding
 			units.PacketRate(peak1s), 100*peak1s/a.opt.LinkLocalPPS, units.PacketRate(a.opt.LinkLocalPPS), absorbed, units.Seconds(float64(hi-lo)*float64(a.g.widthNs)/1e9),
 			a.linkLocalRates(fs, lo, hi), topFlowText(f.Flows))
 		f.Recommendation = recommendLinkLocalHot
+		a.attachLinkLocalDetail(&f, a.g.startNs(lo), a.g.startNs(hi))
 		out = append(out, f)
 	}
 	return foldHot(out)

@@ -201,6 +201,10 @@ type Finding struct {
 	// (microburst_in, microburst_out, pps_exceeded, baseline_exhausted):
 	// what the TCP flows that ran through it lost, or waited.
 	Impact *Impact `json:"impact,omitempty"`
+	// LinkLocal is set on linklocal_exceeded and linklocal_hot findings
+	// when the datapath copied link-local payloads: what the offenders
+	// asked, and the fixes ranked.
+	LinkLocal *LinkLocalDetail `json:"linklocal,omitempty"`
 }
 
 // IMDSDiagnosis is one IMDS client whose IMDSv2 token replies died on the
@@ -368,6 +372,9 @@ type LossCounts struct {
 	SliceOverwritten  uint64 `json:"slice_overwritten"`
 	FlowsEvicted      uint64 `json:"flows_evicted"`
 	IMDSEvents        uint64 `json:"imds_events"` // IMDS events dropped: their ring buffer was full
+	// LinkLocalPayloads are link-local payload events not recorded: over
+	// the rate cap, or their ring buffer full.
+	LinkLocalPayloads uint64 `json:"linklocal_payloads"`
 }
 
 // InterfaceLoss is the loss of one interface.

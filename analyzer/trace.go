@@ -197,7 +197,8 @@ func (a *analysis) loss() LossInfo {
 	}
 	for _, l := range a.rec.Loss {
 		c := LossCounts{FlowMapFull: l.FlowMapFull, RingbufFull: l.RingbufFull, BucketOverwritten: l.BucketOverwritten,
-			SliceOverwritten: l.SliceOverwritten, FlowsEvicted: l.FlowsEvicted, IMDSEvents: l.IMDSEvents}
+			SliceOverwritten: l.SliceOverwritten, FlowsEvicted: l.FlowsEvicted, IMDSEvents: l.IMDSEvents,
+			LinkLocalPayloads: l.LinkLocalPayloads}
 		il := get(l.Interface)
 		il.Counts = il.Counts.add(c)
 		li.Total = li.Total.add(c)
@@ -245,6 +246,7 @@ func (c LossCounts) add(d LossCounts) LossCounts {
 		SliceOverwritten:  c.SliceOverwritten + d.SliceOverwritten,
 		FlowsEvicted:      c.FlowsEvicted + d.FlowsEvicted,
 		IMDSEvents:        c.IMDSEvents + d.IMDSEvents,
+		LinkLocalPayloads: c.LinkLocalPayloads + d.LinkLocalPayloads,
 	}
 }
 

@@ -84,6 +84,7 @@ __attribute__((noinline)) int parse_packet(struct __sk_buff *skb)
 }
 
 #include "include/imds.h"
+#include "include/llpayload.h"
 
 /* begin_count is how every counting program starts, the benchmarks' floor
  * included: the clock, the parsed frame, this CPU's state. NULL when the
@@ -135,8 +136,8 @@ static __always_inline int count(struct __sk_buff *skb, __u32 dir)
 		if (note_origins && dir == DIR_EGRESS && !v->origin)
 			note_origin(skb, v);
 	}
-	if (svc == LL_IMDS)
-		imds_look(skb, dir);
+	if (svc != LL_NONE)
+		ll_look(skb, dir, svc);
 	return VERDICT_NEXT;
 }
 

@@ -29,7 +29,7 @@ type ProbeCpuState struct {
 	Totals        [2]ProbeDirTotals
 	Slices        [2]ProbeSizeSlice
 	Open          [2]ProbeBucket
-	Loss          [5]uint64
+	Loss          [6]uint64
 	BucketEpoch   uint64
 	BucketStartNs uint64
 	SliceEpoch    uint64
@@ -186,6 +186,25 @@ type ProbeImdsPeek struct {
 	Buf [512]uint8
 }
 
+type ProbeLlPayloadEvent struct {
+	_          structs.HostLayout
+	TsNs       uint64
+	Key        ProbeFlowKey
+	PayloadLen uint16
+	Captured   uint16
+	Service    uint8
+	Dir        uint8
+	ImdsKind   uint8
+	Pad        uint8
+	Data       [256]uint8
+}
+
+type ProbeLlRate struct {
+	_     structs.HostLayout
+	Sec   uint64
+	Count uint64
+}
+
 type ProbeLlService uint32
 
 const (
@@ -204,7 +223,8 @@ const (
 	ProbeLossKindLOSS_BUCKET_OVERWRITTEN ProbeLossKind = 2
 	ProbeLossKindLOSS_SLICE_OVERWRITTEN  ProbeLossKind = 3
 	ProbeLossKindLOSS_IMDS_EVENTS        ProbeLossKind = 4
-	ProbeLossKindNUM_LOSS                ProbeLossKind = 5
+	ProbeLossKindLOSS_LL_PAYLOAD         ProbeLossKind = 5
+	ProbeLossKindNUM_LOSS                ProbeLossKind = 6
 )
 
 type ProbeOrigin uint32
@@ -247,49 +267,53 @@ type ProbeWindowEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	ProbeMapBuckets            = "buckets"
-	ProbeMapCpuStates          = "cpu_states"
-	ProbeMapFlowEvictions      = "flow_evictions"
-	ProbeMapFlowLocks4         = "flow_locks4"
-	ProbeMapFlowLocks6         = "flow_locks6"
-	ProbeMapFlowUsed4          = "flow_used4"
-	ProbeMapFlowUsed6          = "flow_used6"
-	ProbeMapFlows4             = "flows4"
-	ProbeMapFlows6             = "flows6"
-	ProbeMapImdsEvents         = "imds_events"
-	ProbeMapImdsScratch        = "imds_scratch"
-	ProbeMapSizeSlices         = "size_slices"
-	ProbeMapWindowEvents       = "window_events"
-	ProbeProgEnaprobeEgress    = "enaprobe_egress"
-	ProbeProgEnaprobeIngress   = "enaprobe_ingress"
-	ProbeVarBucketDrained      = "bucket_drained"
-	ProbeVarBucketMask         = "bucket_mask"
-	ProbeVarBucketNs           = "bucket_ns"
-	ProbeVarFlowIdleNs         = "flow_idle_ns"
-	ProbeVarFlowRegionBits4    = "flow_region_bits4"
-	ProbeVarFlowRegionBits6    = "flow_region_bits6"
-	ProbeVarFlowRegions4       = "flow_regions4"
-	ProbeVarFlowRegions6       = "flow_regions6"
-	ProbeVarFlowSeed           = "flow_seed"
-	ProbeVarFlowSnapshotGen    = "flow_snapshot_gen"
-	ProbeVarHeavyBytes         = "heavy_bytes"
-	ProbeVarMeasureImpact      = "measure_impact"
-	ProbeVarNoteOrigins        = "note_origins"
-	ProbeVarSliceDrained       = "slice_drained"
-	ProbeVarSliceMask          = "slice_mask"
-	ProbeVarSliceNs            = "slice_ns"
-	ProbeVarUnusedDirection    = "unused_direction"
-	ProbeVarUnusedFlowEviction = "unused_flow_eviction"
-	ProbeVarUnusedFlowKey4     = "unused_flow_key4"
-	ProbeVarUnusedImdsEvent    = "unused_imds_event"
-	ProbeVarUnusedImdsKind     = "unused_imds_kind"
-	ProbeVarUnusedLlService    = "unused_ll_service"
-	ProbeVarUnusedLossKind     = "unused_loss_kind"
-	ProbeVarUnusedOrigin       = "unused_origin"
-	ProbeVarUnusedProtoClass   = "unused_proto_class"
-	ProbeVarUnusedWindowEvent  = "unused_window_event"
-	ProbeVarVpcResolver        = "vpc_resolver"
-	ProbeVarWindowNs           = "window_ns"
+	ProbeMapBuckets              = "buckets"
+	ProbeMapCpuStates            = "cpu_states"
+	ProbeMapFlowEvictions        = "flow_evictions"
+	ProbeMapFlowLocks4           = "flow_locks4"
+	ProbeMapFlowLocks6           = "flow_locks6"
+	ProbeMapFlowUsed4            = "flow_used4"
+	ProbeMapFlowUsed6            = "flow_used6"
+	ProbeMapFlows4               = "flows4"
+	ProbeMapFlows6               = "flows6"
+	ProbeMapImdsEvents           = "imds_events"
+	ProbeMapImdsScratch          = "imds_scratch"
+	ProbeMapLlPayloads           = "ll_payloads"
+	ProbeMapLlRates              = "ll_rates"
+	ProbeMapSizeSlices           = "size_slices"
+	ProbeMapWindowEvents         = "window_events"
+	ProbeProgEnaprobeEgress      = "enaprobe_egress"
+	ProbeProgEnaprobeIngress     = "enaprobe_ingress"
+	ProbeVarBucketDrained        = "bucket_drained"
+	ProbeVarBucketMask           = "bucket_mask"
+	ProbeVarBucketNs             = "bucket_ns"
+	ProbeVarFlowIdleNs           = "flow_idle_ns"
+	ProbeVarFlowRegionBits4      = "flow_region_bits4"
+	ProbeVarFlowRegionBits6      = "flow_region_bits6"
+	ProbeVarFlowRegions4         = "flow_regions4"
+	ProbeVarFlowRegions6         = "flow_regions6"
+	ProbeVarFlowSeed             = "flow_seed"
+	ProbeVarFlowSnapshotGen      = "flow_snapshot_gen"
+	ProbeVarHeavyBytes           = "heavy_bytes"
+	ProbeVarLlPayloadRate        = "ll_payload_rate"
+	ProbeVarMeasureImpact        = "measure_impact"
+	ProbeVarNoteOrigins          = "note_origins"
+	ProbeVarSliceDrained         = "slice_drained"
+	ProbeVarSliceMask            = "slice_mask"
+	ProbeVarSliceNs              = "slice_ns"
+	ProbeVarUnusedDirection      = "unused_direction"
+	ProbeVarUnusedFlowEviction   = "unused_flow_eviction"
+	ProbeVarUnusedFlowKey4       = "unused_flow_key4"
+	ProbeVarUnusedImdsEvent      = "unused_imds_event"
+	ProbeVarUnusedImdsKind       = "unused_imds_kind"
+	ProbeVarUnusedLlPayloadEvent = "unused_ll_payload_event"
+	ProbeVarUnusedLlService      = "unused_ll_service"
+	ProbeVarUnusedLossKind       = "unused_loss_kind"
+	ProbeVarUnusedOrigin         = "unused_origin"
+	ProbeVarUnusedProtoClass     = "unused_proto_class"
+	ProbeVarUnusedWindowEvent    = "unused_window_event"
+	ProbeVarVpcResolver          = "vpc_resolver"
+	ProbeVarWindowNs             = "window_ns"
 )
 
 // LoadProbe returns the embedded CollectionSpec for Probe.
@@ -353,6 +377,8 @@ type ProbeMapSpecs struct {
 	Flows6        *ebpf.MapSpec `ebpf:"flows6"`
 	ImdsEvents    *ebpf.MapSpec `ebpf:"imds_events"`
 	ImdsScratch   *ebpf.MapSpec `ebpf:"imds_scratch"`
+	LlPayloads    *ebpf.MapSpec `ebpf:"ll_payloads"`
+	LlRates       *ebpf.MapSpec `ebpf:"ll_rates"`
 	SizeSlices    *ebpf.MapSpec `ebpf:"size_slices"`
 	WindowEvents  *ebpf.MapSpec `ebpf:"window_events"`
 }
@@ -361,34 +387,36 @@ type ProbeMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProbeVariableSpecs struct {
-	BucketDrained      *ebpf.VariableSpec `ebpf:"bucket_drained"`
-	BucketMask         *ebpf.VariableSpec `ebpf:"bucket_mask"`
-	BucketNs           *ebpf.VariableSpec `ebpf:"bucket_ns"`
-	FlowIdleNs         *ebpf.VariableSpec `ebpf:"flow_idle_ns"`
-	FlowRegionBits4    *ebpf.VariableSpec `ebpf:"flow_region_bits4"`
-	FlowRegionBits6    *ebpf.VariableSpec `ebpf:"flow_region_bits6"`
-	FlowRegions4       *ebpf.VariableSpec `ebpf:"flow_regions4"`
-	FlowRegions6       *ebpf.VariableSpec `ebpf:"flow_regions6"`
-	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
-	FlowSnapshotGen    *ebpf.VariableSpec `ebpf:"flow_snapshot_gen"`
-	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
-	MeasureImpact      *ebpf.VariableSpec `ebpf:"measure_impact"`
-	NoteOrigins        *ebpf.VariableSpec `ebpf:"note_origins"`
-	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
-	SliceMask          *ebpf.VariableSpec `ebpf:"slice_mask"`
-	SliceNs            *ebpf.VariableSpec `ebpf:"slice_ns"`
-	UnusedDirection    *ebpf.VariableSpec `ebpf:"unused_direction"`
-	UnusedFlowEviction *ebpf.VariableSpec `ebpf:"unused_flow_eviction"`
-	UnusedFlowKey4     *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
-	UnusedImdsEvent    *ebpf.VariableSpec `ebpf:"unused_imds_event"`
-	UnusedImdsKind     *ebpf.VariableSpec `ebpf:"unused_imds_kind"`
-	UnusedLlService    *ebpf.VariableSpec `ebpf:"unused_ll_service"`
-	UnusedLossKind     *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
-	UnusedOrigin       *ebpf.VariableSpec `ebpf:"unused_origin"`
-	UnusedProtoClass   *ebpf.VariableSpec `ebpf:"unused_proto_class"`
-	UnusedWindowEvent  *ebpf.VariableSpec `ebpf:"unused_window_event"`
-	VpcResolver        *ebpf.VariableSpec `ebpf:"vpc_resolver"`
-	WindowNs           *ebpf.VariableSpec `ebpf:"window_ns"`
+	BucketDrained        *ebpf.VariableSpec `ebpf:"bucket_drained"`
+	BucketMask           *ebpf.VariableSpec `ebpf:"bucket_mask"`
+	BucketNs             *ebpf.VariableSpec `ebpf:"bucket_ns"`
+	FlowIdleNs           *ebpf.VariableSpec `ebpf:"flow_idle_ns"`
+	FlowRegionBits4      *ebpf.VariableSpec `ebpf:"flow_region_bits4"`
+	FlowRegionBits6      *ebpf.VariableSpec `ebpf:"flow_region_bits6"`
+	FlowRegions4         *ebpf.VariableSpec `ebpf:"flow_regions4"`
+	FlowRegions6         *ebpf.VariableSpec `ebpf:"flow_regions6"`
+	FlowSeed             *ebpf.VariableSpec `ebpf:"flow_seed"`
+	FlowSnapshotGen      *ebpf.VariableSpec `ebpf:"flow_snapshot_gen"`
+	HeavyBytes           *ebpf.VariableSpec `ebpf:"heavy_bytes"`
+	LlPayloadRate        *ebpf.VariableSpec `ebpf:"ll_payload_rate"`
+	MeasureImpact        *ebpf.VariableSpec `ebpf:"measure_impact"`
+	NoteOrigins          *ebpf.VariableSpec `ebpf:"note_origins"`
+	SliceDrained         *ebpf.VariableSpec `ebpf:"slice_drained"`
+	SliceMask            *ebpf.VariableSpec `ebpf:"slice_mask"`
+	SliceNs              *ebpf.VariableSpec `ebpf:"slice_ns"`
+	UnusedDirection      *ebpf.VariableSpec `ebpf:"unused_direction"`
+	UnusedFlowEviction   *ebpf.VariableSpec `ebpf:"unused_flow_eviction"`
+	UnusedFlowKey4       *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
+	UnusedImdsEvent      *ebpf.VariableSpec `ebpf:"unused_imds_event"`
+	UnusedImdsKind       *ebpf.VariableSpec `ebpf:"unused_imds_kind"`
+	UnusedLlPayloadEvent *ebpf.VariableSpec `ebpf:"unused_ll_payload_event"`
+	UnusedLlService      *ebpf.VariableSpec `ebpf:"unused_ll_service"`
+	UnusedLossKind       *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
+	UnusedOrigin         *ebpf.VariableSpec `ebpf:"unused_origin"`
+	UnusedProtoClass     *ebpf.VariableSpec `ebpf:"unused_proto_class"`
+	UnusedWindowEvent    *ebpf.VariableSpec `ebpf:"unused_window_event"`
+	VpcResolver          *ebpf.VariableSpec `ebpf:"vpc_resolver"`
+	WindowNs             *ebpf.VariableSpec `ebpf:"window_ns"`
 }
 
 // ProbeObjects contains all objects after they have been loaded into the kernel.
@@ -422,6 +450,8 @@ type ProbeMaps struct {
 	Flows6        *ebpf.Map `ebpf:"flows6"`
 	ImdsEvents    *ebpf.Map `ebpf:"imds_events"`
 	ImdsScratch   *ebpf.Map `ebpf:"imds_scratch"`
+	LlPayloads    *ebpf.Map `ebpf:"ll_payloads"`
+	LlRates       *ebpf.Map `ebpf:"ll_rates"`
 	SizeSlices    *ebpf.Map `ebpf:"size_slices"`
 	WindowEvents  *ebpf.Map `ebpf:"window_events"`
 }
@@ -439,6 +469,8 @@ func (m *ProbeMaps) Close() error {
 		m.Flows6,
 		m.ImdsEvents,
 		m.ImdsScratch,
+		m.LlPayloads,
+		m.LlRates,
 		m.SizeSlices,
 		m.WindowEvents,
 	)
@@ -448,34 +480,36 @@ func (m *ProbeMaps) Close() error {
 //
 // It can be passed to LoadProbeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProbeVariables struct {
-	BucketDrained      *ebpf.Variable `ebpf:"bucket_drained"`
-	BucketMask         *ebpf.Variable `ebpf:"bucket_mask"`
-	BucketNs           *ebpf.Variable `ebpf:"bucket_ns"`
-	FlowIdleNs         *ebpf.Variable `ebpf:"flow_idle_ns"`
-	FlowRegionBits4    *ebpf.Variable `ebpf:"flow_region_bits4"`
-	FlowRegionBits6    *ebpf.Variable `ebpf:"flow_region_bits6"`
-	FlowRegions4       *ebpf.Variable `ebpf:"flow_regions4"`
-	FlowRegions6       *ebpf.Variable `ebpf:"flow_regions6"`
-	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
-	FlowSnapshotGen    *ebpf.Variable `ebpf:"flow_snapshot_gen"`
-	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
-	MeasureImpact      *ebpf.Variable `ebpf:"measure_impact"`
-	NoteOrigins        *ebpf.Variable `ebpf:"note_origins"`
-	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`
-	SliceMask          *ebpf.Variable `ebpf:"slice_mask"`
-	SliceNs            *ebpf.Variable `ebpf:"slice_ns"`
-	UnusedDirection    *ebpf.Variable `ebpf:"unused_direction"`
-	UnusedFlowEviction *ebpf.Variable `ebpf:"unused_flow_eviction"`
-	UnusedFlowKey4     *ebpf.Variable `ebpf:"unused_flow_key4"`
-	UnusedImdsEvent    *ebpf.Variable `ebpf:"unused_imds_event"`
-	UnusedImdsKind     *ebpf.Variable `ebpf:"unused_imds_kind"`
-	UnusedLlService    *ebpf.Variable `ebpf:"unused_ll_service"`
-	UnusedLossKind     *ebpf.Variable `ebpf:"unused_loss_kind"`
-	UnusedOrigin       *ebpf.Variable `ebpf:"unused_origin"`
-	UnusedProtoClass   *ebpf.Variable `ebpf:"unused_proto_class"`
-	UnusedWindowEvent  *ebpf.Variable `ebpf:"unused_window_event"`
-	VpcResolver        *ebpf.Variable `ebpf:"vpc_resolver"`
-	WindowNs           *ebpf.Variable `ebpf:"window_ns"`
+	BucketDrained        *ebpf.Variable `ebpf:"bucket_drained"`
+	BucketMask           *ebpf.Variable `ebpf:"bucket_mask"`
+	BucketNs             *ebpf.Variable `ebpf:"bucket_ns"`
+	FlowIdleNs           *ebpf.Variable `ebpf:"flow_idle_ns"`
+	FlowRegionBits4      *ebpf.Variable `ebpf:"flow_region_bits4"`
+	FlowRegionBits6      *ebpf.Variable `ebpf:"flow_region_bits6"`
+	FlowRegions4         *ebpf.Variable `ebpf:"flow_regions4"`
+	FlowRegions6         *ebpf.Variable `ebpf:"flow_regions6"`
+	FlowSeed             *ebpf.Variable `ebpf:"flow_seed"`
+	FlowSnapshotGen      *ebpf.Variable `ebpf:"flow_snapshot_gen"`
+	HeavyBytes           *ebpf.Variable `ebpf:"heavy_bytes"`
+	LlPayloadRate        *ebpf.Variable `ebpf:"ll_payload_rate"`
+	MeasureImpact        *ebpf.Variable `ebpf:"measure_impact"`
+	NoteOrigins          *ebpf.Variable `ebpf:"note_origins"`
+	SliceDrained         *ebpf.Variable `ebpf:"slice_drained"`
+	SliceMask            *ebpf.Variable `ebpf:"slice_mask"`
+	SliceNs              *ebpf.Variable `ebpf:"slice_ns"`
+	UnusedDirection      *ebpf.Variable `ebpf:"unused_direction"`
+	UnusedFlowEviction   *ebpf.Variable `ebpf:"unused_flow_eviction"`
+	UnusedFlowKey4       *ebpf.Variable `ebpf:"unused_flow_key4"`
+	UnusedImdsEvent      *ebpf.Variable `ebpf:"unused_imds_event"`
+	UnusedImdsKind       *ebpf.Variable `ebpf:"unused_imds_kind"`
+	UnusedLlPayloadEvent *ebpf.Variable `ebpf:"unused_ll_payload_event"`
+	UnusedLlService      *ebpf.Variable `ebpf:"unused_ll_service"`
+	UnusedLossKind       *ebpf.Variable `ebpf:"unused_loss_kind"`
+	UnusedOrigin         *ebpf.Variable `ebpf:"unused_origin"`
+	UnusedProtoClass     *ebpf.Variable `ebpf:"unused_proto_class"`
+	UnusedWindowEvent    *ebpf.Variable `ebpf:"unused_window_event"`
+	VpcResolver          *ebpf.Variable `ebpf:"vpc_resolver"`
+	WindowNs             *ebpf.Variable `ebpf:"window_ns"`
 }
 
 // ProbePrograms contains all programs after they have been loaded into the kernel.

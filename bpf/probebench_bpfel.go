@@ -16,53 +16,57 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	ProbeBenchMapBuckets            = "buckets"
-	ProbeBenchMapCpuStates          = "cpu_states"
-	ProbeBenchMapFlowEvictions      = "flow_evictions"
-	ProbeBenchMapFlowLocks4         = "flow_locks4"
-	ProbeBenchMapFlowLocks6         = "flow_locks6"
-	ProbeBenchMapFlowUsed4          = "flow_used4"
-	ProbeBenchMapFlowUsed6          = "flow_used6"
-	ProbeBenchMapFlows4             = "flows4"
-	ProbeBenchMapFlows6             = "flows6"
-	ProbeBenchMapImdsEvents         = "imds_events"
-	ProbeBenchMapImdsScratch        = "imds_scratch"
-	ProbeBenchMapSizeSlices         = "size_slices"
-	ProbeBenchMapWindowEvents       = "window_events"
-	ProbeBenchProgEnaprobeClock     = "enaprobe_clock"
-	ProbeBenchProgEnaprobeEgress    = "enaprobe_egress"
-	ProbeBenchProgEnaprobeEmpty     = "enaprobe_empty"
-	ProbeBenchProgEnaprobeIngress   = "enaprobe_ingress"
-	ProbeBenchProgEnaprobeMinimal   = "enaprobe_minimal"
-	ProbeBenchVarAtomicAdds         = "atomic_adds"
-	ProbeBenchVarBucketDrained      = "bucket_drained"
-	ProbeBenchVarBucketMask         = "bucket_mask"
-	ProbeBenchVarBucketNs           = "bucket_ns"
-	ProbeBenchVarFlowIdleNs         = "flow_idle_ns"
-	ProbeBenchVarFlowRegionBits4    = "flow_region_bits4"
-	ProbeBenchVarFlowRegionBits6    = "flow_region_bits6"
-	ProbeBenchVarFlowRegions4       = "flow_regions4"
-	ProbeBenchVarFlowRegions6       = "flow_regions6"
-	ProbeBenchVarFlowSeed           = "flow_seed"
-	ProbeBenchVarFlowSnapshotGen    = "flow_snapshot_gen"
-	ProbeBenchVarHeavyBytes         = "heavy_bytes"
-	ProbeBenchVarMeasureImpact      = "measure_impact"
-	ProbeBenchVarNoteOrigins        = "note_origins"
-	ProbeBenchVarSliceDrained       = "slice_drained"
-	ProbeBenchVarSliceMask          = "slice_mask"
-	ProbeBenchVarSliceNs            = "slice_ns"
-	ProbeBenchVarUnusedDirection    = "unused_direction"
-	ProbeBenchVarUnusedFlowEviction = "unused_flow_eviction"
-	ProbeBenchVarUnusedFlowKey4     = "unused_flow_key4"
-	ProbeBenchVarUnusedImdsEvent    = "unused_imds_event"
-	ProbeBenchVarUnusedImdsKind     = "unused_imds_kind"
-	ProbeBenchVarUnusedLlService    = "unused_ll_service"
-	ProbeBenchVarUnusedLossKind     = "unused_loss_kind"
-	ProbeBenchVarUnusedOrigin       = "unused_origin"
-	ProbeBenchVarUnusedProtoClass   = "unused_proto_class"
-	ProbeBenchVarUnusedWindowEvent  = "unused_window_event"
-	ProbeBenchVarVpcResolver        = "vpc_resolver"
-	ProbeBenchVarWindowNs           = "window_ns"
+	ProbeBenchMapBuckets              = "buckets"
+	ProbeBenchMapCpuStates            = "cpu_states"
+	ProbeBenchMapFlowEvictions        = "flow_evictions"
+	ProbeBenchMapFlowLocks4           = "flow_locks4"
+	ProbeBenchMapFlowLocks6           = "flow_locks6"
+	ProbeBenchMapFlowUsed4            = "flow_used4"
+	ProbeBenchMapFlowUsed6            = "flow_used6"
+	ProbeBenchMapFlows4               = "flows4"
+	ProbeBenchMapFlows6               = "flows6"
+	ProbeBenchMapImdsEvents           = "imds_events"
+	ProbeBenchMapImdsScratch          = "imds_scratch"
+	ProbeBenchMapLlPayloads           = "ll_payloads"
+	ProbeBenchMapLlRates              = "ll_rates"
+	ProbeBenchMapSizeSlices           = "size_slices"
+	ProbeBenchMapWindowEvents         = "window_events"
+	ProbeBenchProgEnaprobeClock       = "enaprobe_clock"
+	ProbeBenchProgEnaprobeEgress      = "enaprobe_egress"
+	ProbeBenchProgEnaprobeEmpty       = "enaprobe_empty"
+	ProbeBenchProgEnaprobeIngress     = "enaprobe_ingress"
+	ProbeBenchProgEnaprobeMinimal     = "enaprobe_minimal"
+	ProbeBenchVarAtomicAdds           = "atomic_adds"
+	ProbeBenchVarBucketDrained        = "bucket_drained"
+	ProbeBenchVarBucketMask           = "bucket_mask"
+	ProbeBenchVarBucketNs             = "bucket_ns"
+	ProbeBenchVarFlowIdleNs           = "flow_idle_ns"
+	ProbeBenchVarFlowRegionBits4      = "flow_region_bits4"
+	ProbeBenchVarFlowRegionBits6      = "flow_region_bits6"
+	ProbeBenchVarFlowRegions4         = "flow_regions4"
+	ProbeBenchVarFlowRegions6         = "flow_regions6"
+	ProbeBenchVarFlowSeed             = "flow_seed"
+	ProbeBenchVarFlowSnapshotGen      = "flow_snapshot_gen"
+	ProbeBenchVarHeavyBytes           = "heavy_bytes"
+	ProbeBenchVarLlPayloadRate        = "ll_payload_rate"
+	ProbeBenchVarMeasureImpact        = "measure_impact"
+	ProbeBenchVarNoteOrigins          = "note_origins"
+	ProbeBenchVarSliceDrained         = "slice_drained"
+	ProbeBenchVarSliceMask            = "slice_mask"
+	ProbeBenchVarSliceNs              = "slice_ns"
+	ProbeBenchVarUnusedDirection      = "unused_direction"
+	ProbeBenchVarUnusedFlowEviction   = "unused_flow_eviction"
+	ProbeBenchVarUnusedFlowKey4       = "unused_flow_key4"
+	ProbeBenchVarUnusedImdsEvent      = "unused_imds_event"
+	ProbeBenchVarUnusedImdsKind       = "unused_imds_kind"
+	ProbeBenchVarUnusedLlPayloadEvent = "unused_ll_payload_event"
+	ProbeBenchVarUnusedLlService      = "unused_ll_service"
+	ProbeBenchVarUnusedLossKind       = "unused_loss_kind"
+	ProbeBenchVarUnusedOrigin         = "unused_origin"
+	ProbeBenchVarUnusedProtoClass     = "unused_proto_class"
+	ProbeBenchVarUnusedWindowEvent    = "unused_window_event"
+	ProbeBenchVarVpcResolver          = "vpc_resolver"
+	ProbeBenchVarWindowNs             = "window_ns"
 )
 
 // LoadProbeBench returns the embedded CollectionSpec for ProbeBench.
@@ -129,6 +133,8 @@ type ProbeBenchMapSpecs struct {
 	Flows6        *ebpf.MapSpec `ebpf:"flows6"`
 	ImdsEvents    *ebpf.MapSpec `ebpf:"imds_events"`
 	ImdsScratch   *ebpf.MapSpec `ebpf:"imds_scratch"`
+	LlPayloads    *ebpf.MapSpec `ebpf:"ll_payloads"`
+	LlRates       *ebpf.MapSpec `ebpf:"ll_rates"`
 	SizeSlices    *ebpf.MapSpec `ebpf:"size_slices"`
 	WindowEvents  *ebpf.MapSpec `ebpf:"window_events"`
 }
@@ -137,35 +143,37 @@ type ProbeBenchMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProbeBenchVariableSpecs struct {
-	AtomicAdds         *ebpf.VariableSpec `ebpf:"atomic_adds"`
-	BucketDrained      *ebpf.VariableSpec `ebpf:"bucket_drained"`
-	BucketMask         *ebpf.VariableSpec `ebpf:"bucket_mask"`
-	BucketNs           *ebpf.VariableSpec `ebpf:"bucket_ns"`
-	FlowIdleNs         *ebpf.VariableSpec `ebpf:"flow_idle_ns"`
-	FlowRegionBits4    *ebpf.VariableSpec `ebpf:"flow_region_bits4"`
-	FlowRegionBits6    *ebpf.VariableSpec `ebpf:"flow_region_bits6"`
-	FlowRegions4       *ebpf.VariableSpec `ebpf:"flow_regions4"`
-	FlowRegions6       *ebpf.VariableSpec `ebpf:"flow_regions6"`
-	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
-	FlowSnapshotGen    *ebpf.VariableSpec `ebpf:"flow_snapshot_gen"`
-	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
-	MeasureImpact      *ebpf.VariableSpec `ebpf:"measure_impact"`
-	NoteOrigins        *ebpf.VariableSpec `ebpf:"note_origins"`
-	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
-	SliceMask          *ebpf.VariableSpec `ebpf:"slice_mask"`
-	SliceNs            *ebpf.VariableSpec `ebpf:"slice_ns"`
-	UnusedDirection    *ebpf.VariableSpec `ebpf:"unused_direction"`
-	UnusedFlowEviction *ebpf.VariableSpec `ebpf:"unused_flow_eviction"`
-	UnusedFlowKey4     *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
-	UnusedImdsEvent    *ebpf.VariableSpec `ebpf:"unused_imds_event"`
-	UnusedImdsKind     *ebpf.VariableSpec `ebpf:"unused_imds_kind"`
-	UnusedLlService    *ebpf.VariableSpec `ebpf:"unused_ll_service"`
-	UnusedLossKind     *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
-	UnusedOrigin       *ebpf.VariableSpec `ebpf:"unused_origin"`
-	UnusedProtoClass   *ebpf.VariableSpec `ebpf:"unused_proto_class"`
-	UnusedWindowEvent  *ebpf.VariableSpec `ebpf:"unused_window_event"`
-	VpcResolver        *ebpf.VariableSpec `ebpf:"vpc_resolver"`
-	WindowNs           *ebpf.VariableSpec `ebpf:"window_ns"`
+	AtomicAdds           *ebpf.VariableSpec `ebpf:"atomic_adds"`
+	BucketDrained        *ebpf.VariableSpec `ebpf:"bucket_drained"`
+	BucketMask           *ebpf.VariableSpec `ebpf:"bucket_mask"`
+	BucketNs             *ebpf.VariableSpec `ebpf:"bucket_ns"`
+	FlowIdleNs           *ebpf.VariableSpec `ebpf:"flow_idle_ns"`
+	FlowRegionBits4      *ebpf.VariableSpec `ebpf:"flow_region_bits4"`
+	FlowRegionBits6      *ebpf.VariableSpec `ebpf:"flow_region_bits6"`
+	FlowRegions4         *ebpf.VariableSpec `ebpf:"flow_regions4"`
+	FlowRegions6         *ebpf.VariableSpec `ebpf:"flow_regions6"`
+	FlowSeed             *ebpf.VariableSpec `ebpf:"flow_seed"`
+	FlowSnapshotGen      *ebpf.VariableSpec `ebpf:"flow_snapshot_gen"`
+	HeavyBytes           *ebpf.VariableSpec `ebpf:"heavy_bytes"`
+	LlPayloadRate        *ebpf.VariableSpec `ebpf:"ll_payload_rate"`
+	MeasureImpact        *ebpf.VariableSpec `ebpf:"measure_impact"`
+	NoteOrigins          *ebpf.VariableSpec `ebpf:"note_origins"`
+	SliceDrained         *ebpf.VariableSpec `ebpf:"slice_drained"`
+	SliceMask            *ebpf.VariableSpec `ebpf:"slice_mask"`
+	SliceNs              *ebpf.VariableSpec `ebpf:"slice_ns"`
+	UnusedDirection      *ebpf.VariableSpec `ebpf:"unused_direction"`
+	UnusedFlowEviction   *ebpf.VariableSpec `ebpf:"unused_flow_eviction"`
+	UnusedFlowKey4       *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
+	UnusedImdsEvent      *ebpf.VariableSpec `ebpf:"unused_imds_event"`
+	UnusedImdsKind       *ebpf.VariableSpec `ebpf:"unused_imds_kind"`
+	UnusedLlPayloadEvent *ebpf.VariableSpec `ebpf:"unused_ll_payload_event"`
+	UnusedLlService      *ebpf.VariableSpec `ebpf:"unused_ll_service"`
+	UnusedLossKind       *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
+	UnusedOrigin         *ebpf.VariableSpec `ebpf:"unused_origin"`
+	UnusedProtoClass     *ebpf.VariableSpec `ebpf:"unused_proto_class"`
+	UnusedWindowEvent    *ebpf.VariableSpec `ebpf:"unused_window_event"`
+	VpcResolver          *ebpf.VariableSpec `ebpf:"vpc_resolver"`
+	WindowNs             *ebpf.VariableSpec `ebpf:"window_ns"`
 }
 
 // ProbeBenchObjects contains all objects after they have been loaded into the kernel.
@@ -199,6 +207,8 @@ type ProbeBenchMaps struct {
 	Flows6        *ebpf.Map `ebpf:"flows6"`
 	ImdsEvents    *ebpf.Map `ebpf:"imds_events"`
 	ImdsScratch   *ebpf.Map `ebpf:"imds_scratch"`
+	LlPayloads    *ebpf.Map `ebpf:"ll_payloads"`
+	LlRates       *ebpf.Map `ebpf:"ll_rates"`
 	SizeSlices    *ebpf.Map `ebpf:"size_slices"`
 	WindowEvents  *ebpf.Map `ebpf:"window_events"`
 }
@@ -216,6 +226,8 @@ func (m *ProbeBenchMaps) Close() error {
 		m.Flows6,
 		m.ImdsEvents,
 		m.ImdsScratch,
+		m.LlPayloads,
+		m.LlRates,
 		m.SizeSlices,
 		m.WindowEvents,
 	)
@@ -225,35 +237,37 @@ func (m *ProbeBenchMaps) Close() error {
 //
 // It can be passed to LoadProbeBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProbeBenchVariables struct {
-	AtomicAdds         *ebpf.Variable `ebpf:"atomic_adds"`
-	BucketDrained      *ebpf.Variable `ebpf:"bucket_drained"`
-	BucketMask         *ebpf.Variable `ebpf:"bucket_mask"`
-	BucketNs           *ebpf.Variable `ebpf:"bucket_ns"`
-	FlowIdleNs         *ebpf.Variable `ebpf:"flow_idle_ns"`
-	FlowRegionBits4    *ebpf.Variable `ebpf:"flow_region_bits4"`
-	FlowRegionBits6    *ebpf.Variable `ebpf:"flow_region_bits6"`
-	FlowRegions4       *ebpf.Variable `ebpf:"flow_regions4"`
-	FlowRegions6       *ebpf.Variable `ebpf:"flow_regions6"`
-	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
-	FlowSnapshotGen    *ebpf.Variable `ebpf:"flow_snapshot_gen"`
-	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
-	MeasureImpact      *ebpf.Variable `ebpf:"measure_impact"`
-	NoteOrigins        *ebpf.Variable `ebpf:"note_origins"`
-	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`
-	SliceMask          *ebpf.Variable `ebpf:"slice_mask"`
-	SliceNs            *ebpf.Variable `ebpf:"slice_ns"`
-	UnusedDirection    *ebpf.Variable `ebpf:"unused_direction"`
-	UnusedFlowEviction *ebpf.Variable `ebpf:"unused_flow_eviction"`
-	UnusedFlowKey4     *ebpf.Variable `ebpf:"unused_flow_key4"`
-	UnusedImdsEvent    *ebpf.Variable `ebpf:"unused_imds_event"`
-	UnusedImdsKind     *ebpf.Variable `ebpf:"unused_imds_kind"`
-	UnusedLlService    *ebpf.Variable `ebpf:"unused_ll_service"`
-	UnusedLossKind     *ebpf.Variable `ebpf:"unused_loss_kind"`
-	UnusedOrigin       *ebpf.Variable `ebpf:"unused_origin"`
-	UnusedProtoClass   *ebpf.Variable `ebpf:"unused_proto_class"`
-	UnusedWindowEvent  *ebpf.Variable `ebpf:"unused_window_event"`
-	VpcResolver        *ebpf.Variable `ebpf:"vpc_resolver"`
-	WindowNs           *ebpf.Variable `ebpf:"window_ns"`
+	AtomicAdds           *ebpf.Variable `ebpf:"atomic_adds"`
+	BucketDrained        *ebpf.Variable `ebpf:"bucket_drained"`
+	BucketMask           *ebpf.Variable `ebpf:"bucket_mask"`
+	BucketNs             *ebpf.Variable `ebpf:"bucket_ns"`
+	FlowIdleNs           *ebpf.Variable `ebpf:"flow_idle_ns"`
+	FlowRegionBits4      *ebpf.Variable `ebpf:"flow_region_bits4"`
+	FlowRegionBits6      *ebpf.Variable `ebpf:"flow_region_bits6"`
+	FlowRegions4         *ebpf.Variable `ebpf:"flow_regions4"`
+	FlowRegions6         *ebpf.Variable `ebpf:"flow_regions6"`
+	FlowSeed             *ebpf.Variable `ebpf:"flow_seed"`
+	FlowSnapshotGen      *ebpf.Variable `ebpf:"flow_snapshot_gen"`
+	HeavyBytes           *ebpf.Variable `ebpf:"heavy_bytes"`
+	LlPayloadRate        *ebpf.Variable `ebpf:"ll_payload_rate"`
+	MeasureImpact        *ebpf.Variable `ebpf:"measure_impact"`
+	NoteOrigins          *ebpf.Variable `ebpf:"note_origins"`
+	SliceDrained         *ebpf.Variable `ebpf:"slice_drained"`
+	SliceMask            *ebpf.Variable `ebpf:"slice_mask"`
+	SliceNs              *ebpf.Variable `ebpf:"slice_ns"`
+	UnusedDirection      *ebpf.Variable `ebpf:"unused_direction"`
+	UnusedFlowEviction   *ebpf.Variable `ebpf:"unused_flow_eviction"`
+	UnusedFlowKey4       *ebpf.Variable `ebpf:"unused_flow_key4"`
+	UnusedImdsEvent      *ebpf.Variable `ebpf:"unused_imds_event"`
+	UnusedImdsKind       *ebpf.Variable `ebpf:"unused_imds_kind"`
+	UnusedLlPayloadEvent *ebpf.Variable `ebpf:"unused_ll_payload_event"`
+	UnusedLlService      *ebpf.Variable `ebpf:"unused_ll_service"`
+	UnusedLossKind       *ebpf.Variable `ebpf:"unused_loss_kind"`
+	UnusedOrigin         *ebpf.Variable `ebpf:"unused_origin"`
+	UnusedProtoClass     *ebpf.Variable `ebpf:"unused_proto_class"`
+	UnusedWindowEvent    *ebpf.Variable `ebpf:"unused_window_event"`
+	VpcResolver          *ebpf.Variable `ebpf:"vpc_resolver"`
+	WindowNs             *ebpf.Variable `ebpf:"window_ns"`
 }
 
 // ProbeBenchPrograms contains all programs after they have been loaded into the kernel.

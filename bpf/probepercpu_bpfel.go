@@ -28,6 +28,8 @@ const (
 	ProbePerCPUMapFlows6                 = "flows6"
 	ProbePerCPUMapImdsEvents             = "imds_events"
 	ProbePerCPUMapImdsScratch            = "imds_scratch"
+	ProbePerCPUMapLlPayloads             = "ll_payloads"
+	ProbePerCPUMapLlRates                = "ll_rates"
 	ProbePerCPUMapSizeSlices             = "size_slices"
 	ProbePerCPUMapWindowEvents           = "window_events"
 	ProbePerCPUProgEnaprobeEgress        = "enaprobe_egress"
@@ -45,6 +47,7 @@ const (
 	ProbePerCPUVarFlowSnapshotGen        = "flow_snapshot_gen"
 	ProbePerCPUVarFlushDelayNs           = "flush_delay_ns"
 	ProbePerCPUVarHeavyBytes             = "heavy_bytes"
+	ProbePerCPUVarLlPayloadRate          = "ll_payload_rate"
 	ProbePerCPUVarMeasureImpact          = "measure_impact"
 	ProbePerCPUVarNoteOrigins            = "note_origins"
 	ProbePerCPUVarSliceDrained           = "slice_drained"
@@ -55,6 +58,7 @@ const (
 	ProbePerCPUVarUnusedFlowKey4         = "unused_flow_key4"
 	ProbePerCPUVarUnusedImdsEvent        = "unused_imds_event"
 	ProbePerCPUVarUnusedImdsKind         = "unused_imds_kind"
+	ProbePerCPUVarUnusedLlPayloadEvent   = "unused_ll_payload_event"
 	ProbePerCPUVarUnusedLlService        = "unused_ll_service"
 	ProbePerCPUVarUnusedLossKind         = "unused_loss_kind"
 	ProbePerCPUVarUnusedOrigin           = "unused_origin"
@@ -127,6 +131,8 @@ type ProbePerCPUMapSpecs struct {
 	Flows6        *ebpf.MapSpec `ebpf:"flows6"`
 	ImdsEvents    *ebpf.MapSpec `ebpf:"imds_events"`
 	ImdsScratch   *ebpf.MapSpec `ebpf:"imds_scratch"`
+	LlPayloads    *ebpf.MapSpec `ebpf:"ll_payloads"`
+	LlRates       *ebpf.MapSpec `ebpf:"ll_rates"`
 	SizeSlices    *ebpf.MapSpec `ebpf:"size_slices"`
 	WindowEvents  *ebpf.MapSpec `ebpf:"window_events"`
 }
@@ -135,35 +141,37 @@ type ProbePerCPUMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ProbePerCPUVariableSpecs struct {
-	BucketDrained      *ebpf.VariableSpec `ebpf:"bucket_drained"`
-	BucketMask         *ebpf.VariableSpec `ebpf:"bucket_mask"`
-	BucketNs           *ebpf.VariableSpec `ebpf:"bucket_ns"`
-	FlowIdleNs         *ebpf.VariableSpec `ebpf:"flow_idle_ns"`
-	FlowRegionBits4    *ebpf.VariableSpec `ebpf:"flow_region_bits4"`
-	FlowRegionBits6    *ebpf.VariableSpec `ebpf:"flow_region_bits6"`
-	FlowRegions4       *ebpf.VariableSpec `ebpf:"flow_regions4"`
-	FlowRegions6       *ebpf.VariableSpec `ebpf:"flow_regions6"`
-	FlowSeed           *ebpf.VariableSpec `ebpf:"flow_seed"`
-	FlowSnapshotGen    *ebpf.VariableSpec `ebpf:"flow_snapshot_gen"`
-	FlushDelayNs       *ebpf.VariableSpec `ebpf:"flush_delay_ns"`
-	HeavyBytes         *ebpf.VariableSpec `ebpf:"heavy_bytes"`
-	MeasureImpact      *ebpf.VariableSpec `ebpf:"measure_impact"`
-	NoteOrigins        *ebpf.VariableSpec `ebpf:"note_origins"`
-	SliceDrained       *ebpf.VariableSpec `ebpf:"slice_drained"`
-	SliceMask          *ebpf.VariableSpec `ebpf:"slice_mask"`
-	SliceNs            *ebpf.VariableSpec `ebpf:"slice_ns"`
-	UnusedDirection    *ebpf.VariableSpec `ebpf:"unused_direction"`
-	UnusedFlowEviction *ebpf.VariableSpec `ebpf:"unused_flow_eviction"`
-	UnusedFlowKey4     *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
-	UnusedImdsEvent    *ebpf.VariableSpec `ebpf:"unused_imds_event"`
-	UnusedImdsKind     *ebpf.VariableSpec `ebpf:"unused_imds_kind"`
-	UnusedLlService    *ebpf.VariableSpec `ebpf:"unused_ll_service"`
-	UnusedLossKind     *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
-	UnusedOrigin       *ebpf.VariableSpec `ebpf:"unused_origin"`
-	UnusedProtoClass   *ebpf.VariableSpec `ebpf:"unused_proto_class"`
-	UnusedWindowEvent  *ebpf.VariableSpec `ebpf:"unused_window_event"`
-	VpcResolver        *ebpf.VariableSpec `ebpf:"vpc_resolver"`
-	WindowNs           *ebpf.VariableSpec `ebpf:"window_ns"`
+	BucketDrained        *ebpf.VariableSpec `ebpf:"bucket_drained"`
+	BucketMask           *ebpf.VariableSpec `ebpf:"bucket_mask"`
+	BucketNs             *ebpf.VariableSpec `ebpf:"bucket_ns"`
+	FlowIdleNs           *ebpf.VariableSpec `ebpf:"flow_idle_ns"`
+	FlowRegionBits4      *ebpf.VariableSpec `ebpf:"flow_region_bits4"`
+	FlowRegionBits6      *ebpf.VariableSpec `ebpf:"flow_region_bits6"`
+	FlowRegions4         *ebpf.VariableSpec `ebpf:"flow_regions4"`
+	FlowRegions6         *ebpf.VariableSpec `ebpf:"flow_regions6"`
+	FlowSeed             *ebpf.VariableSpec `ebpf:"flow_seed"`
+	FlowSnapshotGen      *ebpf.VariableSpec `ebpf:"flow_snapshot_gen"`
+	FlushDelayNs         *ebpf.VariableSpec `ebpf:"flush_delay_ns"`
+	HeavyBytes           *ebpf.VariableSpec `ebpf:"heavy_bytes"`
+	LlPayloadRate        *ebpf.VariableSpec `ebpf:"ll_payload_rate"`
+	MeasureImpact        *ebpf.VariableSpec `ebpf:"measure_impact"`
+	NoteOrigins          *ebpf.VariableSpec `ebpf:"note_origins"`
+	SliceDrained         *ebpf.VariableSpec `ebpf:"slice_drained"`
+	SliceMask            *ebpf.VariableSpec `ebpf:"slice_mask"`
+	SliceNs              *ebpf.VariableSpec `ebpf:"slice_ns"`
+	UnusedDirection      *ebpf.VariableSpec `ebpf:"unused_direction"`
+	UnusedFlowEviction   *ebpf.VariableSpec `ebpf:"unused_flow_eviction"`
+	UnusedFlowKey4       *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
+	UnusedImdsEvent      *ebpf.VariableSpec `ebpf:"unused_imds_event"`
+	UnusedImdsKind       *ebpf.VariableSpec `ebpf:"unused_imds_kind"`
+	UnusedLlPayloadEvent *ebpf.VariableSpec `ebpf:"unused_ll_payload_event"`
+	UnusedLlService      *ebpf.VariableSpec `ebpf:"unused_ll_service"`
+	UnusedLossKind       *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
+	UnusedOrigin         *ebpf.VariableSpec `ebpf:"unused_origin"`
+	UnusedProtoClass     *ebpf.VariableSpec `ebpf:"unused_proto_class"`
+	UnusedWindowEvent    *ebpf.VariableSpec `ebpf:"unused_window_event"`
+	VpcResolver          *ebpf.VariableSpec `ebpf:"vpc_resolver"`
+	WindowNs             *ebpf.VariableSpec `ebpf:"window_ns"`
 }
 
 // ProbePerCPUObjects contains all objects after they have been loaded into the kernel.
@@ -198,6 +206,8 @@ type ProbePerCPUMaps struct {
 	Flows6        *ebpf.Map `ebpf:"flows6"`
 	ImdsEvents    *ebpf.Map `ebpf:"imds_events"`
 	ImdsScratch   *ebpf.Map `ebpf:"imds_scratch"`
+	LlPayloads    *ebpf.Map `ebpf:"ll_payloads"`
+	LlRates       *ebpf.Map `ebpf:"ll_rates"`
 	SizeSlices    *ebpf.Map `ebpf:"size_slices"`
 	WindowEvents  *ebpf.Map `ebpf:"window_events"`
 }
@@ -216,6 +226,8 @@ func (m *ProbePerCPUMaps) Close() error {
 		m.Flows6,
 		m.ImdsEvents,
 		m.ImdsScratch,
+		m.LlPayloads,
+		m.LlRates,
 		m.SizeSlices,
 		m.WindowEvents,
 	)
@@ -225,35 +237,37 @@ func (m *ProbePerCPUMaps) Close() error {
 //
 // It can be passed to LoadProbePerCPUObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ProbePerCPUVariables struct {
-	BucketDrained      *ebpf.Variable `ebpf:"bucket_drained"`
-	BucketMask         *ebpf.Variable `ebpf:"bucket_mask"`
-	BucketNs           *ebpf.Variable `ebpf:"bucket_ns"`
-	FlowIdleNs         *ebpf.Variable `ebpf:"flow_idle_ns"`
-	FlowRegionBits4    *ebpf.Variable `ebpf:"flow_region_bits4"`
-	FlowRegionBits6    *ebpf.Variable `ebpf:"flow_region_bits6"`
-	FlowRegions4       *ebpf.Variable `ebpf:"flow_regions4"`
-	FlowRegions6       *ebpf.Variable `ebpf:"flow_regions6"`
-	FlowSeed           *ebpf.Variable `ebpf:"flow_seed"`
-	FlowSnapshotGen    *ebpf.Variable `ebpf:"flow_snapshot_gen"`
-	FlushDelayNs       *ebpf.Variable `ebpf:"flush_delay_ns"`
-	HeavyBytes         *ebpf.Variable `ebpf:"heavy_bytes"`
-	MeasureImpact      *ebpf.Variable `ebpf:"measure_impact"`
-	NoteOrigins        *ebpf.Variable `ebpf:"note_origins"`
-	SliceDrained       *ebpf.Variable `ebpf:"slice_drained"`
-	SliceMask          *ebpf.Variable `ebpf:"slice_mask"`
-	SliceNs            *ebpf.Variable `ebpf:"slice_ns"`
-	UnusedDirection    *ebpf.Variable `ebpf:"unused_direction"`
-	UnusedFlowEviction *ebpf.Variable `ebpf:"unused_flow_eviction"`
-	UnusedFlowKey4     *ebpf.Variable `ebpf:"unused_flow_key4"`
-	UnusedImdsEvent    *ebpf.Variable `ebpf:"unused_imds_event"`
-	UnusedImdsKind     *ebpf.Variable `ebpf:"unused_imds_kind"`
-	UnusedLlService    *ebpf.Variable `ebpf:"unused_ll_service"`
-	UnusedLossKind     *ebpf.Variable `ebpf:"unused_loss_kind"`
-	UnusedOrigin       *ebpf.Variable `ebpf:"unused_origin"`
-	UnusedProtoClass   *ebpf.Variable `ebpf:"unused_proto_class"`
-	UnusedWindowEvent  *ebpf.Variable `ebpf:"unused_window_event"`
-	VpcResolver        *ebpf.Variable `ebpf:"vpc_resolver"`
-	WindowNs           *ebpf.Variable `ebpf:"window_ns"`
+	BucketDrained        *ebpf.Variable `ebpf:"bucket_drained"`
+	BucketMask           *ebpf.Variable `ebpf:"bucket_mask"`
+	BucketNs             *ebpf.Variable `ebpf:"bucket_ns"`
+	FlowIdleNs           *ebpf.Variable `ebpf:"flow_idle_ns"`
+	FlowRegionBits4      *ebpf.Variable `ebpf:"flow_region_bits4"`
+	FlowRegionBits6      *ebpf.Variable `ebpf:"flow_region_bits6"`
+	FlowRegions4         *ebpf.Variable `ebpf:"flow_regions4"`
+	FlowRegions6         *ebpf.Variable `ebpf:"flow_regions6"`
+	FlowSeed             *ebpf.Variable `ebpf:"flow_seed"`
+	FlowSnapshotGen      *ebpf.Variable `ebpf:"flow_snapshot_gen"`
+	FlushDelayNs         *ebpf.Variable `ebpf:"flush_delay_ns"`
+	HeavyBytes           *ebpf.Variable `ebpf:"heavy_bytes"`
+	LlPayloadRate        *ebpf.Variable `ebpf:"ll_payload_rate"`
+	MeasureImpact        *ebpf.Variable `ebpf:"measure_impact"`
+	NoteOrigins          *ebpf.Variable `ebpf:"note_origins"`
+	SliceDrained         *ebpf.Variable `ebpf:"slice_drained"`
+	SliceMask            *ebpf.Variable `ebpf:"slice_mask"`
+	SliceNs              *ebpf.Variable `ebpf:"slice_ns"`
+	UnusedDirection      *ebpf.Variable `ebpf:"unused_direction"`
+	UnusedFlowEviction   *ebpf.Variable `ebpf:"unused_flow_eviction"`
+	UnusedFlowKey4       *ebpf.Variable `ebpf:"unused_flow_key4"`
+	UnusedImdsEvent      *ebpf.Variable `ebpf:"unused_imds_event"`
+	UnusedImdsKind       *ebpf.Variable `ebpf:"unused_imds_kind"`
+	UnusedLlPayloadEvent *ebpf.Variable `ebpf:"unused_ll_payload_event"`
+	UnusedLlService      *ebpf.Variable `ebpf:"unused_ll_service"`
+	UnusedLossKind       *ebpf.Variable `ebpf:"unused_loss_kind"`
+	UnusedOrigin         *ebpf.Variable `ebpf:"unused_origin"`
+	UnusedProtoClass     *ebpf.Variable `ebpf:"unused_proto_class"`
+	UnusedWindowEvent    *ebpf.Variable `ebpf:"unused_window_event"`
+	VpcResolver          *ebpf.Variable `ebpf:"vpc_resolver"`
+	WindowNs             *ebpf.Variable `ebpf:"window_ns"`
 }
 
 // ProbePerCPUPrograms contains all programs after they have been loaded into the kernel.

@@ -138,6 +138,24 @@ func BenchmarkDatapath(b *testing.B) {
 			}
 		})
 	}
+	// A DNS query with and without its payload copied (llpayload.h), in the
+	// same run: what the copy costs a link-local packet. Every other
+	// packet takes the path it took before (one comparison on its service).
+	noPayload := DefaultOptions()
+	noPayload.LinkLocalPayloadRate = 0
+	offPayload := loadProduct(b, noPayload)
+	for _, f := range benchFrames(b) {
+		if f.name != "linklocal_dns" && f.name != "ipv4_udp_64B" {
+			continue
+		}
+		b.Run(f.name+"_no_payload_copy", func(b *testing.B) {
+			for b.Loop() {
+				r, ns := medianRatio(b, offPayload.Programs["enaprobe_egress"], empty, f.frame)
+				b.ReportMetric(r, "x_empty")
+				b.ReportMetric(ns, "prog_ns")
+			}
+		})
+	}
 	// The same path without noting origins (--no-owners), in the same run:
 	// what owner attribution costs a packet of a known flow (one byte read;
 	// the helper calls are paid by a flow's first egress packet only).

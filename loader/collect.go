@@ -3,6 +3,7 @@
 package loader
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -68,6 +69,8 @@ type Collector struct {
 	snapshotGen uint32
 	imdsRing    *ringbuf.Reader // IMDS packets recognised
 	imds        []record.IMDSEvent
+	llRing      *ringbuf.Reader // link-local payloads
+	payloads    []record.LinkLocalPayload
 	table       *flowTables
 	windowNs    int64
 	heavy       uint64
@@ -206,6 +209,10 @@ func NewCollector(p *Probe, iface string, nowNs int64) (*Collector, error) {
 		c.Close()
 		return nil, fmt.Errorf("open imds event ring of %s: %w", iface, err)
 	}
+	if c.llRing, err = ringbuf.NewReader(p.objs.LlPayloads); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("open link-local payload ring of %s: %w", iface, err)
+	}
 	if c.table, err = mapFlowTables(flowMaps{p.objs.Flows4, p.objs.Flows6, p.objs.FlowUsed4, p.objs.FlowUsed6}); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("%s: %w", iface, err)
@@ -232,6 +239,10 @@ func (c *Collector) Close() error {
 	if c.imdsRing != nil {
 		errs = append(errs, c.imdsRing.Close())
 		c.imdsRing = nil
+	}
+	if c.llRing != nil {
+		errs = append(errs, c.llRing.Close())
+		c.llRing = nil
 	}
 	if c.table != nil {
 		errs = append(errs, c.table.close())
@@ -265,6 +276,9 @@ func (c *Collector) Drain(nowNs int64, final bool) error {
 		return err
 	}
 	if err := c.drainIMDSEvents(); err != nil {
+		return err
+	}
+	if err := c.drainLinkLocalPayloads(); err != nil {
 		return err
 	}
 	return c.readCPUStates()
@@ -422,6 +436,28 @@ func (c *Collector) drainIMDSEvents() error {
 	})
 }
 
+func (c *Collector) drainLinkLocalPayloads() error {
+	return drainRing(c.llRing, func(ev bpf.ProbeLlPayloadEvent) {
+		p := linkLocalPayload(c.iface, ev)
+		if p.Service == record.ServiceIMDS {
+			// The request line is what the detail reads; the headers after
+			// it carry the IMDSv2 token, which no recording should hold.
+			if i := bytes.Index(p.Data, []byte("\r\n")); i >= 0 {
+				p.Data = p.Data[:i]
+			}
+		}
+		c.payloads = append(c.payloads, p)
+	})
+}
+
+// linkLocalPayload converts a payload event, copying its captured bytes.
+func linkLocalPayload(iface string, ev bpf.ProbeLlPayloadEvent) record.LinkLocalPayload {
+	n := min(int(ev.Captured), len(ev.Data))
+	return record.LinkLocalPayload{Interface: iface, Direction: record.Direction(ev.Dir), TimeNs: int64(ev.TsNs),
+		Service: record.Service(ev.Service), Key: flowKey(ev.Key), Len: ev.PayloadLen,
+		IMDSKind: record.IMDSKind(ev.ImdsKind), Data: slices.Clone(ev.Data[:n])}
+}
+
 // drainRing reads every record waiting in ring as a T, without blocking.
 func drainRing[T any](ring *ringbuf.Reader, fn func(T)) error {
 	ring.SetDeadline(time.Now())
@@ -499,6 +535,7 @@ func (c *Collector) readCPUStates() error {
 		loss.BucketOverwritten += s.Loss[bpf.ProbeLossKindLOSS_BUCKET_OVERWRITTEN]
 		loss.SliceOverwritten += s.Loss[bpf.ProbeLossKindLOSS_SLICE_OVERWRITTEN]
 		loss.IMDSEvents += s.Loss[bpf.ProbeLossKindLOSS_IMDS_EVENTS]
+		loss.LinkLocalPayloads += s.Loss[bpf.ProbeLossKindLOSS_LL_PAYLOAD]
 	}
 	c.totals, c.loss = totals, loss
 	return nil
@@ -665,8 +702,11 @@ type Result struct {
 	Flows   []record.FlowSnapshot
 	Windows []record.WindowEvent
 	IMDS    []record.IMDSEvent
-	Totals  []record.Totals
-	Loss    record.Loss
+	// LinkLocalPayloads are the link-local payloads copied (DNS, IMDS
+	// requests, NTP).
+	LinkLocalPayloads []record.LinkLocalPayload
+	Totals            []record.Totals
+	Loss              record.Loss
 	// Origins are those noted since the last Take, after StreamOrigins
 	// (a trace reads them once at the end: Origins).
 	Origins []FlowOrigin
@@ -704,7 +744,7 @@ func (c *Collector) StreamOrigins() { c.streamOrigins = true }
 
 // Result returns the data gathered so far.
 func (c *Collector) Result() Result {
-	r := Result{Sizes: c.sizes, Flows: c.snapshots, Windows: c.windows, IMDS: c.imds, Loss: c.loss, Origins: c.origins}
+	r := Result{Sizes: c.sizes, Flows: c.snapshots, Windows: c.windows, IMDS: c.imds, LinkLocalPayloads: c.payloads, Loss: c.loss, Origins: c.origins}
 	r.Loss.FlowsEvicted = c.evicted
 	for d := range c.series {
 		r.Series = append(r.Series, record.Series{Interface: c.iface, Direction: record.Direction(d), WidthNs: c.bucketNs, Buckets: c.series[d].all()})

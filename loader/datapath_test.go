@@ -3,6 +3,7 @@
 package loader
 
 import (
+	"bytes"
 	"net"
 	"net/netip"
 	"testing"
@@ -37,6 +38,7 @@ func checkFrameOrRefused(t testing.TB, tp *testProbe, dir record.Direction, fram
 	tp.deleteFlows(t)
 	tp.clearBuckets(t)
 	tp.imdsEvents(t)
+	tp.linkLocalPayloads(t)
 	before := tp.read(t)
 	if err := tp.tryRun(dir, frame, gsoSegs, gsoSize); err != nil {
 		return countrules.Packet{}, err
@@ -45,6 +47,7 @@ func checkFrameOrRefused(t testing.TB, tp *testProbe, dir record.Direction, fram
 	ref := countrules.Count(frame, gsoSegs, gsoSize, vpc)
 	w := ref.Wire
 	checkIMDS(t, tp, dir, frame, vpc)
+	checkLinkLocalPayload(t, tp, dir, frame, vpc)
 
 	for d := range after.totals {
 		for c := range after.totals[d].Packets {
@@ -129,6 +132,80 @@ func checkIMDS(t testing.TB, tp *testProbe, dir record.Direction, frame []byte, 
 	got := countrules.IMDSEvent{Kind: record.IMDSKind(e.Kind), Key: flowKey(e.Key), TTL: e.Ttl}
 	if got != want || record.Direction(e.Dir) != dir || e.TsNs == 0 {
 		t.Errorf("imds: got %+v dir %d at %d, want %+v dir %s", got, e.Dir, e.TsNs, want, dir)
+	}
+}
+
+// checkLinkLocalPayload checks the payload event of the frame just run
+// against the Go reference: the same one, or none.
+func checkLinkLocalPayload(t testing.TB, tp *testProbe, dir record.Direction, frame []byte, vpc netip.Addr) {
+	t.Helper()
+	evs := tp.linkLocalPayloads(t)
+	want, ok := countrules.LinkLocalPayload(frame, dir, vpc)
+	if !ok {
+		if len(evs) != 0 {
+			t.Errorf("link-local payload: got %d events (%+v), want none", len(evs), linkLocalPayload("", evs[0]))
+		}
+		return
+	}
+	if len(evs) != 1 {
+		t.Fatalf("link-local payload: got %d events, want %+v", len(evs), want)
+	}
+	got := linkLocalPayload("", evs[0])
+	if got.Service != want.Service || got.Key != want.Key || got.Len != want.Len || got.IMDSKind != want.IMDSKind ||
+		!bytes.Equal(got.Data, want.Data) || got.Direction != dir || got.TimeNs == 0 {
+		t.Errorf("link-local payload: got %+v, want %+v dir %s", got, want, dir)
+	}
+}
+
+// TestDatapathLinkLocalPayload runs the link-local payload cases through
+// the program against the reference, and the reference against the cases.
+func TestDatapathLinkLocalPayload(t *testing.T) {
+	if len(bpf.ProbeLlPayloadEvent{}.Data) != record.LinkLocalPayloadBytes {
+		t.Fatalf("LL_PAYLOAD_MAX is %d, record.LinkLocalPayloadBytes %d", len(bpf.ProbeLlPayloadEvent{}.Data), record.LinkLocalPayloadBytes)
+	}
+	vpc := netip.MustParseAddr("10.1.0.2")
+	opts := testOptions()
+	opts.VPCResolver = vpc
+	tp := newTestProbe(t, opts)
+	for _, c := range frames.LinkLocal(t, net.IP(vpc.AsSlice())) {
+		t.Run(c.Name, func(t *testing.T) {
+			want, ok := countrules.LinkLocalPayload(c.Frame, c.Dir, vpc)
+			if ok != (c.Service != record.ServiceNone) || want.Service != c.Service || len(want.Data) != c.Bytes {
+				t.Fatalf("reference: got %+v %v, want service %s, %d bytes", want, ok, c.Service, c.Bytes)
+			}
+			checkFrame(t, tp, c.Dir, c.Frame, 0, 0, vpc)
+		})
+	}
+}
+
+// TestLinkLocalPayloadCap sends more DNS queries than the per-second cap:
+// every one is either an event or counted as loss, and the cap holds within
+// a second (the sends may straddle one turn of a second: twice the cap).
+func TestLinkLocalPayloadCap(t *testing.T) {
+	const rate, sent = 3, 10
+	opts := testOptions()
+	opts.LinkLocalPayloadRate = rate
+	tp := newTestProbe(t, opts)
+	frame := frames.LinkLocal(t, net.IPv4(10, 1, 0, 2))[0].Frame
+	before := tp.read(t)
+	for range sent {
+		if err := tp.tryRun(record.Egress, frame, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := len(tp.linkLocalPayloads(t))
+	lost := tp.read(t).loss[bpf.ProbeLossKindLOSS_LL_PAYLOAD] - before.loss[bpf.ProbeLossKindLOSS_LL_PAYLOAD]
+	if uint64(got)+lost != sent || got < rate || got > 2*rate {
+		t.Errorf("%d sent at a cap of %d/s: %d events, %d counted lost", sent, rate, got, lost)
+	}
+
+	opts.LinkLocalPayloadRate = 0
+	off := newTestProbe(t, opts)
+	if err := off.tryRun(record.Egress, frame, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(off.linkLocalPayloads(t)); n != 0 {
+		t.Errorf("rate 0: %d events, want none", n)
 	}
 }
 

@@ -35,6 +35,9 @@ func FuzzDatapath(f *testing.F) {
 	for _, c := range frames.IMDS(f) {
 		f.Add(c.Frame, c.Dir == record.Ingress, uint16(0), uint16(0))
 	}
+	for _, c := range frames.LinkLocal(f, v4B) {
+		f.Add(c.Frame, c.Dir == record.Ingress, uint16(0), uint16(0))
+	}
 	vpc := netip.MustParseAddr("10.1.0.2")
 	opts := testOptions()
 	opts.VPCResolver = vpc
@@ -85,6 +88,44 @@ func FuzzIMDSPayload(f *testing.F) {
 		if ingress {
 			dir = record.Ingress
 			frame = frames.TCPPayload(t, imds, host, 80, 41000, 1, payload)
+		}
+		checkFrame(t, tp, dir, frame, 0, 0, netip.Addr{})
+	})
+}
+
+// FuzzLinkLocalPayload fuzzes the payload copy of DNS (UDP or TCP, to or
+// from the resolver) and NTP packets against the Go reference: random
+// frames seldom reach a link-local address and port.
+//
+//	go test -run '^$' -fuzz FuzzLinkLocalPayload -fuzztime 60s ./loader
+func FuzzLinkLocalPayload(f *testing.F) {
+	for _, c := range frames.LinkLocal(f, v4B) {
+		f.Add(c.Frame[min(len(c.Frame), 42):], c.Dir == record.Ingress, false, false, false)
+	}
+	f.Add([]byte{}, false, true, false, true)
+	tp := newTestProbe(f, testOptions())
+	dns4, dns6 := net.IP(limits.DNSv4.AsSlice()), net.IP(limits.DNSv6.AsSlice())
+	f.Fuzz(func(t *testing.T, payload []byte, ingress, v6, tcp, ntp bool) {
+		if len(payload) > 1400 {
+			return
+		}
+		host, svc, port := v4A, dns4, uint16(53)
+		if v6 {
+			host, svc = v6A, dns6
+		}
+		if ntp {
+			svc, port = net.IP(limits.NTPv4.AsSlice()), 123
+			if v6 {
+				svc = net.IP(limits.NTPv6.AsSlice())
+			}
+		}
+		src, dst, sp, dp, dir := host, svc, uint16(40000), port, record.Egress
+		if ingress {
+			src, dst, sp, dp, dir = svc, host, port, 40000, record.Ingress
+		}
+		frame := frames.UDPPayload(t, src, dst, sp, dp, payload)
+		if tcp {
+			frame = frames.TCPPayload(t, src, dst, sp, dp, 64, payload)
 		}
 		checkFrame(t, tp, dir, frame, 0, 0, netip.Addr{})
 	})

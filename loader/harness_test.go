@@ -26,6 +26,7 @@ type testProbe struct {
 	coll     *ebpf.Collection
 	tables   *flowTables
 	imds     *ringbuf.Reader
+	payloads *ringbuf.Reader
 	progs    map[record.Direction]*ebpf.Program
 	ctxSize  int
 	gsoSegs  int // offsets in __sk_buff, from the object's BTF
@@ -46,6 +47,9 @@ func testOptions() Options {
 	// bucket; timers that never fire keep read's sum of ring and open
 	// buckets free of races. TestFlushTimer tests the timers.
 	o.FlushDelay = time.Hour
+	// The fuzz targets run far more link-local frames a second than the
+	// default cap; TestLinkLocalPayloadCap tests the cap.
+	o.LinkLocalPayloadRate = 1 << 30
 	return o
 }
 
@@ -88,6 +92,11 @@ func newTestProbeOf(tb testing.TB, spec *ebpf.CollectionSpec, opts Options) *tes
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { imds.Close() })
+	payloads, err := ringbuf.NewReader(coll.Maps["ll_payloads"])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { payloads.Close() })
 	var skb *btf.Struct
 	if err := spec.Types.TypeByName("__sk_buff", &skb); err != nil {
 		tb.Fatalf("find __sk_buff in the object's BTF: %v", err)
@@ -96,6 +105,7 @@ func newTestProbeOf(tb testing.TB, spec *ebpf.CollectionSpec, opts Options) *tes
 		coll:     coll,
 		tables:   tables,
 		imds:     imds,
+		payloads: payloads,
 		progs:    map[record.Direction]*ebpf.Program{record.Ingress: coll.Programs["enaprobe_ingress"], record.Egress: coll.Programs["enaprobe_egress"]},
 		ctxSize:  int(skb.Size),
 		bucketNs: int64(opts.Bucket),
@@ -261,6 +271,16 @@ func (tp *testProbe) imdsEvents(tb testing.TB) []bpf.ProbeImdsEvent {
 	tb.Helper()
 	var evs []bpf.ProbeImdsEvent
 	if err := drainRing(tp.imds, func(ev bpf.ProbeImdsEvent) { evs = append(evs, ev) }); err != nil {
+		tb.Fatal(err)
+	}
+	return evs
+}
+
+// linkLocalPayloads takes the payload events waiting in the ring.
+func (tp *testProbe) linkLocalPayloads(tb testing.TB) []bpf.ProbeLlPayloadEvent {
+	tb.Helper()
+	var evs []bpf.ProbeLlPayloadEvent
+	if err := drainRing(tp.payloads, func(ev bpf.ProbeLlPayloadEvent) { evs = append(evs, ev) }); err != nil {
 		tb.Fatal(err)
 	}
 	return evs

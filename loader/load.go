@@ -63,6 +63,10 @@ type Options struct {
 	// local sockets' srtt (bpf/include/impact.h): what the benchmarks
 	// measure the impact counting against.
 	NoImpact bool
+	// LinkLocalPayloadRate caps the link-local payload events (DNS, IMDS
+	// requests, NTP) per second on the interface; those over it are counted
+	// as loss. 0 turns the capture off.
+	LinkLocalPayloadRate uint32
 }
 
 // BucketMode is how packets reach the time-bucket ring.
@@ -142,6 +146,10 @@ func DefaultOptions() Options {
 		BucketRing:  1600 * time.Millisecond,
 		SliceSlots:  32,
 		RingBytes:   256 << 10,
+		// The link-local allowance is 1,024 packets/s per interface: a
+		// cap of four times it records every link-local packet up to well
+		// past the limit, and at most 4,096 * 312 bytes a second after.
+		LinkLocalPayloadRate: 4096,
 	}
 }
 
@@ -329,6 +337,7 @@ func specOf(load func() (*ebpf.CollectionSpec, error), opts Options) (*ebpf.Coll
 		bpf.ProbeVarSliceMask:       opts.SliceSlots - 1,
 		bpf.ProbeVarNoteOrigins:     boolByte(!opts.NoOrigins),
 		bpf.ProbeVarMeasureImpact:   boolByte(!opts.NoImpact),
+		bpf.ProbeVarLlPayloadRate:   opts.LinkLocalPayloadRate,
 	}
 	if opts.Buckets == BucketsPerCPU {
 		consts[bpf.ProbePerCPUVarFlushDelayNs] = uint64(opts.FlushDelay)

@@ -16,7 +16,7 @@ func (c *Collector) Take() Result {
 	for d := range c.series {
 		c.series[d] = chunkedSeries{}
 	}
-	c.sizes, c.snapshots, c.windows, c.origins, c.imds = nil, nil, nil, nil, nil
+	c.sizes, c.snapshots, c.windows, c.origins, c.imds, c.payloads = nil, nil, nil, nil, nil, nil
 	return r
 }
 

@@ -43,6 +43,10 @@ func TestTakeForgets(t *testing.T) {
 	if len(first.IMDS) != 1 {
 		t.Errorf("first Take: %d IMDS events, want the token request", len(first.IMDS))
 	}
+	if len(first.LinkLocalPayloads) != 1 || first.LinkLocalPayloads[0].IMDSKind != record.IMDSTokenRequest ||
+		string(first.LinkLocalPayloads[0].Data) != "PUT /latest/api/token HTTP/1.1" {
+		t.Errorf("first Take: link-local payloads %+v, want the token request's line alone (no headers: no token)", first.LinkLocalPayloads)
+	}
 	if len(first.Flows) != 11 {
 		t.Errorf("first Take: %d flow snapshots, want 11", len(first.Flows))
 	}
@@ -69,6 +73,9 @@ func TestTakeForgets(t *testing.T) {
 	}
 	if len(second.IMDS) != 0 {
 		t.Errorf("second Take: %d IMDS events, want none (handed on already)", len(second.IMDS))
+	}
+	if len(second.LinkLocalPayloads) != 0 {
+		t.Errorf("second Take: %d link-local payloads, want none (handed on already)", len(second.LinkLocalPayloads))
 	}
 	if len(second.Origins) != 0 {
 		t.Errorf("second Take: %d origins, want none (handed on already)", len(second.Origins))

@@ -45,6 +45,11 @@ func TestVerifierStats(t *testing.T) {
 				prefix, s.Program, s.Insns, s.Result(), s.TotalStates, s.PeakStates, mode)
 			if s.Err != nil {
 				t.Errorf("%s buckets: %v", mode, s.Err)
+				var r *VerifierRejection
+				if errors.As(s.Err, &r) {
+					// The whole log: a few lines at the stats level.
+					t.Logf("verifier log of %s:\n%s", s.Program, strings.Join(r.Log, "\n"))
+				}
 			} else if s.Insns > verifierBudget {
 				t.Errorf("%s (%s buckets): %d processed instructions, over the budget of %d", s.Program, mode, s.Insns, verifierBudget)
 			}

@@ -110,8 +110,9 @@ static __always_inline int imds_quoted(struct __sk_buff *skb, __u32 off, int v6,
 }
 
 /* imds_look sends an event for an IMDSv2 token request, a GET, the start of
- * a reply (with its TTL) or a time exceeded toward IMDS. A global function:
- * checked once by the verifier, outside the counting. */
+ * a reply (with its TTL) or a time exceeded toward IMDS, and returns its
+ * kind (0: none), which the payload capture (llpayload.h) reuses. A global
+ * function: checked once by the verifier, outside the counting. */
 __attribute__((noinline)) int imds_look(struct __sk_buff *skb, __u32 dir)
 {
 	__u32 zero = 0;
@@ -166,7 +167,7 @@ __attribute__((noinline)) int imds_look(struct __sk_buff *skb, __u32 dir)
 	ev.dir = dir;
 	if (bpf_ringbuf_output(&imds_events, &ev, sizeof(ev), BPF_RB_NO_WAKEUP))
 		cs->loss[LOSS_IMDS_EVENTS] += 1;
-	return 1;
+	return ev.kind;
 }
 
 #endif /* __ENAPROBE_IMDS_H */

@@ -33,7 +33,8 @@ enum loss_kind {
 	LOSS_BUCKET_OVERWRITTEN = 2,/* packets in a bucket reused before it was read */
 	LOSS_SLICE_OVERWRITTEN = 3, /* packets in a size slice reused before it was read */
 	LOSS_IMDS_EVENTS = 4,       /* IMDS events dropped: their ring was full */
-	NUM_LOSS = 5,
+	LOSS_LL_PAYLOAD = 5,        /* link-local payload events over the rate cap or the ring full */
+	NUM_LOSS = 6,
 };
 
 /* What an IMDS packet was (imds_look in probe.c). Only packets to or from

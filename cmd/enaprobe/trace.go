@@ -39,6 +39,7 @@ type traceFlags struct {
 	noIMDS         bool
 	heavyShare     float64
 	flowEntries    uint32
+	llPayloadRate  uint32
 	noOwners       bool
 	ownerSockets   uint32
 	logLevel       string
@@ -88,6 +89,7 @@ func (f *traceFlags) registerCapture(fs *pflag.FlagSet, sampleInterval time.Dura
 	fs.BoolVar(&f.noIMDS, "no-imds", false, "never ask the instance metadata service (instance type, placement group, VPC CIDR)")
 	fs.Float64Var(&f.heavyShare, "heavy-share", 0.1, "a flow moving this share of the per-flow cap within one fine window is recorded as a heavy window, above 0 and at most 1, e.g. 0.1")
 	fs.Uint32Var(&f.flowEntries, "flow-entries", loader.DefaultOptions().FlowEntries, "flow table capacity per interface, in flows, e.g. 65536 (kernel memory: about 150 bytes a flow)")
+	fs.Uint32Var(&f.llPayloadRate, "linklocal-payload-rate", loader.DefaultOptions().LinkLocalPayloadRate, "link-local packets (DNS, IMDS requests, NTP) per second per interface whose first payload bytes are recorded for the link-local detail, e.g. 4096; those over it are counted as loss; 0 records none")
 	fs.BoolVar(&f.noOwners, "no-owners", false, "do not look for the process, container or pod behind each flow (no cgroup programs are attached)")
 	fs.Uint32Var(&f.ownerSockets, "owner-sockets", loader.DefaultSockets, "sockets whose owner is remembered at once, e.g. 16384 (kernel memory: about 100 bytes each; read every second, the least recently used evicted, and counted)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -226,6 +228,7 @@ func prepareCapture(ctx context.Context, cmd *cobra.Command, f *traceFlags, chec
 	cfg.Datapath.Bucket = f.capture.bucket
 	cfg.Datapath.Window = f.analysis.window
 	cfg.Datapath.FlowEntries = f.flowEntries
+	cfg.Datapath.LinkLocalPayloadRate = f.llPayloadRate
 	cfg.NoOwners = f.noOwners
 	cfg.OwnerSockets = f.ownerSockets
 	cfg.Meta.Version = version
@@ -406,10 +409,11 @@ func discoverHost(ctx context.Context, f *traceFlags, ifaces []string, log zerol
 
 func warnLoss(rec *record.Recording, log zerolog.Logger) {
 	for _, l := range rec.Loss {
-		if l.FlowMapFull+l.RingbufFull+l.BucketOverwritten+l.SliceOverwritten+l.IMDSEvents > 0 {
+		if l.FlowMapFull+l.RingbufFull+l.BucketOverwritten+l.SliceOverwritten+l.IMDSEvents+l.LinkLocalPayloads > 0 {
 			log.Warn().Str("interface", l.Interface).Uint64("flow_map_full", l.FlowMapFull).
 				Uint64("ringbuf_full", l.RingbufFull).Uint64("bucket_overwritten", l.BucketOverwritten).
-				Uint64("slice_overwritten", l.SliceOverwritten).Uint64("imds_events", l.IMDSEvents).Msg("the trace lost data; see the loss section")
+				Uint64("slice_overwritten", l.SliceOverwritten).Uint64("imds_events", l.IMDSEvents).
+				Uint64("linklocal_payloads", l.LinkLocalPayloads).Msg("the trace lost data; see the loss section")
 		}
 	}
 }

@@ -539,6 +539,7 @@ func assemble(cfg Config, traced []*tracedInterface, start, end record.ClockPair
 		rec.Flows = append(rec.Flows, r.Flows...)
 		rec.Windows = append(rec.Windows, r.Windows...)
 		rec.IMDS = append(rec.IMDS, r.IMDS...)
+		rec.LinkLocalPayloads = append(rec.LinkLocalPayloads, r.LinkLocalPayloads...)
 		rec.Totals = append(rec.Totals, r.Totals...)
 		rec.Loss = append(rec.Loss, r.Loss)
 		ti.mu.Lock()

@@ -63,8 +63,16 @@ func (l *Lab) imdsMetadata() map[string]string {
 		eni + "vpc-ipv4-cidr-blocks":     VPCCIDR.String(),
 		eni + "subnet-ipv6-cidr-blocks":  "2001:2:0:1::/64",
 		eni + "vpc-id":                   "vpc-0" + l.id + "1ab",
+		IMDSCredentialsPath[len("/latest/meta-data/"):]: `{"Code":"Success","Type":"AWS-HMAC","AccessKeyId":"ASIALAB","SecretAccessKey":"lab","Token":"lab","Expiration":"2099-01-01T00:00:00Z"}`,
 	}
 }
+
+// IMDSRole is the lab instance's role, whose credentials IMDS serves at
+// IMDSCredentialsPath.
+const (
+	IMDSRole            = "lab-instance-role"
+	IMDSCredentialsPath = "/latest/meta-data/iam/security-credentials/" + IMDSRole
+)
 
 func (l *Lab) startIMDS() error {
 	svc := &imds{hopLimit: l.cfg.IMDSHopLimit, v2Required: l.cfg.IMDSv2Required, metadata: l.imdsMetadata(), tokens: map[string]time.Time{}}

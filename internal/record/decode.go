@@ -445,6 +445,8 @@ func (d *decoder) decodeFile() (decoded, error) {
 			err = records(d, key, &f.Windows, func(v *WindowEvent) int64 { return strlen(v.Interface) })
 		case "imds":
 			err = records(d, key, &f.IMDS, func(v *IMDSEvent) int64 { return strlen(v.Interface) })
+		case "link_local_payloads":
+			err = records(d, key, &f.LinkLocalPayloads, func(v *LinkLocalPayload) int64 { return strlen(v.Interface) + int64(len(v.Data)) })
 		case "sizes":
 			err = records(d, key, &f.Sizes, func(v *SizeSlice) int64 { return strlen(v.Interface) })
 		case "totals":

@@ -18,17 +18,18 @@ const FormatVersion = 1
 // stored as delta-encoded columns so that gzip squeezes them well and the
 // file stays readable with standard tools (zcat | jq).
 type fileRecording struct {
-	Format   int             `json:"format"`
-	Meta     *fileMeta       `json:"meta"`
-	Series   []fileSeries    `json:"series"`
-	Flows    []FlowSnapshot  `json:"flows"`
-	Owners   []FlowOwner     `json:"owners,omitempty"`
-	Windows  []WindowEvent   `json:"windows"`
-	IMDS     []IMDSEvent     `json:"imds,omitempty"`
-	Sizes    []SizeSlice     `json:"sizes"`
-	Totals   []Totals        `json:"totals"`
-	Loss     []Loss          `json:"loss"`
-	Counters []CounterSample `json:"counters"`
+	Format            int                `json:"format"`
+	Meta              *fileMeta          `json:"meta"`
+	Series            []fileSeries       `json:"series"`
+	Flows             []FlowSnapshot     `json:"flows"`
+	Owners            []FlowOwner        `json:"owners,omitempty"`
+	Windows           []WindowEvent      `json:"windows"`
+	IMDS              []IMDSEvent        `json:"imds,omitempty"`
+	LinkLocalPayloads []LinkLocalPayload `json:"link_local_payloads,omitempty"`
+	Sizes             []SizeSlice        `json:"sizes"`
+	Totals            []Totals           `json:"totals"`
+	Loss              []Loss             `json:"loss"`
+	Counters          []CounterSample    `json:"counters"`
 }
 
 // fileMeta is Meta with the bucket width, which is the series' (Recording.
@@ -83,7 +84,7 @@ func toFileSeries(s Series) fileSeries {
 
 // Write encodes r to w in the recording file format.
 func Write(w io.Writer, r *Recording) error {
-	f := fileRecording{Format: FormatVersion, Meta: &fileMeta{Meta: &r.Meta, BucketNs: r.BucketNs()}, Flows: r.Flows, Owners: r.Owners, Windows: r.Windows, IMDS: r.IMDS,
+	f := fileRecording{Format: FormatVersion, Meta: &fileMeta{Meta: &r.Meta, BucketNs: r.BucketNs()}, Flows: r.Flows, Owners: r.Owners, Windows: r.Windows, IMDS: r.IMDS, LinkLocalPayloads: r.LinkLocalPayloads,
 		Sizes: r.Sizes, Totals: r.Totals, Loss: r.Loss, Counters: r.Counters}
 	for _, s := range r.Series {
 		f.Series = append(f.Series, toFileSeries(s))

@@ -333,6 +333,31 @@ type IMDSEvent struct {
 	TTL       uint8
 }
 
+// LinkLocalPayload is the start of one link-local packet's payload, as the
+// datapath copied it: a DNS message (UDP, or TCP with its length prefix), an
+// IMDS request's request line (IMDSKind says whether it carried the token
+// header; the loader drops the headers, which carry the token itself), or
+// an NTP packet's first LinkLocalNTPBytes. Len is the packet's
+// payload length, Data its first LinkLocalPayloadBytes at most.
+type LinkLocalPayload struct {
+	Interface string
+	Direction Direction
+	TimeNs    int64
+	Service   Service
+	Key       FlowKey
+	Len       uint16
+	IMDSKind  IMDSKind `json:",omitempty"`
+	Data      []byte
+}
+
+// The payload bytes the datapath copies of a link-local packet (LL_PAYLOAD_MAX
+// and LL_NTP_BYTES of bpf/include/llpayload.h; the loader's tests hold them
+// equal).
+const (
+	LinkLocalPayloadBytes = 256
+	LinkLocalNTPBytes     = 4
+)
+
 // Loss counts what the datapath or the collector could not record. None of
 // it is silent: every report shows it.
 type Loss struct {
@@ -343,6 +368,9 @@ type Loss struct {
 	SliceOverwritten  uint64 // packets in size slices reused before userspace read them
 	FlowsEvicted      uint64 // idle flows whose table slot went to a new flow (counters kept)
 	IMDSEvents        uint64 `json:",omitempty"` // IMDS events dropped: their ring buffer was full
+	// LinkLocalPayloads are link-local payload events not recorded: over
+	// the per-interface rate cap, or their ring buffer full.
+	LinkLocalPayloads uint64 `json:",omitempty"`
 }
 
 // CounterSample is one read of an interface's NIC counters. The read happened
@@ -532,11 +560,15 @@ type Recording struct {
 	Windows []WindowEvent
 	// IMDS are the IMDS packets recognised (IMDSv2 diagnosis), in time
 	// order per interface.
-	IMDS     []IMDSEvent `json:",omitempty"`
-	Sizes    []SizeSlice
-	Totals   []Totals
-	Loss     []Loss
-	Counters []CounterSample
+	IMDS []IMDSEvent `json:",omitempty"`
+	// LinkLocalPayloads are the starts of the link-local packets' payloads
+	// (DNS, IMDS requests, NTP), rate-capped per interface, in time order
+	// per interface.
+	LinkLocalPayloads []LinkLocalPayload `json:",omitempty"`
+	Sizes             []SizeSlice
+	Totals            []Totals
+	Loss              []Loss
+	Counters          []CounterSample
 }
 
 // BucketNs is the width of the recording's time buckets: its series,

@@ -55,7 +55,7 @@ func Validate(r *Recording) error {
 		}
 	}
 	lo, hi := m.Start.MonoNs, m.End.MonoNs
-	records := len(r.Counters) + len(r.Flows) + len(r.Windows) + len(r.Sizes) + len(r.IMDS)
+	records := len(r.Counters) + len(r.Flows) + len(r.Windows) + len(r.Sizes) + len(r.IMDS) + len(r.LinkLocalPayloads)
 	type key struct {
 		iface string
 		dir   Direction
@@ -94,6 +94,13 @@ func Validate(r *Recording) error {
 		if e.Direction >= NumDirections || e.Kind < IMDSTokenRequest || e.Kind > IMDSTimeExceeded || e.Key.Proto != 6 {
 			return fmt.Errorf("imds event of %s: direction %d, kind %d, protocol %d (want a known kind of a tcp flow)",
 				e.Interface, e.Direction, e.Kind, e.Key.Proto)
+		}
+		lo, hi = min(lo, e.TimeNs), max(hi, e.TimeNs)
+	}
+	for _, e := range r.LinkLocalPayloads {
+		if e.Direction >= NumDirections || e.Service.Index() < 0 || len(e.Data) > LinkLocalPayloadBytes || len(e.Data) > int(e.Len) {
+			return fmt.Errorf("link-local payload of %s: direction %d, service %d, %d of %d bytes (want a known service, at most %d bytes of the payload)",
+				e.Interface, e.Direction, e.Service, len(e.Data), e.Len, LinkLocalPayloadBytes)
 		}
 		lo, hi = min(lo, e.TimeNs), max(hi, e.TimeNs)
 	}

@@ -33,6 +33,9 @@ import (
 //   - The host name becomes "host-" and 8 hex digits of its keyed hash,
 //     wherever it or its first label appears as a word.
 //
+//   - DNS names and IMDS role names of the link-local detail: see
+//     redact_names.go.
+//
 // Every string is scanned, not a list of fields, so that a field added later
 // cannot leak.
 
@@ -72,6 +75,11 @@ type redactor struct {
 	// first so that a full name is replaced before its label.
 	hosts []hostRename
 	plain map[reflect.Type]bool
+	// names maps the DNS names and IMDS role names of the link-local
+	// detail to pseudonyms, longest first (redact_names.go); keepLabels
+	// are the labels a DNS name keeps.
+	names      []hostRename
+	keepLabels map[string]bool
 }
 
 type hostRename struct{ from, to string }
@@ -93,7 +101,13 @@ func (r *redactor) input(in Input) Input {
 	for _, n := range names {
 		r.addHost(n)
 	}
+	r.addLinkLocalNames(in)
 	out := r.copy(reflect.ValueOf(in)).Interface().(Input)
+	if out.Recording != nil {
+		for i, p := range out.Recording.LinkLocalPayloads {
+			out.Recording.LinkLocalPayloads[i] = r.linkLocalPayload(p)
+		}
+	}
 	return out
 }
 
@@ -175,6 +189,7 @@ func (r *redactor) derive(a netip.Addr) netip.Addr {
 
 // text redacts the host names and addresses written in s.
 func (r *redactor) text(s string) string {
+	s = r.textNames(s)
 	for _, h := range r.hosts {
 		s = replaceWord(s, h.from, h.to)
 	}

@@ -103,6 +103,7 @@ func lossRows(l analyzer.LossInfo) (header []string, rows [][]string) {
 	row("bucket_overwritten (packets)", l.Total.BucketOverwritten, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.BucketOverwritten })
 	row("slice_overwritten (packets)", l.Total.SliceOverwritten, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.SliceOverwritten })
 	row("imds_events (IMDS events dropped)", l.Total.IMDSEvents, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.IMDSEvents })
+	row("linklocal_payloads (payloads not recorded)", l.Total.LinkLocalPayloads, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.LinkLocalPayloads })
 	row("flows_evicted (idle flows)", l.Total.FlowsEvicted, func(i analyzer.InterfaceLoss) uint64 { return i.Counts.FlowsEvicted })
 	var reads uint64
 	for _, i := range l.Interfaces {

@@ -153,6 +153,22 @@ func textFindings(p *page, res *analyzer.Result) {
 				p.field(ind, label, lw, l)
 			}
 		}
+		if d := f.LinkLocal; d != nil {
+			for j, l := range linkLocalFixTexts(d) {
+				label := ""
+				if j == 0 {
+					label = "Fixes"
+				}
+				p.field(ind, label, lw, l)
+			}
+			p.field(ind, "Asked", lw, linkLocalBasis(d))
+			for _, c := range d.Clients {
+				p.field(ind, "", lw, linkLocalClientTitle(c))
+				for _, r := range linkLocalClientRows(c) {
+					p.field(ind, "", lw, "  "+r[0]+": "+r[1])
+				}
+			}
+		}
 		ev := &table{right: []bool{false, true}} // no header
 		for _, e := range f.Evidence {
 			ev.add(evidenceName(e), fmtEvidence(e))

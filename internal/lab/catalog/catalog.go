@@ -74,6 +74,27 @@ type Truth struct {
 	// MeanDelay). CounterRefreshNs is the refresh they were published at.
 	CounterLagNs, CounterRefreshNs int64
 	Notes                          []string
+	// LinkLocal is what a link-local client asked, for the link-local
+	// detail of the finding.
+	LinkLocal *LinkLocalTruth
+}
+
+// LinkLocalTruth is what a link-local generator asked and got.
+type LinkLocalTruth struct {
+	// Fix is the kind of fix the detail should rank first (search_path,
+	// imds_token, ntp_poll).
+	Fix string
+	// DNS: the name looked up, the search list, the ndots, and the
+	// answers NXDOMAIN of all answers the client got.
+	Base          string
+	Search        []string
+	NDots         int
+	NXDomainShare float64
+	// IMDS: the credentials path, and token requests per GET.
+	CredentialsPath string
+	TokensPerGet    float64
+	// NTP: when each poll left the client (CLOCK_MONOTONIC).
+	NTPSendNs []int64
 }
 
 // Burst is one burst as its sender saw it: CLOCK_MONOTONIC just before the
@@ -98,7 +119,7 @@ type Outcome struct {
 // All lists the scenarios by name.
 func All() []Scenario {
 	s := []Scenario{microBurst(), flowAtCap(), linkLocal(), linkLocalMild(), ppsOvershoot(), connFlood(), clean(), imdsHopLimit(),
-		impactShallow(), impactDeep(), impactInbound()}
+		impactShallow(), impactDeep(), impactInbound(), dnsSearchPath(), imdsCredentialStorm(), ntpChatty()}
 	sort.Slice(s, func(i, j int) bool { return s[i].Name < s[j].Name })
 	return s
 }

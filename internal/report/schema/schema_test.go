@@ -108,6 +108,19 @@ func checkType(t *testing.T, d schemaDoc, path string, typ reflect.Type, node ma
 			return
 		}
 		checkType(t, d, path+"[]", typ.Elem(), items)
+	case reflect.Map:
+		// A map with string keys is an object whose values all have the
+		// element's schema.
+		if typ.Key().Kind() != reflect.String || node["type"] != "object" {
+			t.Errorf("%s: map must have string keys and be an object, schema type %v", path, node["type"])
+			return
+		}
+		values, ok := node["additionalProperties"].(map[string]any)
+		if !ok {
+			t.Errorf("%s: object of a map without additionalProperties' schema", path)
+			return
+		}
+		checkType(t, d, path+"{}", typ.Elem(), values)
 	case reflect.String:
 		checkLeaf(t, path, node, "string")
 	case reflect.Bool:

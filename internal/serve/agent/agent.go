@@ -406,7 +406,7 @@ func (a *Agent) onData(iface string, r loader.Result) {
 	now := monoclock.Now()
 	loss := r.Loss
 	a.ring.Add(now, flightrec.Chunk{Interface: iface, Series: r.Series, Sizes: r.Sizes, Flows: r.Flows,
-		Windows: r.Windows, IMDS: r.IMDS, Totals: r.Totals, Loss: &loss})
+		Windows: r.Windows, IMDS: r.IMDS, LinkLocalPayloads: r.LinkLocalPayloads, Totals: r.Totals, Loss: &loss})
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -449,6 +449,7 @@ func (a *Agent) onData(iface string, r loader.Result) {
 	addLoss(metrics.LossSliceOverwritten, loss.SliceOverwritten, p.SliceOverwritten)
 	addLoss(metrics.LossFlowsEvicted, loss.FlowsEvicted, p.FlowsEvicted)
 	addLoss(metrics.LossIMDSEvents, loss.IMDSEvents, p.IMDSEvents)
+	addLoss(metrics.LossLinkLocalPayloads, loss.LinkLocalPayloads, p.LinkLocalPayloads)
 	st.loss = loss
 }
 

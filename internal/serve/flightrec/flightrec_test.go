@@ -68,6 +68,11 @@ func TestRingRecording(t *testing.T) {
 		{Interface: "eth0", TimeNs: 300 * ms, Kind: record.IMDSReply, TTL: 1},
 		{Interface: "eth0", TimeNs: 50 * ms, Kind: record.IMDSTokenRequest}}})
 	r.Add(22*50*ms, Chunk{Interface: "eth1", IMDS: []record.IMDSEvent{{Interface: "eth1", TimeNs: 300 * ms, Kind: record.IMDSReply}}})
+	// Link-local payloads likewise.
+	r.Add(22*50*ms, Chunk{Interface: "eth0", LinkLocalPayloads: []record.LinkLocalPayload{
+		{Interface: "eth0", TimeNs: 400 * ms, Service: record.ServiceDNS, Len: 1, Data: []byte{1}},
+		{Interface: "eth0", TimeNs: 60 * ms, Service: record.ServiceDNS}}})
+	r.Add(22*50*ms, Chunk{Interface: "eth1", LinkLocalPayloads: []record.LinkLocalPayload{{Interface: "eth1", TimeNs: 400 * ms, Service: record.ServiceNTP}}})
 	meta := record.Meta{Interfaces: []record.InterfaceInfo{{Name: "eth0"}, {Name: "eth1"}}}
 	end := record.ClockPair{MonoNs: 2000 * ms, Wall: time.Unix(1000, 0)}
 	rec := r.Recording(meta, []string{"eth0"}, 100*ms, 600*ms, end)
@@ -95,6 +100,9 @@ func TestRingRecording(t *testing.T) {
 	}
 	if len(rec.IMDS) != 1 || rec.IMDS[0].TimeNs != 300*ms || rec.IMDS[0].Interface != "eth0" {
 		t.Errorf("IMDS events %+v, want eth0's reply at 300 ms", rec.IMDS)
+	}
+	if len(rec.LinkLocalPayloads) != 1 || rec.LinkLocalPayloads[0].TimeNs != 400*ms || rec.LinkLocalPayloads[0].Interface != "eth0" {
+		t.Errorf("link-local payloads %+v, want eth0's at 400 ms", rec.LinkLocalPayloads)
 	}
 	// Totals: the last within the span (chunk at 600 ms: 600) less the last
 	// before it (chunk at 50 ms: 50).

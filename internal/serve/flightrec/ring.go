@@ -25,7 +25,10 @@ type Chunk struct {
 	Flows     []record.FlowSnapshot
 	Windows   []record.WindowEvent
 	IMDS      []record.IMDSEvent
-	Counters  []record.CounterSample
+	// LinkLocalPayloads are the link-local payloads copied (DNS, IMDS
+	// requests, NTP), for the link-local detail of a bundle's findings.
+	LinkLocalPayloads []record.LinkLocalPayload
+	Counters          []record.CounterSample
 	// Totals and Loss are cumulative since attach; nil in a counter chunk.
 	Totals []record.Totals
 	Loss   *record.Loss
@@ -37,6 +40,7 @@ const (
 	flowBytes     = int64(unsafe.Sizeof(record.FlowSnapshot{}))
 	windowBytes   = int64(unsafe.Sizeof(record.WindowEvent{}))
 	imdsBytes     = int64(unsafe.Sizeof(record.IMDSEvent{}))
+	payloadBytes  = int64(unsafe.Sizeof(record.LinkLocalPayload{}))
 	sliceBytes    = int64(unsafe.Sizeof(record.SizeSlice{}))
 	sampleBytes   = int64(unsafe.Sizeof(record.CounterSample{}))
 	mapEntryBytes = 48 // a map[string]uint64 entry with its share of buckets, about
@@ -54,6 +58,9 @@ func (c *Chunk) bytes() int64 {
 	n += int64(len(c.Totals))*totalsBytes + lossBytes
 	n += int64(len(c.Sizes))*sliceBytes + int64(len(c.Flows))*flowBytes + int64(len(c.Windows))*windowBytes
 	n += int64(len(c.IMDS)) * imdsBytes
+	for _, p := range c.LinkLocalPayloads {
+		n += payloadBytes + int64(cap(p.Data))
+	}
 	for _, s := range c.Counters {
 		n += sampleBytes + int64(len(s.Values))*mapEntryBytes + int64(len(s.Err))
 	}
@@ -105,7 +112,7 @@ func (c *Chunk) empty() bool {
 			return false
 		}
 	}
-	return len(c.Sizes)+len(c.Flows)+len(c.Windows)+len(c.IMDS)+len(c.Counters)+len(c.Totals) == 0 && c.Loss == nil
+	return len(c.Sizes)+len(c.Flows)+len(c.Windows)+len(c.IMDS)+len(c.LinkLocalPayloads)+len(c.Counters)+len(c.Totals) == 0 && c.Loss == nil
 }
 
 // expire drops entries older than the history, then the oldest while over
@@ -214,6 +221,7 @@ func (r *Ring) Recording(meta record.Meta, ifaces []string, fromNs, toNs int64, 
 		rec.Flows = appendIn(rec.Flows, c.Flows, in, func(v record.FlowSnapshot) int64 { return v.TimeNs })
 		rec.Windows = appendIn(rec.Windows, c.Windows, in, func(v record.WindowEvent) int64 { return v.StartNs })
 		rec.IMDS = appendIn(rec.IMDS, c.IMDS, in, func(v record.IMDSEvent) int64 { return v.TimeNs })
+		rec.LinkLocalPayloads = appendIn(rec.LinkLocalPayloads, c.LinkLocalPayloads, in, func(v record.LinkLocalPayload) int64 { return v.TimeNs })
 		rec.Counters = appendIn(rec.Counters, c.Counters, in, func(v record.CounterSample) int64 { return v.BeforeNs })
 	}
 	r.mu.Unlock()
@@ -243,6 +251,7 @@ func (r *Ring) Recording(meta record.Meta, ifaces []string, fromNs, toNs int64, 
 	}
 	sort.SliceStable(rec.Windows, func(i, j int) bool { return rec.Windows[i].StartNs < rec.Windows[j].StartNs })
 	sort.SliceStable(rec.IMDS, func(i, j int) bool { return rec.IMDS[i].TimeNs < rec.IMDS[j].TimeNs })
+	sort.SliceStable(rec.LinkLocalPayloads, func(i, j int) bool { return rec.LinkLocalPayloads[i].TimeNs < rec.LinkLocalPayloads[j].TimeNs })
 	sort.SliceStable(rec.Counters, func(i, j int) bool { return rec.Counters[i].BeforeNs < rec.Counters[j].BeforeNs })
 	sort.SliceStable(rec.Sizes, func(i, j int) bool { return rec.Sizes[i].StartNs < rec.Sizes[j].StartNs })
 	sort.SliceStable(rec.Flows, func(i, j int) bool { return rec.Flows[i].TimeNs < rec.Flows[j].TimeNs })

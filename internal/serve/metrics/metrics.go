@@ -39,10 +39,11 @@ const (
 	LossSliceOverwritten  = "slice_overwritten"
 	LossFlowsEvicted      = "flows_evicted"
 	LossIMDSEvents        = "imds_events"
+	LossLinkLocalPayloads = "linklocal_payloads"
 )
 
 // LossReasons lists the reason label values.
-var LossReasons = []string{LossFlowMapFull, LossRingbufFull, LossBucketOverwritten, LossSliceOverwritten, LossFlowsEvicted, LossIMDSEvents}
+var LossReasons = []string{LossFlowMapFull, LossRingbufFull, LossBucketOverwritten, LossSliceOverwritten, LossFlowsEvicted, LossIMDSEvents, LossLinkLocalPayloads}
 
 // FindingKinds lists the finding kinds of the kind label: every kind the
 // analyzer has, so each series exists from the first scrape.
