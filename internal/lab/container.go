@@ -74,44 +74,8 @@ func (l *Lab) AddContainer() (*Container, error) {
 }
 
 func (l *Lab) wireContainer(c *Container, gw netip.Addr, first bool) error {
-	h, err := c.ns.Netlink()
-	if err != nil {
+	if err := plugHost(l.instNl, "instance", c, gw); err != nil {
 		return err
-	}
-	defer h.Close()
-	attrs := netlink.NewLinkAttrs()
-	attrs.Name = c.Veth
-	if err := l.instNl.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: "eth0", PeerNamespace: netlink.NsFd(c.ns.Handle)}); err != nil {
-		return fmt.Errorf("add veth: %w", err)
-	}
-	host, err := l.instNl.LinkByName(c.Veth)
-	if err != nil {
-		return fmt.Errorf("find %s: %w", c.Veth, err)
-	}
-	inner, err := h.LinkByName("eth0")
-	if err != nil {
-		return fmt.Errorf("find eth0: %w", err)
-	}
-	lo, err := h.LinkByName("lo")
-	if err != nil {
-		return fmt.Errorf("find lo: %w", err)
-	}
-	for _, step := range []struct {
-		what string
-		do   func() error
-	}{
-		{"address the instance end", func() error { return addAddrs(l.instNl, host, []netip.Prefix{netip.PrefixFrom(gw, 24)}) }},
-		{"address the container end", func() error { return addAddrs(h, inner, []netip.Prefix{netip.PrefixFrom(c.Addr, 24)}) }},
-		{"set the instance end up", func() error { return l.instNl.LinkSetUp(host) }},
-		{"set eth0 up", func() error { return h.LinkSetUp(inner) }},
-		{"set lo up", func() error { return h.LinkSetUp(lo) }},
-		{"route through the instance", func() error {
-			return h.RouteAdd(&netlink.Route{LinkIndex: inner.Attrs().Index, Gw: net.IP(gw.AsSlice())})
-		}},
-	} {
-		if err := step.do(); err != nil {
-			return fmt.Errorf("%s: %w", step.what, err)
-		}
 	}
 	if !first {
 		return nil
@@ -138,4 +102,50 @@ func (c *Container) Dial(ctx context.Context, network, address string) (net.Conn
 		return nil, fmt.Errorf("dial %s %s from container %s: %w", network, address, c.Addr, err)
 	}
 	return conn, nil
+}
+
+// plugHost wires the namespace of c to parent's namespace by a veth pair,
+// c.Veth on parent's side (gw/24) and eth0 on c's (c.Addr/24), c routing
+// through gw. side names parent's end in errors.
+func plugHost(parent *netlink.Handle, side string, c *Container, gw netip.Addr) error {
+	h, err := c.ns.Netlink()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = c.Veth
+	if err := parent.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: "eth0", PeerNamespace: netlink.NsFd(c.ns.Handle)}); err != nil {
+		return fmt.Errorf("add veth: %w", err)
+	}
+	end, err := parent.LinkByName(c.Veth)
+	if err != nil {
+		return fmt.Errorf("find %s: %w", c.Veth, err)
+	}
+	inner, err := h.LinkByName("eth0")
+	if err != nil {
+		return fmt.Errorf("find eth0: %w", err)
+	}
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("find lo: %w", err)
+	}
+	for _, step := range []struct {
+		what string
+		do   func() error
+	}{
+		{"address the " + side + " end", func() error { return addAddrs(parent, end, []netip.Prefix{netip.PrefixFrom(gw, 24)}) }},
+		{"address the far end", func() error { return addAddrs(h, inner, []netip.Prefix{netip.PrefixFrom(c.Addr, 24)}) }},
+		{"set the " + side + " end up", func() error { return parent.LinkSetUp(end) }},
+		{"set eth0 up", func() error { return h.LinkSetUp(inner) }},
+		{"set lo up", func() error { return h.LinkSetUp(lo) }},
+		{"route through the " + side, func() error {
+			return h.RouteAdd(&netlink.Route{LinkIndex: inner.Attrs().Index, Gw: net.IP(gw.AsSlice())})
+		}},
+	} {
+		if err := step.do(); err != nil {
+			return fmt.Errorf("%s: %w", step.what, err)
+		}
+	}
+	return nil
 }

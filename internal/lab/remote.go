@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/enaprobe/enaprobe/internal/monoclock"
@@ -53,44 +52,8 @@ func (l *Lab) AddRemoteHost() (*Container, error) {
 }
 
 func (l *Lab) wireRemote(c *Container, gw netip.Addr, first bool) error {
-	h, err := c.ns.Netlink()
-	if err != nil {
+	if err := plugHost(l.vpcNl, "vpc", c, gw); err != nil {
 		return err
-	}
-	defer h.Close()
-	attrs := netlink.NewLinkAttrs()
-	attrs.Name = c.Veth
-	if err := l.vpcNl.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: "eth0", PeerNamespace: netlink.NsFd(c.ns.Handle)}); err != nil {
-		return fmt.Errorf("add veth: %w", err)
-	}
-	vpcEnd, err := l.vpcNl.LinkByName(c.Veth)
-	if err != nil {
-		return fmt.Errorf("find %s: %w", c.Veth, err)
-	}
-	inner, err := h.LinkByName("eth0")
-	if err != nil {
-		return fmt.Errorf("find eth0: %w", err)
-	}
-	lo, err := h.LinkByName("lo")
-	if err != nil {
-		return fmt.Errorf("find lo: %w", err)
-	}
-	for _, step := range []struct {
-		what string
-		do   func() error
-	}{
-		{"address the vpc end", func() error { return addAddrs(l.vpcNl, vpcEnd, []netip.Prefix{netip.PrefixFrom(gw, 24)}) }},
-		{"address the host end", func() error { return addAddrs(h, inner, []netip.Prefix{netip.PrefixFrom(c.Addr, 24)}) }},
-		{"set the vpc end up", func() error { return l.vpcNl.LinkSetUp(vpcEnd) }},
-		{"set eth0 up", func() error { return h.LinkSetUp(inner) }},
-		{"set lo up", func() error { return h.LinkSetUp(lo) }},
-		{"route through the vpc", func() error {
-			return h.RouteAdd(&netlink.Route{LinkIndex: inner.Attrs().Index, Gw: net.IP(gw.AsSlice())})
-		}},
-	} {
-		if err := step.do(); err != nil {
-			return fmt.Errorf("%s: %w", step.what, err)
-		}
 	}
 	if !first {
 		return nil
