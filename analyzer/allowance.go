@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/enaprobe/enaprobe/internal/report/units"
+	"github.com/enaprobe/enaprobe/internal/units"
 )
 
 // learnAllowance estimates, with no allowance known, the rate above which

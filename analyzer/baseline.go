@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/enaprobe/enaprobe/internal/record"
-	"github.com/enaprobe/enaprobe/internal/report/units"
+	"github.com/enaprobe/enaprobe/internal/units"
 )
 
 // baselineFindings looks, per direction, at the aggregate rate of the

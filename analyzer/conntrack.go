@@ -8,7 +8,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/record"
-	"github.com/enaprobe/enaprobe/internal/report/units"
+	"github.com/enaprobe/enaprobe/internal/units"
 )
 
 // conntrackFindings reports jumps of conntrack_allowance_exceeded, located

@@ -8,7 +8,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/record"
-	"github.com/enaprobe/enaprobe/internal/report/units"
+	"github.com/enaprobe/enaprobe/internal/units"
 )
 
 // Where an incident's counter lag came from (Incident.CounterLagSource).

@@ -8,7 +8,7 @@ import (
 	"github.com/enaprobe/enaprobe/bpf/countrules"
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/record"
-	"github.com/enaprobe/enaprobe/internal/report/units"
+	"github.com/enaprobe/enaprobe/internal/units"
 )
 
 // linkLocalDirection is the direction an interface sees the packets sent to

@@ -7,7 +7,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/record"
-	"github.com/enaprobe/enaprobe/internal/report/units"
+	"github.com/enaprobe/enaprobe/internal/units"
 )
 
 // bandwidthCounter ties a direction to its allowance counter and finding kind.

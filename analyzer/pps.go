@@ -5,7 +5,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/record"
-	"github.com/enaprobe/enaprobe/internal/report/units"
+	"github.com/enaprobe/enaprobe/internal/units"
 )
 
 var bothDirections = []record.Direction{record.Ingress, record.Egress}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/enaprobe/enaprobe/internal/limits"
-	"github.com/enaprobe/enaprobe/internal/report/units"
+	"github.com/enaprobe/enaprobe/internal/units"
 )
 
 // Recommendations, each drawn from /work/shared/AWS-LIMITS.md.

@@ -16,7 +16,7 @@ import (
 	"github.com/enaprobe/enaprobe/internal/ena"
 	"github.com/enaprobe/enaprobe/internal/limits"
 	"github.com/enaprobe/enaprobe/internal/record"
-	"github.com/enaprobe/enaprobe/internal/report/units"
+	"github.com/enaprobe/enaprobe/internal/units"
 	"github.com/enaprobe/enaprobe/internal/upload"
 	"github.com/enaprobe/enaprobe/loader"
 )

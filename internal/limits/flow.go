@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
-	"github.com/enaprobe/enaprobe/internal/report/units"
+	"github.com/enaprobe/enaprobe/internal/units"
 )
 
 // Per-flow caps from AWS-LIMITS.md. A flow is one 5-tuple; hitting the cap

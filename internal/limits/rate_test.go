@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/enaprobe/enaprobe/internal/report/units"
+	"github.com/enaprobe/enaprobe/internal/units"
 )
 
 func TestParseRate(t *testing.T) {

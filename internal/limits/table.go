@@ -13,8 +13,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/enaprobe/enaprobe/internal/report/units"
 	"github.com/enaprobe/enaprobe/internal/suggest"
+	"github.com/enaprobe/enaprobe/internal/units"
 )
 
 // InstanceType is the network allowance of one EC2 instance type.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/enaprobe/enaprobe/analyzer"
-	"github.com/enaprobe/enaprobe/internal/report/units"
+	"github.com/enaprobe/enaprobe/internal/units"
 )
 
 // rateToken is a rate as a report writes it: a number, maybe a prefix, a

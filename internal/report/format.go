@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/analyzer"
-	"github.com/enaprobe/enaprobe/internal/report/units"
+	"github.com/enaprobe/enaprobe/internal/units"
 )
 
 // Human formatting shared by the text and HTML reports: every quantity is

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/enaprobe/enaprobe/analyzer"
-	"github.com/enaprobe/enaprobe/internal/report/units"
+	"github.com/enaprobe/enaprobe/internal/units"
 )
 
 // incidentText is the one line that says how an incident's counter moved:
