@@ -137,3 +137,35 @@ func TestCloudWatchAverages(t *testing.T) {
 		t.Fatal("no egress rate profile")
 	}
 }
+
+// TestFlowPeaksAgree: two identical 2 ms bursts of 2.4 Gbit/s, one from a
+// flow seen for the first time, one from a flow that trickled before, show
+// the same per-flow peak (issue 26: 2.3 Gbit/s and 24.7 Mbit/s, one divided
+// by the time since the flow's first packet, the other by the drain
+// interval): both the fullest of their fine windows.
+func TestFlowPeaksAgree(t *testing.T) {
+	src := func(port uint16) netip.AddrPort { return netip.AddrPortFrom(netip.MustParseAddr("10.0.0.5"), port) }
+	dst := netip.MustParseAddrPort("10.0.1.9:9")
+	burst := func(at time.Duration) synth.Phase {
+		return synth.Phase{From: at, To: at + 2*time.Millisecond, Bps: 2.4e9}
+	}
+	spec := synth.Spec{Name: "two-bursts", Duration: 2 * time.Second, Interfaces: []synth.Interface{{Name: "eth0"}},
+		Flows: []synth.Flow{
+			{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: src(1000), Dst: dst, Size: 1200, Phases: []synth.Phase{burst(500 * time.Millisecond)}},
+			{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: src(2000), Dst: dst, Size: 1200, Phases: []synth.Phase{
+				{From: 0, To: 1200 * time.Millisecond, Bps: 100_000}, burst(1250 * time.Millisecond)}},
+		}}
+	rec, _ := synth.Generate(spec)
+	res := Analyze(rec, DefaultOptions())
+	peaks := map[string]float64{}
+	for _, f := range res.Profile.TopFlows {
+		peaks[f.Src] = f.PeakBps
+	}
+	a, b := peaks[src(1000).String()], peaks[src(2000).String()]
+	if a == 0 || b == 0 || math.Abs(a-b) > 0.05*max(a, b) {
+		t.Errorf("per-flow peaks %.3g and %.3g bit/s for two identical bursts, want the same", a, b)
+	}
+	if a < 1e9 {
+		t.Errorf("peak %.3g bit/s for a 2.4 Gbit/s burst over two fine windows", a)
+	}
+}

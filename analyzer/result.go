@@ -475,7 +475,7 @@ type FlowProfile struct {
 	MinSize    uint32        `json:"min_size"`
 	MaxSize    uint32        `json:"max_size"`
 	MeanBps    float64       `json:"mean_bps"` // over the flow's active span (first to last seen)
-	PeakBps    float64       `json:"peak_bps"` // highest drain-interval throughput
+	PeakBps    float64       `json:"peak_bps"` // highest fine-window throughput (window events), else highest drain-interval throughput
 	FirstSeen  time.Time     `json:"first_seen"`
 	LastSeen   time.Time     `json:"last_seen"`
 	Owner      *record.Owner `json:"owner,omitempty"`
