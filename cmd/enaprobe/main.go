@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -96,6 +97,11 @@ evidence and a fix.`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			if cmd.Name() != "serve" {
+				limitHeap()
+			}
+		},
 	}
 	// --version prints what `enaprobe version` prints.
 	root.SetVersionTemplate("enaprobe {{.Version}}\n")
@@ -140,5 +146,22 @@ func newVersionCommand() *cobra.Command {
 			_, err := fmt.Fprintln(cmd.OutOrStdout(), "enaprobe", version)
 			return err
 		},
+	}
+}
+
+// oneShotHeapLimit is the Go heap a trace, analyze or lab run aims to stay
+// under. Their peak is the end of a run, where the analysis and the reports
+// make garbage: with the default GOGC the heap grows to twice what is live
+// before a collection (a trace of 195,000 flows: 65 MB live, 131 MB of
+// heap, 166 MiB of RSS). A soft limit collects sooner instead; over it
+// (a recording that really holds more) the runtime spends at most half a
+// core collecting, never fails for it. serve runs without it: its heap is
+// its flight recorder's, bounded by --recorder-bytes. GOMEMLIMIT, when
+// set, overrides it.
+const oneShotHeapLimit = 96 << 20
+
+func limitHeap() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(oneShotHeapLimit)
 	}
 }
