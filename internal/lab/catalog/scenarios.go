@@ -140,6 +140,11 @@ func dnsClient(ctx context.Context, l *lab.Lab, rate float64, d time.Duration, n
 	c := l.Config()
 	sends := append(slices.Clone(dns.SendNs), ntp.SendNs...)
 	slices.Sort(sends)
+	if len(dns.SendNs) > 0 {
+		// The flood itself: the limit's burst lets it run over before the
+		// first drop.
+		t.Bursts = []Burst{{StartNs: dns.SendNs[0], EndNs: dns.SendNs[len(dns.SendNs)-1], Src: dns.Src}}
+	}
 	if first, last, n := limitDrops(sends, float64(c.LinkLocalPPS), float64(c.LinkLocalBurst)); n > 0 {
 		t.Incidents = []Burst{{StartNs: first, EndNs: last, Src: dns.Src}}
 		t.Notes = append(t.Notes, fmt.Sprintf("the link-local limit dropped %d packets by its model", n))
