@@ -1,9 +1,6 @@
 package main
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/enaprobe/enaprobe/internal/testutil/goconst"
 )
 
 // markdownLink matches [text](target) and ![alt](target); the target ends
@@ -63,46 +62,15 @@ func TestDocLinks(t *testing.T) {
 // kind the analyzer declares (its Kind* constants), so a kind added without
 // its evidence and fix fails here.
 func TestFindingKindsDocumented(t *testing.T) {
-	files, err := filepath.Glob("../../analyzer/*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	findings := readDoc(t, "../../docs/findings.md")
-	var kinds int
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, decl := range file.Decls {
-			gen, ok := decl.(*ast.GenDecl)
-			if !ok || gen.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range gen.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, name := range vs.Names {
-					if !strings.HasPrefix(name.Name, "Kind") || i >= len(vs.Values) {
-						continue
-					}
-					lit, ok := vs.Values[i].(*ast.BasicLit)
-					if !ok || lit.Kind != token.STRING {
-						continue
-					}
-					kinds++
-					kind := strings.Trim(lit.Value, `"`)
-					if !strings.Contains(findings, "| `"+kind+"`") && !strings.Contains(findings, ", `"+kind+"` |") {
-						t.Errorf("finding kind %s (analyzer.%s) has no row in docs/findings.md", kind, name.Name)
-					}
-				}
-			}
+	kinds := goconst.Strings(t, "../../analyzer", "Kind")
+	for _, kind := range kinds {
+		if !strings.Contains(findings, "| `"+kind+"`") && !strings.Contains(findings, ", `"+kind+"` |") {
+			t.Errorf("finding kind %s (an analyzer Kind constant) has no row in docs/findings.md", kind)
 		}
 	}
-	if kinds < 10 {
-		t.Errorf("found %d finding kinds in analyzer/, want the Kind* constants", kinds)
+	if len(kinds) < 10 {
+		t.Errorf("found %d finding kinds in analyzer/, want the Kind* constants", len(kinds))
 	}
 }
 

@@ -3,13 +3,8 @@ package schema
 import (
 	"bytes"
 	"encoding/json"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +13,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/internal/record"
+	"github.com/enaprobe/enaprobe/internal/testutil/goconst"
 )
 
 func TestSchemaCompiles(t *testing.T) {
@@ -219,48 +215,6 @@ func checkStruct(t *testing.T, d schemaDoc, path string, typ reflect.Type, node 
 	}
 }
 
-// stableConstants reads the analyzer package source for the string constants
-// whose names start with prefix (KindX, SeverityX), so that a new kind fails
-// the enum check below without anyone remembering to list it here.
-func stableConstants(t *testing.T, prefix string) []string {
-	t.Helper()
-	paths, err := filepath.Glob("../../../analyzer/*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	var out []string
-	for _, path := range paths {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, decl := range file.Decls {
-			gd, ok := decl.(*ast.GenDecl)
-			if !ok || gd.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range gd.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, n := range vs.Names {
-					if !strings.HasPrefix(n.Name, prefix) || i >= len(vs.Values) {
-						continue
-					}
-					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						s, _ := strconv.Unquote(lit.Value)
-						out = append(out, s)
-					}
-				}
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 func enumOf(t *testing.T, d schemaDoc, def, prop string) []string {
 	t.Helper()
 	props := d.defs[def].(map[string]any)["properties"].(map[string]any)
@@ -275,14 +229,14 @@ func enumOf(t *testing.T, d schemaDoc, def, prop string) []string {
 
 func TestSchemaEnumsMatchConstants(t *testing.T) {
 	d := loadDoc(t)
-	kinds := stableConstants(t, "Kind")
+	kinds := goconst.Strings(t, "../../../analyzer", "Kind")
 	if len(kinds) < 9 {
 		t.Fatalf("found only %d Kind constants in ../../../analyzer: %v", len(kinds), kinds)
 	}
 	if got := enumOf(t, d, "finding", "kind"); !slices.Equal(got, kinds) {
 		t.Errorf("finding.kind enum %v, analyzer kinds %v", got, kinds)
 	}
-	if got, want := enumOf(t, d, "finding", "severity"), stableConstants(t, "Severity"); !slices.Equal(got, want) {
+	if got, want := enumOf(t, d, "finding", "severity"), goconst.Strings(t, "../../../analyzer", "Severity"); !slices.Equal(got, want) {
 		t.Errorf("finding.severity enum %v, analyzer severities %v", got, want)
 	}
 	sizes := slices.Sorted(slices.Values(record.SizeClassNames))
