@@ -61,8 +61,10 @@
 //     one interface are one finding. Both carry the link-local detail when
 //     the datapath copied payloads (linklocal_detail.go): what each client
 //     asked, and the fixes ranked, the first leading the recommendation.
-//   - flow_at_cap: a flow's throughput per PlateauBin (1 s) flat (coefficient of
-//     variation <= PlateauCV 0.05) for PlateauMin (3 s) within FlowCapBand
+//   - flow_at_cap: a flow's rate per PlateauBin (1 s; the median of its drain
+//     intervals', so a TCP flow's dips after a loss at the cap do not hide
+//     it) flat (coefficient of variation <= PlateauCV 0.05) for PlateauMin
+//     (3 s) within FlowCapBand
 //     (10%) of FlowLimitBps, with no bw or pps jump meanwhile; ends refined by
 //     the flow's window events. With the limit unknown, a flat plateau at the
 //     flow's own maximum of at least FlowPlateauMinBps (1 Gbps) is info.
