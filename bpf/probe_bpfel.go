@@ -154,11 +154,13 @@ type ProbeFlowStats struct {
 	SkRetrans0  uint32
 	SrttMinUs   uint32
 	SrttMaxUs   uint32
-	SrttGen     uint32
+	SnapGen     uint32
 	SkWin       uint32
 	SeqTail     uint32
 	ImpactFlags uint8
 	ImpactPad   [3]uint8
+	GapMaxNs    uint32
+	_           [4]byte
 }
 
 type ProbeImdsEvent struct {

@@ -659,8 +659,9 @@ func entrySockRetrans(v bpf.ProbeFlowStats) uint32 {
 const impactSockSeen = 2
 
 // flowStats converts a flow's cumulative counters (addStats). gen is the
-// snapshot generation now ending: the srtt range counts only when the
-// entry's was set in it, else it is from an earlier interval.
+// snapshot generation now ending: the srtt range and the longest silence
+// count only when the entry's were set in it, else they are from an
+// earlier interval.
 func flowStats(v bpf.ProbeFlowStats, gen uint32) record.FlowStats {
 	st := record.FlowStats{
 		Packets: v.Packets, Bytes: v.Bytes, SYNs: uint64(v.Syns), TCPFlags: v.TcpFlags,
@@ -670,8 +671,11 @@ func flowStats(v bpf.ProbeFlowStats, gen uint32) record.FlowStats {
 		RetransWire: uint64(v.SeqRetrans), RetransTail: uint64(v.SeqTail),
 	}
 	st.RetransLocal = uint64(entrySockRetrans(v))
-	if v.SrttMaxUs != 0 && v.SrttGen == gen {
-		st.SRTTMinUs, st.SRTTMaxUs = v.SrttMinUs, v.SrttMaxUs
+	if v.SnapGen == gen {
+		if v.SrttMaxUs != 0 {
+			st.SRTTMinUs, st.SRTTMaxUs = v.SrttMinUs, v.SrttMaxUs
+		}
+		st.GapMaxUs = v.GapMaxNs / 1000
 	}
 	return st
 }

@@ -15,18 +15,18 @@ import (
 // set in the snapshot generation now ending.
 func TestImpactStats(t *testing.T) {
 	first := bpf.ProbeFlowStats{Packets: 10, FirstSeenNs: 1, SeqRetrans: 3, SeqTail: 1,
-		SkRetrans: 107, SkRetrans0: 100, ImpactFlags: impactSockSeen, SrttMinUs: 900, SrttMaxUs: 1500, SrttGen: 4}
+		SkRetrans: 107, SkRetrans0: 100, ImpactFlags: impactSockSeen, SrttMinUs: 900, SrttMaxUs: 1500, SnapGen: 4, GapMaxNs: 7_500_000}
 	st := flowStats(addStats(bpf.ProbeFlowStats{}, first), 4)
-	if st.RetransLocal != 7 || st.RetransWire != 3 || st.RetransTail != 1 || st.SRTTMinUs != 900 || st.SRTTMaxUs != 1500 {
-		t.Errorf("one entry: %+v, want local 7 wire 3 tail 1 srtt 900-1500", st)
+	if st.RetransLocal != 7 || st.RetransWire != 3 || st.RetransTail != 1 || st.SRTTMinUs != 900 || st.SRTTMaxUs != 1500 || st.GapMaxUs != 7500 {
+		t.Errorf("one entry: %+v, want local 7 wire 3 tail 1 srtt 900-1500 gap 7500 us", st)
 	}
-	if st := flowStats(first, 5); st.SRTTMaxUs != 0 || st.SRTTMinUs != 0 {
-		t.Errorf("srtt range of generation 4 taken in generation 5: %d-%d", st.SRTTMinUs, st.SRTTMaxUs)
+	if st := flowStats(first, 5); st.SRTTMaxUs != 0 || st.SRTTMinUs != 0 || st.GapMaxUs != 0 {
+		t.Errorf("srtt range and gap of generation 4 taken in generation 5: %d-%d, %d", st.SRTTMinUs, st.SRTTMaxUs, st.GapMaxUs)
 	}
 	// The entry evicted, a new one of the same flow (the same socket,
 	// whose count went on from 107).
 	second := bpf.ProbeFlowStats{Packets: 4, FirstSeenNs: 50, SeqRetrans: 2,
-		SkRetrans: 112, SkRetrans0: 109, ImpactFlags: impactSockSeen, SrttMinUs: 2000, SrttMaxUs: 2100, SrttGen: 6}
+		SkRetrans: 112, SkRetrans0: 109, ImpactFlags: impactSockSeen, SrttMinUs: 2000, SrttMaxUs: 2100, SnapGen: 6}
 	base := addStats(bpf.ProbeFlowStats{}, first)
 	cum := addStats(base, second)
 	st = flowStats(cum, 6)

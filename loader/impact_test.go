@@ -5,11 +5,15 @@ package loader
 import (
 	"net"
 	"net/netip"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/enaprobe/enaprobe/bpf"
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/internal/record"
 	"github.com/enaprobe/enaprobe/internal/testutil/frames"
 )
@@ -112,4 +116,88 @@ func addrOf(ip net.IP) netip.Addr {
 		return netip.AddrFrom4([4]byte(v4))
 	}
 	return netip.AddrFrom16([16]byte(ip.To16()))
+}
+
+// TestDatapathSilence: a TCP flow's longest silence, per direction, since
+// the flow tables' last read: each packet's time since the flow's packet
+// before it, the largest kept; a new snapshot generation starts it again
+// at its first packet, whose silence spans the read; a flow's first packet
+// has none, and UDP none at all. The program's clock is CLOCK_MONOTONIC,
+// so each silence lies within the times taken around the test runs.
+func TestDatapathSilence(t *testing.T) {
+	for _, dir := range []record.Direction{record.Ingress, record.Egress} {
+		t.Run(dir.String(), func(t *testing.T) {
+			tp := newTestProbe(t, testOptions())
+			const sport = 40002
+			key := record.FlowKey{Proto: 6, Src: netip.AddrPortFrom(addrOf(v4A), sport), Dst: netip.AddrPortFrom(addrOf(v4B), 443)}
+			gen := tp.coll.Variables["flow_snapshot_gen"]
+			if gen == nil {
+				t.Fatal("no flow_snapshot_gen in the object")
+			}
+			var before, after []int64 // around each run
+			run := func(seq uint32) bpf.ProbeFlowStats {
+				t.Helper()
+				before = append(before, monoclock.Now())
+				if err := tp.tryRun(dir, seqFrame(t, v4A, v4B, sport, false, true, seq, 100), 0, 0); err != nil {
+					t.Fatal(err)
+				}
+				after = append(after, monoclock.Now())
+				v, ok := tp.flow(t, key)
+				if !ok {
+					t.Fatalf("flow %s not in the table", key)
+				}
+				return v
+			}
+			// waitFor lets at least d pass since the last run, on the
+			// clock the program reads.
+			waitFor := func(d time.Duration) {
+				deadline := after[len(after)-1] + int64(d)
+				for monoclock.Now() < deadline {
+					runtime.Gosched()
+				}
+			}
+			within := func(step int, got uint32, from, to int) {
+				t.Helper()
+				lo, hi := before[to]-after[from], after[to]-before[from]
+				if int64(got) < lo || int64(got) > hi {
+					t.Errorf("step %d: longest silence %d ns, want between %d and %d", step, got, lo, hi)
+				}
+			}
+			if v := run(1000); v.GapMaxNs != 0 {
+				t.Errorf("first packet: silence %d ns, want none", v.GapMaxNs)
+			}
+			waitFor(3 * time.Millisecond)
+			within(1, run(1100).GapMaxNs, 0, 1)
+			// A shorter one keeps the longest.
+			v := run(1200)
+			within(2, v.GapMaxNs, 0, 1)
+			// The tables read: the next packet's silence alone, though
+			// shorter than the last generation's longest.
+			if err := gen.Set(uint32(1)); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(time.Millisecond)
+			v = run(1300)
+			within(3, v.GapMaxNs, 2, 3)
+			if v.SnapGen != 1 {
+				t.Errorf("generation %d, want 1", v.SnapGen)
+			}
+			if int64(v.GapMaxNs) >= before[1]-after[0] {
+				t.Errorf("generation 1 kept generation 0's silence: %d ns", v.GapMaxNs)
+			}
+			// UDP: no impact fields at all.
+			uip, u := frames.IPv4(v4A, v4B, layers.IPProtocolUDP), &layers.UDP{SrcPort: sport, DstPort: 53}
+			_ = u.SetNetworkLayerForChecksum(uip)
+			udp := frames.Serialize(t, frames.Eth(layers.EthernetTypeIPv4), uip, u, gopacket.Payload(make([]byte, 40)))
+			for range 2 {
+				if err := tp.tryRun(dir, udp, 0, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			uk := record.FlowKey{Proto: 17, Src: key.Src, Dst: netip.AddrPortFrom(addrOf(v4B), 53)}
+			if u, ok := tp.flow(t, uk); !ok || u.GapMaxNs != 0 {
+				t.Errorf("udp flow: %+v (found %v), want no silence", u, ok)
+			}
+		})
+	}
 }

@@ -52,13 +52,32 @@ static __always_inline __u32 tcp_payload(struct __sk_buff *skb, const struct pac
 }
 
 /* count_impact runs for every TCP packet with a flow entry. segs is the
- * wire segments the skb stands for. */
+ * wire segments the skb stands for; gap_ns the time since the entry's
+ * packet before this one (0 for its first). */
 static __always_inline void count_impact(struct __sk_buff *skb, struct cpu_state *cs,
-						   __u32 dir, struct flow_stats *v, __u32 segs)
+						   __u32 dir, struct flow_stats *v, __u32 segs,
+						   __u64 gap_ns)
 {
 	if (!v)
 		return;
 	struct packet *p = &cs->pkt;
+	/* The longest silence of the flow, one direction, since the last read
+	 * of the flow tables: an upload whose segments wait behind a burst
+	 * is not ACKed for as long as they wait, whatever its srtt (the
+	 * kernel's, smoothed, rises by an eighth of each late sample). In ns,
+	 * held at 4.29 s: no division on the packet's path. The first packet
+	 * of a generation starts the fields of it again. */
+	__u32 gen = flow_snapshot_gen;
+	if (v->snap_gen != gen) {
+		v->snap_gen = gen;
+		v->srtt_min_us = 0;
+		v->srtt_max_us = 0;
+		v->gap_max_ns = 0;
+	}
+	if (gap_ns > 0xffffffffULL)
+		gap_ns = 0xffffffffULL;
+	if ((__u32)gap_ns > v->gap_max_ns)
+		v->gap_max_ns = (__u32)gap_ns;
 	/* A segment with payload and ACK, not SYN (a later IP fragment has no
 	 * TCP header, and flags 0): sent again when its range ends at or
 	 * before the highest end seen. Sequence numbers wrap: compared as
@@ -120,9 +139,7 @@ static __always_inline void count_impact(struct __sk_buff *skb, struct cpu_state
 	__u32 srtt = tp->srtt_us >> 3; /* the kernel keeps 8 times the srtt */
 	if (!srtt)
 		return; /* no RTT sample yet */
-	__u32 gen = flow_snapshot_gen;
-	if (v->srtt_gen != gen || !v->srtt_max_us) {
-		v->srtt_gen = gen;
+	if (!v->srtt_max_us) {
 		v->srtt_min_us = srtt;
 		v->srtt_max_us = srtt;
 		return;

@@ -113,13 +113,14 @@ struct flow_stats {
 	__u32 seq_retrans;   /* wire segments whose range ended at or before seq_high */
 	__u32 sk_retrans;    /* the local socket's total_retrans, latest */
 	__u32 sk_retrans0;   /* and at this entry's first packet with a socket */
-	__u32 srtt_min_us;   /* smallest and largest srtt of the socket since */
-	__u32 srtt_max_us;   /* snapshot generation srtt_gen (flow_snapshot_gen) */
-	__u32 srtt_gen;
+	__u32 srtt_min_us;   /* smallest and largest srtt of the socket in */
+	__u32 srtt_max_us;   /* snapshot generation snap_gen (flow_snapshot_gen) */
+	__u32 snap_gen;      /* of srtt_min_us, srtt_max_us and gap_max_ns */
 	__u32 sk_win;        /* low bits of the fine window the socket was last read in */
 	__u32 seq_tail;      /* of seq_retrans, those ending at seq_high: tail probes */
 	__u8 impact_flags;   /* IMPACT_SEQ_SEEN, IMPACT_SOCK_SEEN */
 	__u8 impact_pad[3];
+	__u32 gap_max_ns;    /* longest silence before a TCP packet of snap_gen, up to 4.29 s */
 };
 
 /* How a flow's owner was looked for (flow_stats.origin). */

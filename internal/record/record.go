@@ -221,12 +221,18 @@ type FlowStats struct {
 	// flow's previous snapshot, in microseconds (0: no socket, no sample).
 	// RetransTail are those of RetransWire that ended at the highest
 	// sequence sent: tail loss probes, which a queue holding ACKs back
-	// sets off without a loss.
+	// sets off without a loss. GapMaxUs is the longest silence of the
+	// flow (this direction) that ended since its previous snapshot: the
+	// time before one of its TCP packets since the one before it, in
+	// microseconds, up to 4.29 s. For an upload's ACKs it is how long its
+	// segments were not answered: queued, lost, or not sent (0 in
+	// recordings made before it was measured).
 	RetransWire  uint64 `json:",omitempty"`
 	RetransTail  uint64 `json:",omitempty"`
 	RetransLocal uint64 `json:",omitempty"`
 	SRTTMinUs    uint32 `json:",omitempty"`
 	SRTTMaxUs    uint32 `json:",omitempty"`
+	GapMaxUs     uint32 `json:",omitempty"`
 }
 
 // FlowSnapshot is a flow's cumulative counters read at TimeNs. Snapshots of
