@@ -74,7 +74,7 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 	spec.lag = lag
 	sec := float64(a.g.widthNs) / 1e9
 	var out []Finding
-	for _, inc := range a.incidents(spec, jumps) {
+	for _, inc := range sameFill(a.incidents(spec, jumps), gauges, int64(a.opt.ConntrackFallWindow)) {
 		// The connections that filled the table were opened from the last
 		// read at the gauge's high before the first jump on: they, and the
 		// retries of those refused, are the culprits, and the first drop is
@@ -157,6 +157,34 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 			units.EventRate(share(syns, attrS), "SYN/s"), synSourceText(f.Flows), lagText(f.Incident))
 		f.Recommendation = recommendConntrack
 		out = append(out, f)
+	}
+	return out
+}
+
+// sameFill joins consecutive incidents whose first jumps look back to
+// the same fill read: the table filled once from it, and every drop until
+// it emptied is of that filling, however the jumps fell apart in time
+// (seen beside a CPU-bound process: a gap in the retries split one flood
+// in two, both placed from the same first refused SYN).
+func sameFill(incs []incident, gauges []counters.GaugeValue, windowNs int64) []incident {
+	var out []incident
+	lastFill := -1
+	for _, inc := range incs {
+		k := fillRead(gauges, inc.jumps[0].FromNs, windowNs)
+		if n := len(out); n > 0 && k >= 0 && k == lastFill {
+			p := &out[n-1]
+			p.lo, p.hi = min(p.lo, inc.lo), max(p.hi, inc.hi)
+			p.toNs = max(p.toNs, inc.toNs)
+			p.delta += inc.delta
+			p.peak = max(p.peak, inc.peak)
+			if inc.level > p.level {
+				p.level, p.levelName, p.levelPerSecond = inc.level, inc.levelName, inc.levelPerSecond
+			}
+			p.jumps = append(p.jumps, inc.jumps...)
+			continue
+		}
+		out = append(out, inc)
+		lastFill = k
 	}
 	return out
 }

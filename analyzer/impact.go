@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/enaprobe/enaprobe/internal/record"
@@ -52,13 +53,19 @@ type Impact struct {
 	// SRTT is the smoothed RTT of the victims (the local sockets among
 	// them) in the seconds before the incident and during it.
 	SRTT *ImpactSRTT `json:"srtt,omitempty"`
+	// AckWait is how long the victims' packets went unanswered: the
+	// longest silence of each one's reverse direction (its ACKs), before
+	// the incident and during it. Unlike the srtt, smoothed, it is the
+	// wait itself: a segment held behind a burst for 400 ms is not
+	// ACKed for 400 ms. Absent in recordings made before it was measured.
+	AckWait *ImpactAckWait `json:"ack_wait,omitempty"`
 	// QueuedS is how long the srtt of the victims stayed above its noise
 	// (verdict queued), in seconds.
 	QueuedS float64 `json:"queued_s,omitempty"`
 	// TCPFlows are the TCP flows that moved packets in the incident.
 	TCPFlows int `json:"tcp_flows"`
-	// SRTTKnown: verdict none rests on srtt measured before and during
-	// (local sockets), not only on nothing sent again.
+	// SRTTKnown: verdict none rests on srtt (local sockets) or ACK waits
+	// measured before and during, not only on nothing sent again.
 	SRTTKnown bool `json:"srtt_known,omitempty"`
 	// Victims are the flows that paid, those that lost the most first:
 	// segments sent again, or an srtt risen above its noise (the first
@@ -92,6 +99,17 @@ type ImpactSRTT struct {
 	NoiseUs float64 `json:"noise_us"`
 }
 
+// ImpactAckWait is the longest wait of the victims for an answer, in
+// microseconds: the largest rise of one victim's over its level before
+// (the median of each snapshot's longest silence in the seconds before),
+// with that victim's level, noise and wait during.
+type ImpactAckWait struct {
+	RiseUs   float64 `json:"rise_us"`
+	LevelUs  float64 `json:"level_us"`
+	NoiseUs  float64 `json:"noise_us"`
+	DuringUs float64 `json:"during_us"`
+}
+
 // Victim is one flow that paid for an incident.
 type Victim struct {
 	Flow      string `json:"flow"`
@@ -107,6 +125,11 @@ type Victim struct {
 	// local socket or no sample.
 	SRTTBeforeUs float64 `json:"srtt_before_us,omitempty"`
 	SRTTDuringUs float64 `json:"srtt_during_us,omitempty"`
+	// AckWaitBeforeUs is the usual longest silence of its reverse
+	// direction (median of the seconds before), AckWaitDuringUs the
+	// longest in the span; 0 when unmeasured.
+	AckWaitBeforeUs float64 `json:"ack_wait_before_us,omitempty"`
+	AckWaitDuringUs float64 `json:"ack_wait_during_us,omitempty"`
 }
 
 // attachImpacts gives every finding of an allowance that queues or drops
@@ -191,6 +214,26 @@ type flowImpact struct {
 	aboveFromNs int64 // the stretch its srtt stayed above its noise
 	aboveToNs   int64
 	risen       bool
+	// The longest silences of its reverse direction (its ACKs): each
+	// snapshot's in the seconds before, the longest in the span, their
+	// level and noise; waited: the span's above the noise.
+	waitBefore           []float64
+	waitDuring           float64
+	waitLevel, waitNoise float64
+	waited               bool
+}
+
+// rise is how far its srtt or its ACKs' wait rose over their levels, the
+// larger.
+func (fi flowImpact) rise() float64 {
+	r := 0.0
+	if fi.beforeLevel > 0 && fi.during > 0 {
+		r = fi.during - fi.beforeLevel
+	}
+	if fi.waitLevel > 0 {
+		r = max(r, fi.waitDuring-fi.waitLevel)
+	}
+	return r
 }
 
 // impactOf measures the impact of an incident of iface spanning
@@ -206,12 +249,22 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 		return im
 	}
 	beforeNs := fromNs - int64(a.opt.ImpactBefore)
+	tcp := a.tcpFlows()
+	byRef := make(map[flowRef]int, len(tcp))
+	for i, tf := range tcp {
+		byRef[tf.ref] = i
+	}
 	var flows []flowImpact
-	for _, tf := range a.tcpFlows() {
+	for _, tf := range tcp {
 		if tf.ref.iface != iface {
 			continue
 		}
 		fi := flowImpact{ref: tf.ref}
+		// The data direction of a connection waits for the other's
+		// ACKs; the ACK direction, which sent fewer bytes, is not timed.
+		if ri, ok := byRef[flowRef{tf.ref.iface, reverseKey(tf.ref.key)}]; ok && tflowBytes(tf) > tflowBytes(tcp[ri]) {
+			fi.waitBefore, fi.waitDuring = silences(tcp[ri].snaps, beforeNs, fromNs, endNs)
+		}
 		var prev record.FlowStats
 		var prevNs int64 = math.MinInt64
 		for _, s := range tf.snaps {
@@ -243,12 +296,18 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 				fi.aboveFromNs, fi.aboveToNs = aboveStretch(tf.snaps, fromNs, endNs, fi.beforeLevel+fi.noise)
 			}
 		}
+		if len(fi.waitBefore) > 0 && fi.waitDuring > 0 {
+			fi.waitLevel, fi.waitNoise = levelAndNoise(fi.waitBefore, a.opt.ImpactMinRise)
+			// A wait counts past its noise and past a millisecond: the
+			// ACKs of a steady flow come every few hundred microseconds.
+			fi.waited = fi.waitDuring > fi.waitLevel+max(fi.waitNoise, float64(time.Millisecond/time.Microsecond))
+		}
 		flows = append(flows, fi)
 	}
 	im.TCPFlows = len(flows)
-	timed := 0 // flows with an srtt before and during
+	timed := 0 // flows with an srtt or an ACK wait before and during
 	for _, fi := range flows {
-		if fi.beforeLevel > 0 && fi.during > 0 {
+		if (fi.beforeLevel > 0 && fi.during > 0) || fi.waitLevel > 0 {
 			timed++
 		}
 	}
@@ -259,7 +318,7 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 	var victims []flowImpact
 	var lostBy, tailBy [record.NumDirections]uint64
 	for _, fi := range flows {
-		if fi.lost() > 0 || fi.risen {
+		if fi.lost() > 0 || fi.risen || fi.waited {
 			victims = append(victims, fi)
 		}
 		d := record.Ingress
@@ -277,13 +336,17 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 	im.Retransmitted.Ingress = max(im.Retransmitted.Ingress-min(im.Retransmitted.Ingress, tailBy[record.Ingress]), lostBy[record.Ingress])
 
 	slices.SortStableFunc(victims, func(x, y flowImpact) int {
-		return cmp.Or(cmp.Compare(y.lost(), x.lost()), cmp.Compare(y.during-y.beforeLevel, x.during-x.beforeLevel))
+		return cmp.Or(cmp.Compare(y.lost(), x.lost()), cmp.Compare(y.rise(), x.rise()))
 	})
 	im.VictimsTotal = len(victims)
 	var before, during []float64
 	var srtt ImpactSRTT
+	var wait *ImpactAckWait
 	var aboveFrom, aboveTo int64 = math.MaxInt64, math.MinInt64
 	for _, fi := range victims {
+		if fi.waitLevel > 0 && (wait == nil || fi.waitDuring-fi.waitLevel > wait.RiseUs) {
+			wait = &ImpactAckWait{RiseUs: fi.waitDuring - fi.waitLevel, LevelUs: fi.waitLevel, NoiseUs: fi.waitNoise, DuringUs: fi.waitDuring}
+		}
 		if fi.beforeLevel > 0 && fi.during > 0 {
 			before = append(before, fi.beforeLevel)
 			during = append(during, fi.during)
@@ -297,7 +360,8 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 	}
 	for _, fi := range victims[:min(len(victims), a.opt.TopFlows)] {
 		v := Victim{Flow: fi.ref.key.String(), Direction: record.Ingress.String(), Retransmitted: fi.lost(),
-			TailProbes: fi.tail, SRTTBeforeUs: fi.beforeLevel, SRTTDuringUs: fi.during}
+			TailProbes: fi.tail, SRTTBeforeUs: fi.beforeLevel, SRTTDuringUs: fi.during,
+			AckWaitBeforeUs: fi.waitLevel, AckWaitDuringUs: fi.waitDuring}
 		if fi.egress {
 			v.Direction = record.Egress.String()
 		}
@@ -311,6 +375,7 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 		srtt.DuringP50Us, srtt.DuringP99Us = quantile(during, 0.5), quantile(during, 0.99)
 		im.SRTT = &srtt
 	}
+	im.AckWait = wait
 	lost := im.Retransmitted.Egress + im.Retransmitted.Ingress
 	switch {
 	case lost > 0:
@@ -326,19 +391,26 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 			"(DNS queries sent again show in the link-local detail)"
 	case len(victims) > 0:
 		im.Verdict = ImpactQueued
-		im.QueuedS = float64(aboveTo-aboveFrom) / 1e9
-		im.Summary = fmt.Sprintf("queued: srtt rose by up to %s (noise %s) for %s, p50 %s before, %s during; nothing lost",
-			fmtUs(srtt.RiseUs), fmtUs(srtt.NoiseUs), fmtDur(aboveTo-aboveFrom), fmtUs(srtt.BeforeP50Us), fmtUs(srtt.DuringP50Us))
+		var parts []string
+		if wait != nil && wait.RiseUs > 0 {
+			parts = append(parts, fmt.Sprintf("ACKs held back up to %s (usually %s)", fmtUs(wait.DuringUs), fmtUs(wait.LevelUs)))
+		}
+		if aboveTo > aboveFrom {
+			im.QueuedS = float64(aboveTo-aboveFrom) / 1e9
+			parts = append(parts, fmt.Sprintf("srtt rose by up to %s (noise %s) for %s, p50 %s before, %s during",
+				fmtUs(srtt.RiseUs), fmtUs(srtt.NoiseUs), fmtDur(aboveTo-aboveFrom), fmtUs(srtt.BeforeP50Us), fmtUs(srtt.DuringP50Us)))
+		}
+		im.Summary = "queued: " + strings.Join(parts, "; ") + "; nothing lost"
 		if im.TailProbes > 0 {
 			im.Summary += fmt.Sprintf(" (%d tail loss probes, set off by the wait)", im.TailProbes)
 		}
 	case timed == 0:
 		im.Verdict = ImpactNone
-		im.Summary = fmt.Sprintf("nothing lost (%s sent nothing again); no local socket's srtt to tell queueing", flowsText(len(flows)))
+		im.Summary = fmt.Sprintf("nothing lost (%s sent nothing again); no srtt or ACK wait to tell queueing", flowsText(len(flows)))
 	default:
 		im.Verdict = ImpactNone
 		im.SRTTKnown = true
-		im.Summary = fmt.Sprintf("queued briefly; nothing lost (%s, srtt of %d within noise)", flowsText(len(flows)), timed)
+		im.Summary = fmt.Sprintf("queued briefly; nothing lost (%s, srtt and ACK waits of %d within noise)", flowsText(len(flows)), timed)
 	}
 	return im
 }
@@ -439,4 +511,38 @@ func fmtUs(us float64) string {
 
 func fmtDur(ns int64) string {
 	return time.Duration(ns).Round(time.Millisecond).String()
+}
+
+// reverseKey is the key of a flow's other direction.
+func reverseKey(k record.FlowKey) record.FlowKey {
+	return record.FlowKey{Proto: k.Proto, Src: k.Dst, Dst: k.Src}
+}
+
+// tflowBytes is what a flow sent over the trace (its latest cumulative
+// snapshot).
+func tflowBytes(tf tcpFlow) uint64 {
+	if len(tf.snaps) == 0 {
+		return 0
+	}
+	return tf.snaps[len(tf.snaps)-1].Bytes
+}
+
+// silences are a flow's longest silences from its snapshots: each one's
+// in (beforeNs, fromNs], and the longest of those in (fromNs, endNs] and
+// the snapshot after (a silence ends at the packet that breaks it, read
+// at the next snapshot), in microseconds.
+func silences(snaps []*record.FlowSnapshot, beforeNs, fromNs, endNs int64) (before []float64, during float64) {
+	prevNs := int64(math.MinInt64)
+	for _, s := range snaps {
+		switch {
+		case s.TimeNs > beforeNs && s.TimeNs <= fromNs:
+			if s.GapMaxUs > 0 {
+				before = append(before, float64(s.GapMaxUs))
+			}
+		case s.TimeNs > fromNs && prevNs < endNs:
+			during = max(during, float64(s.GapMaxUs))
+		}
+		prevNs = s.TimeNs
+	}
+	return before, during
 }

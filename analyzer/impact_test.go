@@ -242,7 +242,7 @@ func TestImpactNothingLost(t *testing.T) {
 func TestImpactNoSRTT(t *testing.T) {
 	c := newImpactCase(t)
 	f := c.finding(t)
-	if f.Impact.Verdict != ImpactNone || f.Impact.SRTTKnown || !strings.Contains(f.Impact.Summary, "no local socket's srtt") {
+	if f.Impact.Verdict != ImpactNone || f.Impact.SRTTKnown || !strings.Contains(f.Impact.Summary, "no srtt or ACK wait") {
 		t.Fatalf("impact %+v, want none without srtt", f.Impact)
 	}
 	if f.Impact.TCPFlows == 0 || f.Severity != c.severity {
@@ -292,4 +292,58 @@ func addBucketRetrans(t *testing.T, rec *record.Recording, iface string, dir rec
 		return
 	}
 	t.Fatalf("no %s %s series", iface, dir)
+}
+
+// TestImpactAckWait: a forwarded upload (no local socket, so no srtt)
+// whose ACKs, which come within about a millisecond of each other before
+// the incident, stop for 400 ms in it: queued, the upload the victim with
+// its wait, the ACK flow itself not one; the same ACKs within their noise
+// tell nothing lost, srtt known or not.
+func TestImpactAckWait(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		waitUs  uint32
+		verdict string
+	}{{"held back", 400_000, ImpactQueued}, {"within noise", 1_150, ImpactNone}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newImpactCase(t)
+			first := c.fromNs - 3*int64(time.Second)
+			var data, acks uint64
+			for ns := first; ns <= c.toNs+2*int64(time.Second); ns += 100 * int64(time.Millisecond) {
+				data += 200
+				acks += 100
+				gap := 800 + uint32(ns/int64(time.Millisecond))%5*100 // 800 to 1200 µs
+				if ns > c.fromNs && ns-100*int64(time.Millisecond) < c.toNs {
+					gap = max(gap, tc.waitUs)
+				}
+				c.rec.Flows = append(c.rec.Flows,
+					record.FlowSnapshot{TimeNs: ns, Interface: c.iface, Key: victimKey,
+						FlowStats: record.FlowStats{Packets: data, Bytes: data * 1500, Directions: 1 << record.Egress,
+							FirstSeenNs: first - 1, LastSeenNs: ns - 1, MinSize: 1500, MaxSize: 1500, GapMaxUs: 900}},
+					record.FlowSnapshot{TimeNs: ns, Interface: c.iface, Key: replyKey,
+						FlowStats: record.FlowStats{Packets: acks, Bytes: acks * 52, Directions: 1 << record.Ingress,
+							FirstSeenNs: first - 1, LastSeenNs: ns - 1, MinSize: 52, MaxSize: 52, GapMaxUs: gap}})
+			}
+			f := c.finding(t)
+			im := f.Impact
+			if im.Verdict != tc.verdict {
+				t.Fatalf("verdict %s (%s), want %s", im.Verdict, im.Summary, tc.verdict)
+			}
+			if tc.verdict == ImpactNone {
+				if !im.SRTTKnown || len(im.Victims) != 0 || f.Severity != SeverityInfo {
+					t.Errorf("impact %+v severity %s: want none from the ACK waits, no victim, info", im, f.Severity)
+				}
+				return
+			}
+			if im.AckWait == nil || im.AckWait.DuringUs != float64(tc.waitUs) || im.AckWait.LevelUs < 800 || im.AckWait.LevelUs > 1200 {
+				t.Fatalf("ack wait %+v, want %d µs during over a level of about 1 ms", im.AckWait, tc.waitUs)
+			}
+			if len(im.Victims) != 1 || im.Victims[0].Flow != victimKey.String() || im.Victims[0].AckWaitDuringUs != float64(tc.waitUs) {
+				t.Errorf("victims %+v, want the upload alone, waited %d µs", im.Victims, tc.waitUs)
+			}
+			if !strings.Contains(im.Summary, "ACKs held back up to 400.0 ms") {
+				t.Errorf("summary %q: want the wait", im.Summary)
+			}
+		})
+	}
 }

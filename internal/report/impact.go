@@ -12,15 +12,20 @@ import (
 )
 
 // impactVictimsTable lays out who paid for an incident: each victim flow,
-// its owner, what it sent again and its srtt before and during.
+// its owner, what it sent again, its srtt before and during, and how long
+// its ACKs were held back (the longest wait in the span, usually).
 func impactVictimsTable(im *analyzer.Impact) *table {
-	t := newTable("FLOW", "OWNER", "RETRANSMITTED", "SRTT BEFORE", "SRTT DURING").rightAlign(2, 3, 4)
+	t := newTable("FLOW", "OWNER", "RETRANSMITTED", "SRTT BEFORE", "SRTT DURING", "ACK WAIT").rightAlign(2, 3, 4, 5)
 	for _, v := range im.Victims {
 		owner := v.Owner
 		if owner == "" {
 			owner = "-"
 		}
-		t.add(v.Flow+" ("+v.Direction+")", owner, fmtCount(v.Retransmitted), fmtSRTT(v.SRTTBeforeUs), fmtSRTT(v.SRTTDuringUs))
+		wait := fmtSRTT(v.AckWaitDuringUs)
+		if v.AckWaitDuringUs > 0 && v.AckWaitBeforeUs > 0 {
+			wait += " (usually " + fmtSRTT(v.AckWaitBeforeUs) + ")"
+		}
+		t.add(v.Flow+" ("+v.Direction+")", owner, fmtCount(v.Retransmitted), fmtSRTT(v.SRTTBeforeUs), fmtSRTT(v.SRTTDuringUs), wait)
 	}
 	return t
 }
