@@ -99,6 +99,10 @@ type BurstSpec struct {
 type BurstResult struct {
 	SendCounts
 	StartNs, EndNs int64
+	// PauseNs is the longest one send took, from the return of the one
+	// before (the first's from StartNs): a few microseconds, unless the
+	// sender was descheduled (a busy host) and the burst came in parts.
+	PauseNs int64
 	// Src is the burst socket's address: its flow in a trace.
 	Src netip.AddrPort
 }
@@ -133,12 +137,16 @@ func (l *Lab) Burst(ctx context.Context, spec BurstSpec) (BurstResult, error) {
 	}
 	payload := make([]byte, spec.PacketSize-hdr)
 	res.StartNs = monoclock.Now()
+	last := res.StartNs
 	for range spec.Packets {
 		if err := res.send(fds[0], payload, spec.PacketSize); err != nil {
 			res.EndNs = monoclock.Now()
 			return res, fmt.Errorf("burst: %w", err)
 		}
+		now := monoclock.Now()
+		res.PauseNs = max(res.PauseNs, now-last)
+		last = now
 	}
-	res.EndNs = monoclock.Now()
+	res.EndNs = last
 	return res, nil
 }

@@ -116,11 +116,30 @@ func logFindings(t *testing.T, res *analyzer.Result) {
 }
 
 func TestScenarioMicroBurst(t *testing.T) {
-	res, truth, rec := labRun(t, "micro-burst")
-	logFindings(t, res)
-	if len(truth.Bursts) == 0 {
-		t.Fatal("the scenario sent no burst")
+	const slack = 2 * time.Millisecond
+	// A burst is one when its sender ran through it: descheduled for
+	// longer than the slack in the middle of it (seen beside a CPU-bound
+	// process: 250 sends over 10.5 ms, the drops all in its last 2), it
+	// came in parts, and the run did not make its case. Such a run is
+	// made again, at most three times.
+	var res *analyzer.Result
+	var truth catalog.Truth
+	var rec *record.Recording
+	for attempt := 1; ; attempt++ {
+		res, truth, rec = labRun(t, "micro-burst")
+		if len(truth.Bursts) == 0 {
+			t.Fatal("the scenario sent no burst")
+		}
+		paused := slices.ContainsFunc(truth.Bursts, func(b catalog.Burst) bool { return b.PauseNs > int64(slack) })
+		if !paused {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("in %d runs a burst's sender was descheduled for over %v inside it: the machine too loaded for the scenario", attempt, slack)
+		}
+		t.Logf("run %d: a burst's sender paused for over %v inside it (%+v); running the scenario again", attempt, slack, truth.Bursts)
 	}
+	logFindings(t, res)
 	// One finding per burst, however many reads saw its counter move.
 	// (The steady flows' pacer catches up in batches on a busy host, and a
 	// batch over the 16 KiB bucket is a burst of its own: those findings
@@ -131,7 +150,6 @@ func TestScenarioMicroBurst(t *testing.T) {
 			bursts = append(bursts, f)
 		}
 	}
-	const slack = 2 * time.Millisecond
 	for i, b := range truth.Bursts {
 		from := time.Duration(b.StartNs - rec.Meta.Start.MonoNs).Seconds()
 		to := time.Duration(b.EndNs - rec.Meta.Start.MonoNs).Seconds()

@@ -99,9 +99,12 @@ type LinkLocalTruth struct {
 
 // Burst is one burst as its sender saw it: CLOCK_MONOTONIC just before the
 // first packet and just after the last, and the socket it came from.
+// PauseNs is the longest one of its sends took (lab.BurstResult): a burst
+// whose sender was descheduled came in parts.
 type Burst struct {
 	StartNs, EndNs int64
 	Src            netip.AddrPort
+	PauseNs        int64 `json:",omitempty"`
 }
 
 // Outcome is a finished scenario.

@@ -162,7 +162,7 @@ func victimBesideBurst(ctx context.Context, l *lab.Lab, kind victimKind) (Truth,
 		return t, err
 	}
 	t.Culprit = burst.Src
-	t.Bursts = []Burst{{StartNs: burst.StartNs, EndNs: burst.EndNs, Src: burst.Src}}
+	t.Bursts = []Burst{{StartNs: burst.StartNs, EndNs: burst.EndNs, Src: burst.Src, PauseNs: burst.PauseNs}}
 	t.Victim, t.VictimPeer = victim.Instance, victim.Peer
 	t.RetransSegs, t.PeerRetransSegs = after-before, peerAfter-peerBefore
 	t.QueueDelay = queueDelay(samples, burst.StartNs)

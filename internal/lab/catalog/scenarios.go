@@ -47,7 +47,7 @@ func microBurst() Scenario {
 					if err != nil {
 						return err
 					}
-					t.Bursts = append(t.Bursts, Burst{StartNs: b.StartNs, EndNs: b.EndNs, Src: b.Src})
+					t.Bursts = append(t.Bursts, Burst{StartNs: b.StartNs, EndNs: b.EndNs, Src: b.Src, PauseNs: b.PauseNs})
 				}
 				return nil
 			})
