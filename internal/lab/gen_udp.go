@@ -90,6 +90,9 @@ type BurstSpec struct {
 	Packets int
 	// PacketSize is the IP packet size, bytes; default 1200.
 	PacketSize int
+	// Rate paces the burst, bit/s of IP packets; 0 sends back to back,
+	// as fast as the sender can (a few ms for thousands of packets).
+	Rate uint64
 	// Dst defaults to the UDP sink on the VPC peer.
 	Dst netip.AddrPort
 }
@@ -99,9 +102,10 @@ type BurstSpec struct {
 type BurstResult struct {
 	SendCounts
 	StartNs, EndNs int64
-	// PauseNs is the longest one send took, from the return of the one
-	// before (the first's from StartNs): a few microseconds, unless the
-	// sender was descheduled (a busy host) and the burst came in parts.
+	// PauseNs is the longest one send of a burst back to back took, from
+	// the return of the one before (the first's from StartNs): a few
+	// microseconds, unless the sender was descheduled (a busy host) and
+	// the burst came in parts. 0 for a paced burst.
 	PauseNs int64
 	// Src is the burst socket's address: its flow in a trace.
 	Src netip.AddrPort
@@ -135,18 +139,33 @@ func (l *Lab) Burst(ctx context.Context, spec BurstSpec) (BurstResult, error) {
 	if res.Src, err = localAddr(fds[0]); err != nil {
 		return res, fmt.Errorf("burst: %w", err)
 	}
-	payload := make([]byte, spec.PacketSize-hdr)
+	if err := res.sendBurst(ctx, fds[0], spec); err != nil {
+		return res, fmt.Errorf("burst: %w", err)
+	}
+	return res, nil
+}
+
+// sendBurst sends spec's datagrams from fd, back to back or paced at
+// spec.Rate, and times them.
+func (res *BurstResult) sendBurst(ctx context.Context, fd int, spec BurstSpec) error {
+	payload := make([]byte, spec.PacketSize-udpHeaderBytes(spec.Dst.Addr()))
 	res.StartNs = monoclock.Now()
+	if spec.Rate > 0 {
+		interval := time.Duration(uint64(spec.PacketSize) * 8 * uint64(time.Second) / spec.Rate)
+		err := pace(ctx, spec.Packets, interval, func(int) error { return res.send(fd, payload, spec.PacketSize) })
+		res.EndNs = monoclock.Now()
+		return err
+	}
 	last := res.StartNs
 	for range spec.Packets {
-		if err := res.send(fds[0], payload, spec.PacketSize); err != nil {
+		if err := res.send(fd, payload, spec.PacketSize); err != nil {
 			res.EndNs = monoclock.Now()
-			return res, fmt.Errorf("burst: %w", err)
+			return err
 		}
 		now := monoclock.Now()
 		res.PauseNs = max(res.PauseNs, now-last)
 		last = now
 	}
 	res.EndNs = last
-	return res, nil
+	return nil
 }

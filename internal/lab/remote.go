@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/internal/namedns"
 )
 
@@ -121,10 +120,10 @@ func (l *Lab) PacedDownload(ctx context.Context, from *Container, rate uint64, d
 	return res, nil
 }
 
-// InboundBurst sends Packets datagrams back to back from the remote host
-// to the instance (port UDPSinkPort, where a socket takes them for the
-// burst's time, so no port unreachable comes back), through the inbound
-// shaper.
+// InboundBurst sends Packets datagrams, back to back or at spec.Rate,
+// from the remote host to the instance (port UDPSinkPort, where a socket
+// takes them for the burst's time, so no port unreachable comes back),
+// through the inbound shaper.
 func (l *Lab) InboundBurst(ctx context.Context, from *Container, spec BurstSpec) (BurstResult, error) {
 	if spec.PacketSize == 0 {
 		spec.PacketSize = 1200
@@ -175,14 +174,9 @@ func (l *Lab) InboundBurst(ctx context.Context, from *Container, spec BurstSpec)
 	if res.Src, err = localAddr(fd); err != nil {
 		return res, fmt.Errorf("inbound burst: %w", err)
 	}
-	payload := make([]byte, spec.PacketSize-hdr)
-	res.StartNs = monoclock.Now()
-	for range spec.Packets {
-		if err := res.send(fd, payload, spec.PacketSize); err != nil {
-			res.EndNs = monoclock.Now()
-			return res, fmt.Errorf("inbound burst: %w", err)
-		}
+	spec.Dst = dst
+	if err := res.sendBurst(ctx, fd, spec); err != nil {
+		return res, fmt.Errorf("inbound burst: %w", err)
 	}
-	res.EndNs = monoclock.Now()
 	return res, nil
 }
