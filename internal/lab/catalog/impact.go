@@ -24,7 +24,7 @@ const (
 	// back to back (a few ms) fell between them in about half the runs,
 	// dropping nothing of it.
 	dropBurstRate = 200_000_000
-	impactDrive = 4 * time.Second
+	impactDrive   = 4 * time.Second
 )
 
 // impactLab is the default lab with one shared queue of queue packets
@@ -80,7 +80,9 @@ func impactInbound() Scenario {
 		Summary: "a TCP download paced at 25 Mbit/s by a remote host, and a 2 MB UDP burst at 200 Mbit/s toward the instance through a shallow queue (64 packets)",
 		Expect:  "microburst_in naming the burst, impact dropped, the download's remote sender a victim with its retransmissions, seen on ingress",
 		Lab:     impactLab(64),
-		Drive:   func(ctx context.Context, l *lab.Lab) (Truth, error) { return victimBesideBurst(ctx, l, victimRemote, dropBurstRate) },
+		Drive: func(ctx context.Context, l *lab.Lab) (Truth, error) {
+			return victimBesideBurst(ctx, l, victimRemote, dropBurstRate)
+		},
 	}
 }
 
