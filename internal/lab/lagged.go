@@ -1,9 +1,11 @@
 package lab
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,7 +43,15 @@ type LaggedCounters struct {
 	// firstNs and lastNs are the first and last poll's start: the
 	// polls' mean spacing.
 	firstNs, lastNs int64
+	// times are every poll's start and end, for ShownAt (at most
+	// maxPollTimes: an hour of polls a millisecond apart).
+	times []pollTime
 }
+
+// pollTime is when one poll began and ended (CLOCK_MONOTONIC).
+type pollTime struct{ startNs, atNs int64 }
+
+const maxPollTimes = 1 << 22
 
 // polled is one read of the kernel counters, when it began and ended
 // (CLOCK_MONOTONIC).
@@ -94,6 +104,9 @@ func (s *LaggedCounters) poll() error {
 	}
 	s.lastNs = start
 	s.history = append(s.history, polled{startNs: start, atNs: at, values: v})
+	if len(s.times) < maxPollTimes {
+		s.times = append(s.times, pollTime{start, at})
+	}
 	// Keep the newest read older than the lag and the last boundary, and
 	// everything after it.
 	cut := s.shownBy(at)
@@ -161,6 +174,27 @@ func (s *LaggedCounters) Read() (map[string]uint64, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// ShownAt is when a drop at ns was first shown: from the end of the first
+// poll that began after it, Lag later (a poll under way at ns may have
+// read it too; it is not counted on), and with a refresh at the boundary
+// after that. ok is false when no poll began after ns.
+func (s *LaggedCounters) ShownAt(ns int64) (shown int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(s.times, ns, func(p pollTime, t int64) int { return cmp.Compare(p.startNs, t) })
+	if i == len(s.times) {
+		return 0, false
+	}
+	shown = s.times[i].atNs + int64(s.lag)
+	if r := int64(s.refresh); r > 0 {
+		// The first boundary b (phase plus a multiple of the refresh)
+		// with b + lag at or after the poll's end.
+		k := (s.times[i].atNs - s.phaseNs + r - 1) / r
+		shown = s.phaseNs + k*r + int64(s.lag)
+	}
+	return shown, true
 }
 
 // MeanPoll is how long one read of the kernel counters took on average:

@@ -105,6 +105,10 @@ type Burst struct {
 	StartNs, EndNs int64
 	Src            netip.AddrPort
 	PauseNs        int64 `json:",omitempty"`
+	// ShownAfterNs is, with lagged counters, how long after the burst's
+	// end they showed its last drop (lab.LaggedCounters ShownAt): the lag
+	// of this burst, where CounterLagNs is the run's average.
+	ShownAfterNs int64 `json:",omitempty"`
 }
 
 // Outcome is a finished scenario.
@@ -242,6 +246,11 @@ func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err
 	if lagged != nil {
 		truth.CounterAgeMaxNs = int64(lagged.MaxAge())
 		truth.CounterLagNs, truth.CounterRefreshNs = int64(lagged.MeanDelay()), int64(lagged.Refresh())
+		for i := range truth.Bursts {
+			if at, ok := lagged.ShownAt(truth.Bursts[i].EndNs); ok {
+				truth.Bursts[i].ShownAfterNs = at - truth.Bursts[i].EndNs
+			}
+		}
 	}
 	opts := analyzer.DefaultOptions()
 	opts.InstanceType = cfg.Meta.InstanceType
