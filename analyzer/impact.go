@@ -50,6 +50,11 @@ type Impact struct {
 	// sent (tail loss probes: a wait past two srtt sets them off, with or
 	// without a loss), not in Retransmitted.
 	TailProbes uint64 `json:"tail_probes,omitempty"`
+	// Spurious are the segments local sockets sent again needlessly: the
+	// receiver reported it had them already (D-SACK), as when a timeout
+	// fires while the original waits in a queue. Not in Retransmitted;
+	// a tail probe D-SACKed counts once, in the larger of the two.
+	Spurious uint64 `json:"spurious,omitempty"`
 	// SRTT is the smoothed RTT of the victims (the local sockets among
 	// them) in the seconds before the incident and during it.
 	SRTT *ImpactSRTT `json:"srtt,omitempty"`
@@ -59,6 +64,14 @@ type Impact struct {
 	// wait itself: a segment held behind a burst for 400 ms is not
 	// ACKed for 400 ms. Absent in recordings made before it was measured.
 	AckWait *ImpactAckWait `json:"ack_wait,omitempty"`
+	// SegmentWait is how much longer than usual the victims' segments
+	// took to be answered, each one timed by the TCP timestamp its ACK
+	// echoed (RFC 7323): the wait of the segment that waited longest, per
+	// ACK, where the srtt is smoothed and the ACK wait breaks up as a
+	// queue lets the segments out one by one. Absent when no victim's
+	// ACKs echoed timestamps in Linux's layout (Windows sends none by
+	// default), or in recordings made before it was measured.
+	SegmentWait *ImpactSegmentWait `json:"segment_wait,omitempty"`
 	// QueuedS is how long the srtt of the victims stayed above its noise
 	// (verdict queued), in seconds.
 	QueuedS float64 `json:"queued_s,omitempty"`
@@ -110,6 +123,16 @@ type ImpactAckWait struct {
 	DuringUs float64 `json:"during_us"`
 }
 
+// ImpactSegmentWait is the largest rise of one victim's segments' RTT,
+// timed by the echoed timestamps, over its usual (the median of the
+// least of each snapshot in the seconds before), and that victim's noise
+// (how far above it they went in the seconds before: delayed ACKs), in
+// microseconds, at the timestamps' 1 ms resolution.
+type ImpactSegmentWait struct {
+	RiseUs  float64 `json:"rise_us"`
+	NoiseUs float64 `json:"noise_us"`
+}
+
 // Victim is one flow that paid for an incident.
 type Victim struct {
 	Flow      string `json:"flow"`
@@ -117,9 +140,10 @@ type Victim struct {
 	Owner     string `json:"owner,omitempty"`
 	// Retransmitted are its segments sent again in the span (the local
 	// socket's count, or the wire's for a flow without one), beyond its
-	// TailProbes.
+	// TailProbes and Spurious (D-SACKed) ones.
 	Retransmitted uint64 `json:"retransmitted"`
 	TailProbes    uint64 `json:"tail_probes,omitempty"`
+	Spurious      uint64 `json:"spurious,omitempty"`
 	// SRTTBeforeUs is its srtt before the incident (median of the
 	// seconds before), SRTTDuringUs the highest during; 0 when it has no
 	// local socket or no sample.
@@ -130,6 +154,10 @@ type Victim struct {
 	// longest in the span; 0 when unmeasured.
 	AckWaitBeforeUs float64 `json:"ack_wait_before_us,omitempty"`
 	AckWaitDuringUs float64 `json:"ack_wait_during_us,omitempty"`
+	// SegmentWaitUs is how much longer than usual its slowest segment in
+	// the span took to be answered (its ACKs' echoed timestamps); 0 when
+	// unmeasured.
+	SegmentWaitUs float64 `json:"segment_wait_us,omitempty"`
 }
 
 // attachImpacts gives every finding of an allowance that queues or drops
@@ -207,6 +235,7 @@ type flowImpact struct {
 	egress      bool
 	retrans     uint64    // segments sent again, tail probes included
 	tail        uint64    // tail loss probes among them
+	spurious    uint64    // D-SACKed among them: the receiver had them
 	before      []float64 // srtt samples of the seconds before (each snapshot's range ends)
 	during      float64   // highest srtt in the span
 	beforeLevel float64
@@ -221,6 +250,12 @@ type flowImpact struct {
 	waitDuring           float64
 	waitLevel, waitNoise float64
 	waited               bool
+	// The ages of the timestamps its reverse direction echoed
+	// (echoAges): the rise of the span's greatest over the usual least,
+	// and the noise, in µs; segWaited: the rise above the noise.
+	segRise, segNoise float64
+	segTimed          bool
+	segWaited         bool
 }
 
 // rise is how far its srtt or its ACKs' wait rose over their levels, the
@@ -232,6 +267,9 @@ func (fi flowImpact) rise() float64 {
 	}
 	if fi.waitLevel > 0 {
 		r = max(r, fi.waitDuring-fi.waitLevel)
+	}
+	if fi.segTimed {
+		r = max(r, fi.segRise)
 	}
 	return r
 }
@@ -264,6 +302,7 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 		// ACKs; the ACK direction, which sent fewer bytes, is not timed.
 		if ri, ok := byRef[flowRef{tf.ref.iface, reverseKey(tf.ref.key)}]; ok && tflowBytes(tf) > tflowBytes(tcp[ri]) {
 			fi.waitBefore, fi.waitDuring = silences(tcp[ri].snaps, beforeNs, fromNs, endNs)
+			fi.segRise, fi.segNoise, fi.segTimed = echoAges(tcp[ri].snaps, beforeNs, fromNs, endNs)
 		}
 		var prev record.FlowStats
 		var prevNs int64 = math.MinInt64
@@ -281,11 +320,16 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 				wire := rose(prev.RetransWire, s.RetransWire)
 				fi.retrans += max(local, wire)
 				fi.tail += min(rose(prev.RetransTail, s.RetransTail), max(local, wire))
+				// The D-SACK comes when the copy arrives, snapshots
+				// after the segment was sent again: bounded below, over
+				// the span.
+				fi.spurious += rose(prev.DSACKLocal, s.DSACKLocal)
 				fi.during = max(fi.during, float64(s.SRTTMaxUs))
 			}
 			fi.egress = fi.egress || hasDirection(s.FlowStats, record.Egress)
 			prev, prevNs = s.FlowStats, s.TimeNs
 		}
+		fi.spurious = min(fi.spurious, fi.retrans)
 		if !fi.active && fi.retrans == 0 {
 			continue
 		}
@@ -302,12 +346,15 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 			// ACKs of a steady flow come every few hundred microseconds.
 			fi.waited = fi.waitDuring > fi.waitLevel+max(fi.waitNoise, float64(time.Millisecond/time.Microsecond))
 		}
+		// Past the noise and past 2 ms: the timestamps tick once a
+		// millisecond, and the clock's ms steps are 1.05 ms.
+		fi.segWaited = fi.segTimed && fi.segRise > max(fi.segNoise, float64(2*time.Millisecond/time.Microsecond))
 		flows = append(flows, fi)
 	}
 	im.TCPFlows = len(flows)
 	timed := 0 // flows with an srtt or an ACK wait before and during
 	for _, fi := range flows {
-		if (fi.beforeLevel > 0 && fi.during > 0) || fi.waitLevel > 0 {
+		if (fi.beforeLevel > 0 && fi.during > 0) || fi.waitLevel > 0 || fi.segTimed {
 			timed++
 		}
 	}
@@ -316,9 +363,9 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 	// the ACKs back past two srtt sets them off. What a flow lost is what
 	// it sent again beyond them.
 	var victims []flowImpact
-	var lostBy, tailBy [record.NumDirections]uint64
+	var lostBy, needlessBy [record.NumDirections]uint64
 	for _, fi := range flows {
-		if fi.lost() > 0 || fi.risen || fi.waited {
+		if fi.lost() > 0 || fi.risen || fi.waited || fi.segWaited {
 			victims = append(victims, fi)
 		}
 		d := record.Ingress
@@ -326,14 +373,15 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 			d = record.Egress
 		}
 		lostBy[d] += fi.lost()
-		tailBy[d] += fi.tail
+		needlessBy[d] += fi.needless()
 		im.TailProbes += fi.tail
+		im.Spurious += fi.spurious
 	}
 	// By direction: the flows' own count where it is the larger (a
 	// socket also counts what its qdisc dropped), else the buckets' less
-	// the probes (they count flows whose snapshots came too late too).
-	im.Retransmitted.Egress = max(im.Retransmitted.Egress-min(im.Retransmitted.Egress, tailBy[record.Egress]), lostBy[record.Egress])
-	im.Retransmitted.Ingress = max(im.Retransmitted.Ingress-min(im.Retransmitted.Ingress, tailBy[record.Ingress]), lostBy[record.Ingress])
+	// the needless (they count flows whose snapshots came too late too).
+	im.Retransmitted.Egress = max(im.Retransmitted.Egress-min(im.Retransmitted.Egress, needlessBy[record.Egress]), lostBy[record.Egress])
+	im.Retransmitted.Ingress = max(im.Retransmitted.Ingress-min(im.Retransmitted.Ingress, needlessBy[record.Ingress]), lostBy[record.Ingress])
 
 	slices.SortStableFunc(victims, func(x, y flowImpact) int {
 		return cmp.Or(cmp.Compare(y.lost(), x.lost()), cmp.Compare(y.rise(), x.rise()))
@@ -342,10 +390,14 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 	var before, during []float64
 	var srtt ImpactSRTT
 	var wait *ImpactAckWait
+	var seg *ImpactSegmentWait
 	var aboveFrom, aboveTo int64 = math.MaxInt64, math.MinInt64
 	for _, fi := range victims {
 		if fi.waitLevel > 0 && (wait == nil || fi.waitDuring-fi.waitLevel > wait.RiseUs) {
 			wait = &ImpactAckWait{RiseUs: fi.waitDuring - fi.waitLevel, LevelUs: fi.waitLevel, NoiseUs: fi.waitNoise, DuringUs: fi.waitDuring}
+		}
+		if fi.segTimed && (seg == nil || fi.segRise > seg.RiseUs) {
+			seg = &ImpactSegmentWait{RiseUs: fi.segRise, NoiseUs: fi.segNoise}
 		}
 		if fi.beforeLevel > 0 && fi.during > 0 {
 			before = append(before, fi.beforeLevel)
@@ -360,8 +412,11 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 	}
 	for _, fi := range victims[:min(len(victims), a.opt.TopFlows)] {
 		v := Victim{Flow: fi.ref.key.String(), Direction: record.Ingress.String(), Retransmitted: fi.lost(),
-			TailProbes: fi.tail, SRTTBeforeUs: fi.beforeLevel, SRTTDuringUs: fi.during,
+			TailProbes: fi.tail, Spurious: fi.spurious, SRTTBeforeUs: fi.beforeLevel, SRTTDuringUs: fi.during,
 			AckWaitBeforeUs: fi.waitLevel, AckWaitDuringUs: fi.waitDuring}
+		if fi.segTimed {
+			v.SegmentWaitUs = max(fi.segRise, 0)
+		}
 		if fi.egress {
 			v.Direction = record.Egress.String()
 		}
@@ -376,6 +431,7 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 		im.SRTT = &srtt
 	}
 	im.AckWait = wait
+	im.SegmentWait = seg
 	lost := im.Retransmitted.Egress + im.Retransmitted.Ingress
 	switch {
 	case lost > 0:
@@ -392,6 +448,9 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 	case len(victims) > 0:
 		im.Verdict = ImpactQueued
 		var parts []string
+		if seg != nil && seg.RiseUs > 0 {
+			parts = append(parts, fmt.Sprintf("segments waited up to %s longer than usual (noise %s; their ACKs' TCP timestamps)", fmtUs(seg.RiseUs), fmtUs(seg.NoiseUs)))
+		}
 		if wait != nil && wait.RiseUs > 0 {
 			parts = append(parts, fmt.Sprintf("ACKs held back up to %s (usually %s)", fmtUs(wait.DuringUs), fmtUs(wait.LevelUs)))
 		}
@@ -401,16 +460,23 @@ func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
 				fmtUs(srtt.RiseUs), fmtUs(srtt.NoiseUs), fmtDur(aboveTo-aboveFrom), fmtUs(srtt.BeforeP50Us), fmtUs(srtt.DuringP50Us)))
 		}
 		im.Summary = "queued: " + strings.Join(parts, "; ") + "; nothing lost"
+		var sent []string
 		if im.TailProbes > 0 {
-			im.Summary += fmt.Sprintf(" (%d tail loss probes, set off by the wait)", im.TailProbes)
+			sent = append(sent, fmt.Sprintf("%d tail loss probes, set off by the wait", im.TailProbes))
+		}
+		if im.Spurious > 0 {
+			sent = append(sent, fmt.Sprintf("%d segments sent again needlessly, the receiver had them (D-SACK)", im.Spurious))
+		}
+		if len(sent) > 0 {
+			im.Summary += " (" + strings.Join(sent, "; ") + ")"
 		}
 	case timed == 0:
 		im.Verdict = ImpactNone
-		im.Summary = fmt.Sprintf("nothing lost (%s sent nothing again); no srtt or ACK wait to tell queueing", flowsText(len(flows)))
+		im.Summary = fmt.Sprintf("nothing lost (%s sent nothing again); no srtt, ACK wait or TCP timestamps to tell queueing", flowsText(len(flows)))
 	default:
 		im.Verdict = ImpactNone
 		im.SRTTKnown = true
-		im.Summary = fmt.Sprintf("queued briefly; nothing lost (%s, srtt and ACK waits of %d within noise)", flowsText(len(flows)), timed)
+		im.Summary = fmt.Sprintf("queued briefly; nothing lost (%s, the waits of %d within noise)", flowsText(len(flows)), timed)
 	}
 	return im
 }
@@ -424,7 +490,11 @@ func flowsText(n int) string {
 }
 
 // lost is what a flow sent again beyond its tail loss probes.
-func (fi flowImpact) lost() uint64 { return fi.retrans - min(fi.tail, fi.retrans) }
+func (fi flowImpact) lost() uint64 { return fi.retrans - fi.needless() }
+
+// needless is what a flow sent again without a loss: tail loss probes
+// and D-SACKed segments, the larger (a probe sent needlessly is both).
+func (fi flowImpact) needless() uint64 { return min(max(fi.tail, fi.spurious), fi.retrans) }
 
 func countRetransmitting(fs []flowImpact) int {
 	n := 0
@@ -557,4 +627,56 @@ func silences(snaps []*record.FlowSnapshot, beforeNs, fromNs, endNs int64) (befo
 		prevNs = s.TimeNs
 	}
 	return before, during
+}
+
+// echoAges times a flow's segments by the timestamps its reverse
+// direction's ACKs echoed (the snapshots of that direction, ages in ms
+// with an offset of the connection's): usual is the median of the least
+// age of each snapshot in (beforeNs, fromNs], the rise that of the
+// greatest in (fromNs, endNs] and the snapshot after over it, the noise
+// how far the greatest of the seconds before went over it, in µs (the
+// usual age holds the offset: no share of it means anything). ok is false
+// without ages before and during, or when the least ages before drift
+// apart by more than 5% of the time between them and 20 ms: the echo is
+// not of a millisecond clock (RFC 7323 allows 1 ms to 1 s a tick, and
+// Linux µs when a route asks; a 2 ms tick drifts by 50%), and its ages
+// would rise with time alone.
+func echoAges(snaps []*record.FlowSnapshot, beforeNs, fromNs, endNs int64) (rise, noise float64, ok bool) {
+	var ref uint32 // the ages as signed distances from the first one's least
+	var refSet bool
+	rel := func(age uint32) float64 {
+		if !refSet {
+			ref, refSet = age, true
+		}
+		return float64(record.EchoRiseMs(ref, age))
+	}
+	var mins, maxes []float64
+	var firstNs, lastNs int64
+	var firstMin, lastMin float64
+	during := math.Inf(-1)
+	prevNs := int64(math.MinInt64)
+	for _, s := range snaps {
+		switch {
+		case !s.Echoed:
+		case s.TimeNs > beforeNs && s.TimeNs <= fromNs:
+			lo, hi := rel(s.EchoAgeMinMs), rel(s.EchoAgeMaxMs)
+			if len(mins) == 0 {
+				firstNs, firstMin = s.TimeNs, lo
+			}
+			lastNs, lastMin = s.TimeNs, lo
+			mins, maxes = append(mins, lo), append(maxes, hi)
+		case s.TimeNs > fromNs && prevNs < endNs:
+			during = max(during, rel(s.EchoAgeMaxMs))
+		}
+		prevNs = s.TimeNs
+	}
+	if len(mins) == 0 || math.IsInf(during, -1) {
+		return 0, 0, false
+	}
+	if d := math.Abs(lastMin - firstMin); d > 20 && d > 0.05*float64(lastNs-firstNs)/1e6 {
+		return 0, 0, false
+	}
+	usual := quantile(mins, 0.5)
+	noise = slices.Max(maxes) - usual
+	return (during - usual) * 1e3, noise * 1e3, true
 }

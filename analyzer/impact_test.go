@@ -242,7 +242,7 @@ func TestImpactNothingLost(t *testing.T) {
 func TestImpactNoSRTT(t *testing.T) {
 	c := newImpactCase(t)
 	f := c.finding(t)
-	if f.Impact.Verdict != ImpactNone || f.Impact.SRTTKnown || !strings.Contains(f.Impact.Summary, "no srtt or ACK wait") {
+	if f.Impact.Verdict != ImpactNone || f.Impact.SRTTKnown || !strings.Contains(f.Impact.Summary, "no srtt, ACK wait or TCP timestamps") {
 		t.Fatalf("impact %+v, want none without srtt", f.Impact)
 	}
 	if f.Impact.TCPFlows == 0 || f.Severity != c.severity {
@@ -351,4 +351,155 @@ func TestImpactAckWait(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestImpactSegmentWait: an upload's segments timed by the timestamps its
+// ACKs echo. Ages hold the connection's offset (here near the wrap of
+// 32 bits, so they cross it): only their rise means anything. A segment
+// answered 390 ms later than usual makes the verdict queued with that
+// wait; one within the delayed ACKs of the seconds before does not; an
+// echo of a clock that is not in ms (its ages climbing with time) is not
+// read at all.
+func TestImpactSegmentWait(t *testing.T) {
+	const offset = uint32(0xffffffff - 150) // ms
+	for _, tc := range []struct {
+		name    string
+		waitMs  uint32
+		tickNs  int64 // the echoed clock's tick
+		verdict string
+		timed   bool
+	}{
+		{"queued", 390, 1e6, ImpactQueued, true},
+		{"within delayed ACKs", 30, 1e6, ImpactNone, true},
+		{"a 10 ms clock", 390, 10e6, ImpactNone, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newImpactCase(t)
+			first := c.fromNs - 3*int64(time.Second)
+			var data, acks uint64
+			for ns := first; ns <= c.toNs+2*int64(time.Second); ns += 100 * int64(time.Millisecond) {
+				data += 200
+				acks += 100
+				// The RTT is 1 ms; a delayed ACK adds up to 40.
+				lo := offset + 1
+				wait := uint32(40)
+				if ns > c.fromNs && ns-100*int64(time.Millisecond) <= c.fromNs+300*int64(time.Millisecond) {
+					wait = max(wait, tc.waitMs)
+				}
+				hi := lo + wait
+				// A coarser echoed clock: the sender's timestamps fall
+				// behind ours by all but one tick in each.
+				drift := uint32((ns - first) / int64(time.Millisecond) * (tc.tickNs - 1e6) / tc.tickNs)
+				c.rec.Flows = append(c.rec.Flows,
+					record.FlowSnapshot{TimeNs: ns, Interface: c.iface, Key: victimKey,
+						FlowStats: record.FlowStats{Packets: data, Bytes: data * 1500, Directions: 1 << record.Egress,
+							FirstSeenNs: first - 1, LastSeenNs: ns - 1, MinSize: 1500, MaxSize: 1500}},
+					record.FlowSnapshot{TimeNs: ns, Interface: c.iface, Key: replyKey,
+						FlowStats: record.FlowStats{Packets: acks, Bytes: acks * 52, Directions: 1 << record.Ingress,
+							FirstSeenNs: first - 1, LastSeenNs: ns - 1, MinSize: 52, MaxSize: 52,
+							Echoed: true, EchoAgeMinMs: lo + drift, EchoAgeMaxMs: hi + drift}})
+			}
+			f := c.finding(t)
+			im := f.Impact
+			if im.Verdict != tc.verdict {
+				t.Fatalf("verdict %s (%s), want %s", im.Verdict, im.Summary, tc.verdict)
+			}
+			if !tc.timed {
+				if im.SegmentWait != nil || im.SRTTKnown {
+					t.Errorf("segment wait %+v, srtt known %v from an echo that is not in ms", im.SegmentWait, im.SRTTKnown)
+				}
+				return
+			}
+			if tc.verdict == ImpactNone {
+				if !im.SRTTKnown || len(im.Victims) != 0 || f.Severity != SeverityInfo {
+					t.Errorf("impact %+v severity %s: want none from the timestamps, no victim, info", im, f.Severity)
+				}
+				return
+			}
+			// Usual: the median least age; noise: the delayed ACKs, 40 ms
+			// over it.
+			sw := im.SegmentWait
+			if sw == nil || math.Abs(sw.NoiseUs-40_000) > 500 || math.Abs(sw.RiseUs-float64(tc.waitMs)*1e3) > 500 {
+				t.Fatalf("segment wait %+v, want a rise of %d ms over noise of about 40 ms", sw, tc.waitMs)
+			}
+			if len(im.Victims) != 1 || im.Victims[0].Flow != victimKey.String() || math.Abs(im.Victims[0].SegmentWaitUs-sw.RiseUs) > 1 {
+				t.Errorf("victims %+v, want the upload alone, waited %.0f µs", im.Victims, sw.RiseUs)
+			}
+			if !strings.Contains(im.Summary, "segments waited up to 390.0 ms longer than usual") {
+				t.Errorf("summary %q: want the segments' wait", im.Summary)
+			}
+		})
+	}
+}
+
+// TestImpactSpurious: a local socket's timeout fires while its segment
+// waits in a queue, and sends it again; the receiver, which got both,
+// says so with a D-SACK. Nothing was lost: the verdict is queued, the
+// segment counted as sent needlessly, not as retransmitted. A second
+// flow's real loss beside it still reads dropped.
+func TestImpactSpurious(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		lossy   bool
+		verdict string
+	}{{"needless only", false, ImpactQueued}, {"beside a loss", true, ImpactDropped}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newImpactCase(t)
+			rto := c.fromNs + 200*int64(time.Millisecond)
+			drained := c.fromNs + 400*int64(time.Millisecond)
+			c.addFlow(victimKey, record.Egress, func(ns int64) (uint64, uint64, uint32, uint32) {
+				lo, hi := jitter(ns)
+				switch {
+				case ns >= rto:
+					return 1, 1, lo, 60_000
+				case ns > c.fromNs:
+					return 0, 0, lo, 40_000
+				}
+				return 0, 0, lo, hi
+			})
+			for i := range c.rec.Flows {
+				if s := &c.rec.Flows[i]; s.Key == victimKey && s.TimeNs >= drained {
+					s.DSACKLocal = 1
+				}
+			}
+			addBucketRetrans(t, c.rec, c.iface, record.Egress, rto, 1)
+			other := record.FlowKey{Proto: 6, Src: netip.MustParseAddrPort("10.0.0.5:40001"), Dst: victimKey.Dst}
+			if tc.lossy {
+				c.addFlow(other, record.Egress, func(ns int64) (uint64, uint64, uint32, uint32) {
+					if ns >= rto {
+						return 5, 5, 900, 1000
+					}
+					return 0, 0, 900, 1000
+				})
+				addBucketRetrans(t, c.rec, c.iface, record.Egress, rto, 5)
+			}
+			im := c.finding(t).Impact
+			if im.Verdict != tc.verdict || im.Spurious != 1 {
+				t.Fatalf("verdict %s, spurious %d (%s), want %s, 1", im.Verdict, im.Spurious, im.Summary, tc.verdict)
+			}
+			v := victimOf(im, victimKey)
+			if v == nil || v.Spurious != 1 || v.Retransmitted != 0 {
+				t.Fatalf("victim %+v, want the flow, 1 sent needlessly, none retransmitted", v)
+			}
+			if !tc.lossy {
+				if im.Retransmitted.Egress != 0 || !strings.Contains(im.Summary, "1 segments sent again needlessly, the receiver had them (D-SACK)") {
+					t.Errorf("retransmitted %+v, summary %q: want none, the needless one named", im.Retransmitted, im.Summary)
+				}
+				return
+			}
+			if im.Retransmitted.Egress != 5 {
+				t.Errorf("retransmitted %+v, want the other flow's 5 alone", im.Retransmitted)
+			}
+		})
+	}
+}
+
+// victimOf is the impact's victim of flow k, nil when it names none.
+func victimOf(im *Impact, k record.FlowKey) *Victim {
+	for i := range im.Victims {
+		if im.Victims[i].Flow == k.String() {
+			return &im.Victims[i]
+		}
+	}
+	return nil
 }

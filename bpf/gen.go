@@ -13,7 +13,7 @@
 // belongs to, for owner attribution; it is loaded once per trace.
 package bpf
 
-//go:generate go tool bpf2go -tags linux -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type flow_key -type flow_key4 -type flow_stats -type flow_slot4 -type flow_slot6 -type flow_bucket4 -type flow_bucket6 -type flow_eviction -type bucket -type size_slice -type cpu_state -type dir_totals -type window_event -type direction -type proto_class -type ll_service -type loss_kind -type origin -type imds_kind -type imds_event -type ll_payload_event Probe probe.c -- -I./headers
+//go:generate go tool bpf2go -tags linux -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type flow_key -type flow_key4 -type flow_stats -type flow_slot4 -type flow_slot6 -type flow_bucket4 -type flow_bucket6 -type flow_eviction -type bucket -type size_slice -type cpu_state -type dir_totals -type window_event -type direction -type proto_class -type ll_service -type loss_kind -type origin -type impact_flag -type imds_kind -type imds_event -type ll_payload_event Probe probe.c -- -I./headers
 //go:generate go tool bpf2go -tags linux -cc clang -cflags "-O2 -g -Wall -Werror -DENAPROBE_PERCPU_BUCKETS" -target bpfel -no-global-types ProbePerCPU probe.c -- -I./headers
 //go:generate go tool bpf2go -tags linux -cc clang -cflags "-O2 -g -Wall -Werror -DENAPROBE_BENCH" -target bpfel -no-global-types ProbeBench probe.c -- -I./headers
 //go:generate go tool bpf2go -tags linux -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type sock_owner -type owner_counts Owner owner.c -- -I./headers

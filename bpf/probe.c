@@ -130,13 +130,18 @@ static __always_inline int count(struct __sk_buff *skb, __u32 dir)
 			      (const __u64 *)&p->key6, KEY_WORDS6, sizeof(struct flow_slot6), now, svc, &w);
 	}
 	if (v) {
-		/* A flow's packet before this one (another CPU's may be later
-		 * than now: no silence then). */
-		__u64 seen = v->last_seen_ns;
-		__u64 gap_ns = seen && (__s64)(now - seen) > 0 ? now - seen : 0;
+		/* A TCP flow's packet before this one, for its silence (another
+		 * CPU's may be later than now: no silence then); read before
+		 * count_flow makes this one the last. */
+		__u32 tcp = measure_impact && p->class == CLASS_TCP;
+		__u64 gap_ns = 0;
+		if (tcp) {
+			__u64 seen = v->last_seen_ns;
+			gap_ns = seen && (__s64)(now - seen) > 0 ? now - seen : 0;
+		}
 		count_flow(cs, now, dir, v, p, &w, syn);
-		if (measure_impact && p->class == CLASS_TCP)
-			count_impact(skb, cs, dir, v, w.packets, gap_ns);
+		if (tcp)
+			count_impact(skb, cs, dir, v, w.packets, gap_ns, now);
 		if (note_origins && dir == DIR_EGRESS && !v->origin)
 			note_origin(skb, v);
 	}

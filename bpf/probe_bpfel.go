@@ -49,7 +49,9 @@ type ProbeCpuState struct {
 		Scratch  uint32
 		TcpSeq   uint32
 		L3Len    uint32
-		Pad      uint32
+		TcpTsecr uint32
+		TcpTs    uint8
+		Pad      [7]uint8
 		_        [4]byte
 	}
 }
@@ -128,39 +130,43 @@ type ProbeFlowSlot6 struct {
 }
 
 type ProbeFlowStats struct {
-	_           structs.HostLayout
-	Packets     uint64
-	Bytes       uint64
-	FirstSeenNs uint64
-	LastSeenNs  uint64
-	WinStartNs  uint64
-	WinBytes    uint64
-	WinPackets  uint32
-	Syns        uint32
-	MinSize     uint16
-	MaxSize     uint16
-	TcpFlags    uint8
-	Dirs        uint8
-	Service     uint8
-	WinDir      uint8
-	SockCookie  uint64
-	SockCgroup  uint64
-	InIfindex   uint32
-	Origin      uint8
-	OriginPad   [3]uint8
-	SeqHigh     uint32
-	SeqRetrans  uint32
-	SkRetrans   uint32
-	SkRetrans0  uint32
-	SrttMinUs   uint32
-	SrttMaxUs   uint32
-	SnapGen     uint32
-	SkWin       uint32
-	SeqTail     uint32
-	ImpactFlags uint8
-	ImpactPad   [3]uint8
-	GapMaxNs    uint32
-	_           [4]byte
+	_            structs.HostLayout
+	Packets      uint64
+	Bytes        uint64
+	FirstSeenNs  uint64
+	LastSeenNs   uint64
+	WinStartNs   uint64
+	WinBytes     uint64
+	WinPackets   uint32
+	Syns         uint32
+	MinSize      uint16
+	MaxSize      uint16
+	TcpFlags     uint8
+	Dirs         uint8
+	Service      uint8
+	WinDir       uint8
+	SockCookie   uint64
+	SockCgroup   uint64
+	InIfindex    uint32
+	Origin       uint8
+	OriginPad    [3]uint8
+	SeqHigh      uint32
+	SeqRetrans   uint32
+	SkRetrans    uint32
+	SkRetrans0   uint32
+	SrttMinUs    uint32
+	SrttMaxUs    uint32
+	SnapGen      uint32
+	SkWin        uint32
+	SeqTail      uint32
+	ImpactFlags  uint8
+	ImpactPad    [3]uint8
+	GapMaxNs     uint32
+	EchoAgeMinMs uint32
+	EchoAgeMaxMs uint32
+	SkDsack      uint32
+	SkDsack0     uint32
+	_            [4]byte
 }
 
 type ProbeImdsEvent struct {
@@ -187,6 +193,14 @@ type ProbeImdsPeek struct {
 	_   structs.HostLayout
 	Buf [512]uint8
 }
+
+type ProbeImpactFlag uint32
+
+const (
+	ProbeImpactFlagIMPACT_SEQ_SEEN  ProbeImpactFlag = 1
+	ProbeImpactFlagIMPACT_SOCK_SEEN ProbeImpactFlag = 2
+	ProbeImpactFlagIMPACT_ECHO_GEN  ProbeImpactFlag = 4
+)
 
 type ProbeLlPayloadEvent struct {
 	_          structs.HostLayout
@@ -308,6 +322,7 @@ const (
 	ProbeVarUnusedFlowKey4       = "unused_flow_key4"
 	ProbeVarUnusedImdsEvent      = "unused_imds_event"
 	ProbeVarUnusedImdsKind       = "unused_imds_kind"
+	ProbeVarUnusedImpactFlag     = "unused_impact_flag"
 	ProbeVarUnusedLlPayloadEvent = "unused_ll_payload_event"
 	ProbeVarUnusedLlService      = "unused_ll_service"
 	ProbeVarUnusedLossKind       = "unused_loss_kind"
@@ -411,6 +426,7 @@ type ProbeVariableSpecs struct {
 	UnusedFlowKey4       *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
 	UnusedImdsEvent      *ebpf.VariableSpec `ebpf:"unused_imds_event"`
 	UnusedImdsKind       *ebpf.VariableSpec `ebpf:"unused_imds_kind"`
+	UnusedImpactFlag     *ebpf.VariableSpec `ebpf:"unused_impact_flag"`
 	UnusedLlPayloadEvent *ebpf.VariableSpec `ebpf:"unused_ll_payload_event"`
 	UnusedLlService      *ebpf.VariableSpec `ebpf:"unused_ll_service"`
 	UnusedLossKind       *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
@@ -504,6 +520,7 @@ type ProbeVariables struct {
 	UnusedFlowKey4       *ebpf.Variable `ebpf:"unused_flow_key4"`
 	UnusedImdsEvent      *ebpf.Variable `ebpf:"unused_imds_event"`
 	UnusedImdsKind       *ebpf.Variable `ebpf:"unused_imds_kind"`
+	UnusedImpactFlag     *ebpf.Variable `ebpf:"unused_impact_flag"`
 	UnusedLlPayloadEvent *ebpf.Variable `ebpf:"unused_ll_payload_event"`
 	UnusedLlService      *ebpf.Variable `ebpf:"unused_ll_service"`
 	UnusedLossKind       *ebpf.Variable `ebpf:"unused_loss_kind"`

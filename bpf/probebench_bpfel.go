@@ -59,6 +59,7 @@ const (
 	ProbeBenchVarUnusedFlowKey4       = "unused_flow_key4"
 	ProbeBenchVarUnusedImdsEvent      = "unused_imds_event"
 	ProbeBenchVarUnusedImdsKind       = "unused_imds_kind"
+	ProbeBenchVarUnusedImpactFlag     = "unused_impact_flag"
 	ProbeBenchVarUnusedLlPayloadEvent = "unused_ll_payload_event"
 	ProbeBenchVarUnusedLlService      = "unused_ll_service"
 	ProbeBenchVarUnusedLossKind       = "unused_loss_kind"
@@ -166,6 +167,7 @@ type ProbeBenchVariableSpecs struct {
 	UnusedFlowKey4       *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
 	UnusedImdsEvent      *ebpf.VariableSpec `ebpf:"unused_imds_event"`
 	UnusedImdsKind       *ebpf.VariableSpec `ebpf:"unused_imds_kind"`
+	UnusedImpactFlag     *ebpf.VariableSpec `ebpf:"unused_impact_flag"`
 	UnusedLlPayloadEvent *ebpf.VariableSpec `ebpf:"unused_ll_payload_event"`
 	UnusedLlService      *ebpf.VariableSpec `ebpf:"unused_ll_service"`
 	UnusedLossKind       *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
@@ -260,6 +262,7 @@ type ProbeBenchVariables struct {
 	UnusedFlowKey4       *ebpf.Variable `ebpf:"unused_flow_key4"`
 	UnusedImdsEvent      *ebpf.Variable `ebpf:"unused_imds_event"`
 	UnusedImdsKind       *ebpf.Variable `ebpf:"unused_imds_kind"`
+	UnusedImpactFlag     *ebpf.Variable `ebpf:"unused_impact_flag"`
 	UnusedLlPayloadEvent *ebpf.Variable `ebpf:"unused_ll_payload_event"`
 	UnusedLlService      *ebpf.Variable `ebpf:"unused_ll_service"`
 	UnusedLossKind       *ebpf.Variable `ebpf:"unused_loss_kind"`

@@ -58,6 +58,7 @@ const (
 	ProbePerCPUVarUnusedFlowKey4         = "unused_flow_key4"
 	ProbePerCPUVarUnusedImdsEvent        = "unused_imds_event"
 	ProbePerCPUVarUnusedImdsKind         = "unused_imds_kind"
+	ProbePerCPUVarUnusedImpactFlag       = "unused_impact_flag"
 	ProbePerCPUVarUnusedLlPayloadEvent   = "unused_ll_payload_event"
 	ProbePerCPUVarUnusedLlService        = "unused_ll_service"
 	ProbePerCPUVarUnusedLossKind         = "unused_loss_kind"
@@ -164,6 +165,7 @@ type ProbePerCPUVariableSpecs struct {
 	UnusedFlowKey4       *ebpf.VariableSpec `ebpf:"unused_flow_key4"`
 	UnusedImdsEvent      *ebpf.VariableSpec `ebpf:"unused_imds_event"`
 	UnusedImdsKind       *ebpf.VariableSpec `ebpf:"unused_imds_kind"`
+	UnusedImpactFlag     *ebpf.VariableSpec `ebpf:"unused_impact_flag"`
 	UnusedLlPayloadEvent *ebpf.VariableSpec `ebpf:"unused_ll_payload_event"`
 	UnusedLlService      *ebpf.VariableSpec `ebpf:"unused_ll_service"`
 	UnusedLossKind       *ebpf.VariableSpec `ebpf:"unused_loss_kind"`
@@ -260,6 +262,7 @@ type ProbePerCPUVariables struct {
 	UnusedFlowKey4       *ebpf.Variable `ebpf:"unused_flow_key4"`
 	UnusedImdsEvent      *ebpf.Variable `ebpf:"unused_imds_event"`
 	UnusedImdsKind       *ebpf.Variable `ebpf:"unused_imds_kind"`
+	UnusedImpactFlag     *ebpf.Variable `ebpf:"unused_impact_flag"`
 	UnusedLlPayloadEvent *ebpf.Variable `ebpf:"unused_ll_payload_event"`
 	UnusedLlService      *ebpf.Variable `ebpf:"unused_ll_service"`
 	UnusedLossKind       *ebpf.Variable `ebpf:"unused_loss_kind"`

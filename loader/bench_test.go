@@ -73,9 +73,15 @@ func loadFloors(b *testing.B) *ebpf.Collection {
 // medianRatio measures prog against base on frame, alternating them.
 func medianRatio(b *testing.B, prog, base *ebpf.Program, frame []byte) (ratio float64, progNs float64) {
 	b.Helper()
+	return medianRatioFrames(b, prog, base, frame, frame)
+}
+
+// medianRatioFrames is medianRatio with the base running baseFrame.
+func medianRatioFrames(b *testing.B, prog, base *ebpf.Program, frame, baseFrame []byte) (ratio float64, progNs float64) {
+	b.Helper()
 	var ratios, times []float64
 	for range ratioRounds {
-		_, d0, err := base.Benchmark(frame, benchRepeat, nil)
+		_, d0, err := base.Benchmark(baseFrame, benchRepeat, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

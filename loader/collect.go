@@ -642,21 +642,30 @@ func addStats(base, v bpf.ProbeFlowStats) bpf.ProbeFlowStats {
 	out.SeqTail += base.SeqTail
 	out.SkRetrans = entrySockRetrans(base) + entrySockRetrans(v)
 	out.SkRetrans0 = 0
-	out.ImpactFlags |= base.ImpactFlags
+	out.SkDsack = entrySockDSACK(base) + entrySockDSACK(v)
+	out.SkDsack0 = 0
+	// The echo ages are of the newer entry's generation alone.
+	out.ImpactFlags |= base.ImpactFlags &^ uint8(bpf.ProbeImpactFlagIMPACT_ECHO_GEN)
 	return out
+}
+
+// entrySockDSACK is how many D-SACKs an entry's socket received since the
+// entry's first packet of it.
+func entrySockDSACK(v bpf.ProbeFlowStats) uint32 {
+	if v.ImpactFlags&uint8(bpf.ProbeImpactFlagIMPACT_SOCK_SEEN) == 0 {
+		return 0
+	}
+	return v.SkDsack - v.SkDsack0
 }
 
 // entrySockRetrans is how much an entry's socket retransmitted since the
 // entry's first packet of it.
 func entrySockRetrans(v bpf.ProbeFlowStats) uint32 {
-	if v.ImpactFlags&impactSockSeen == 0 {
+	if v.ImpactFlags&uint8(bpf.ProbeImpactFlagIMPACT_SOCK_SEEN) == 0 {
 		return 0
 	}
 	return v.SkRetrans - v.SkRetrans0
 }
-
-// The datapath's flow_stats.impact_flags (bpf/include/impact.h).
-const impactSockSeen = 2
 
 // flowStats converts a flow's cumulative counters (addStats). gen is the
 // snapshot generation now ending: the srtt range and the longest silence
@@ -671,11 +680,15 @@ func flowStats(v bpf.ProbeFlowStats, gen uint32) record.FlowStats {
 		RetransWire: uint64(v.SeqRetrans), RetransTail: uint64(v.SeqTail),
 	}
 	st.RetransLocal = uint64(entrySockRetrans(v))
+	st.DSACKLocal = uint64(entrySockDSACK(v))
 	if v.SnapGen == gen {
 		if v.SrttMaxUs != 0 {
 			st.SRTTMinUs, st.SRTTMaxUs = v.SrttMinUs, v.SrttMaxUs
 		}
 		st.GapMaxUs = v.GapMaxNs / 1000
+		if v.ImpactFlags&uint8(bpf.ProbeImpactFlagIMPACT_ECHO_GEN) != 0 {
+			st.Echoed, st.EchoAgeMinMs, st.EchoAgeMaxMs = true, v.EchoAgeMinMs, v.EchoAgeMaxMs
+		}
 	}
 	return st
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/bpf"
 	"github.com/enaprobe/enaprobe/bpf/countrules"
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/internal/record"
 	"github.com/enaprobe/enaprobe/internal/testutil/frames"
 	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
@@ -40,9 +41,11 @@ func checkFrameOrRefused(t testing.TB, tp *testProbe, dir record.Direction, fram
 	tp.imdsEvents(t)
 	tp.linkLocalPayloads(t)
 	before := tp.read(t)
+	fromNs := monoclock.Now()
 	if err := tp.tryRun(dir, frame, gsoSegs, gsoSize); err != nil {
 		return countrules.Packet{}, err
 	}
+	toNs := monoclock.Now()
 	after := tp.read(t)
 	ref := countrules.Count(frame, gsoSegs, gsoSize, vpc)
 	w := ref.Wire
@@ -109,6 +112,17 @@ func checkFrameOrRefused(t testing.TB, tp *testProbe, dir record.Direction, fram
 		record.Service(v.Service) != ref.Service {
 		t.Errorf("flow %s: got %+v, want packets %d bytes %d syns %d sizes %d-%d flags %#x dir %s service %s",
 			ref.Key, v, w.Packets, w.Bytes, wantSyn, lo, hi, ref.TCPFlags, dir, ref.Service)
+	}
+	// The echo's age: one packet, so least and greatest alike, between
+	// the clock's readings around the run.
+	echoed := v.ImpactFlags&uint8(bpf.ProbeImpactFlagIMPACT_ECHO_GEN) != 0
+	if echoed != (ref.Echo && ref.Class == record.ClassTCP) {
+		t.Errorf("flow %s: echo ages kept %v, the reference's echo %v (class %s)", ref.Key, echoed, ref.Echo, ref.Class)
+	} else if echoed {
+		lo, hi := countrules.MsOf(uint64(fromNs))-ref.TSEcr, countrules.MsOf(uint64(toNs))-ref.TSEcr
+		if v.EchoAgeMinMs != v.EchoAgeMaxMs || record.EchoRiseMs(lo, v.EchoAgeMinMs) < 0 || record.EchoRiseMs(v.EchoAgeMinMs, hi) < 0 {
+			t.Errorf("flow %s: echo ages %d-%d, want one age in [%d, %d]", ref.Key, v.EchoAgeMinMs, v.EchoAgeMaxMs, lo, hi)
+		}
 	}
 	return ref, nil
 }

@@ -27,7 +27,7 @@ func FuzzDatapath(f *testing.F) {
 		udpFrame(f, v4A, v4B, 1000, 2000, 18), tcpFrame(f, v4A, v4B, 40000, 443, true, false, 0),
 		tcpFrame(f, v6A, v6B, 40000, 443, false, true, 200), ipv4OptionsFrame(f), frag4a, frag4b, frag6a, frag6b,
 		ipv6ExtFrame(f), vlanFrame(f, layers.EthernetTypeQinQ, layers.EthernetTypeDot1Q), icmpFrame(f), icmpv6Frame(f),
-		arpFrame(f), greFrame(f),
+		arpFrame(f), greFrame(f), tsFrame(f, 40003, linuxTS, 7, 0xfffffff0, 0), tsFrame(f, 40003, nil, 7, 9, 20),
 	} {
 		f.Add(frame, false, uint16(0), uint16(0))
 		f.Add(frame, true, uint16(3), uint16(100))

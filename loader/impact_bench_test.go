@@ -22,7 +22,16 @@ import (
 // fine window of a flow: the _every_packet rows set the window to 1 ns, so
 // every packet pays the helper call, the cost of a flow's first packet in
 // a window.
+//
+// The _timestamps rows are Linux's segments, NOP NOP TIMESTAMP first, whose
+// echo the program ages; _vs_no_timestamps is each against the same segment
+// without the option (12 bytes shorter), by the product alone: the parse of
+// the option is in the NoImpact object too.
 func BenchmarkImpact(b *testing.B) {
+	withoutTimestamps := map[string][]byte{
+		"ipv4_tcp_ack_timestamps":   tcpFrame(b, v4A, v4B, 40001, 443, false, true, 0),
+		"ipv4_tcp_1500B_timestamps": tcpFrame(b, v4A, v4B, 40000, 443, false, true, 1500-52),
+	}
 	floors := loadFloors(b)
 	empty := floors.Programs[BenchEmpty]
 	on := loadProduct(b, DefaultOptions()).Programs["enaprobe_egress"]
@@ -39,6 +48,8 @@ func BenchmarkImpact(b *testing.B) {
 		{"ipv4_tcp_ack", tcpFrame(b, v4A, v4B, 40001, 443, false, true, 0)},
 		{"ipv6_tcp_1500B_retransmitted", tcpFrame(b, v6A, v6B, 40000, 443, false, true, 1500-60)},
 		{"ipv4_udp_64B", udpFrame(b, v4A, v4B, 1000, 2000, 64-42)},
+		{"ipv4_tcp_ack_timestamps", tsFrame(b, 40001, linuxTS, 7, 9, 0)},
+		{"ipv4_tcp_1500B_timestamps", tsFrame(b, 40000, linuxTS, 7, 9, 1500-52)},
 	} {
 		b.Run(f.name, func(b *testing.B) {
 			for b.Loop() {
@@ -51,6 +62,18 @@ func BenchmarkImpact(b *testing.B) {
 				b.ReportMetric(r, "x_empty_no_impact")
 			}
 		})
+		if plain, ok := withoutTimestamps[f.name]; ok {
+			// The timestamps' parse and the echo's age, which the
+			// NoImpact object parses too: against the same segment
+			// without the option, by the product.
+			b.Run(f.name+"_vs_no_timestamps", func(b *testing.B) {
+				for b.Loop() {
+					r, ns := medianRatioFrames(b, on, on, f.frame, plain)
+					b.ReportMetric(r, "x_no_timestamps")
+					b.ReportMetric(ns, "prog_ns")
+				}
+			})
+		}
 		if strings.HasPrefix(f.name, "ipv4_tcp") {
 			b.Run(f.name+"_every_packet", func(b *testing.B) {
 				for b.Loop() {

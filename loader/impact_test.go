@@ -3,9 +3,11 @@
 package loader
 
 import (
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/enaprobe/enaprobe/bpf"
+	"github.com/enaprobe/enaprobe/bpf/countrules"
 	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/internal/record"
 	"github.com/enaprobe/enaprobe/internal/testutil/frames"
@@ -198,6 +201,110 @@ func TestDatapathSilence(t *testing.T) {
 			if u, ok := tp.flow(t, uk); !ok || u.GapMaxNs != 0 {
 				t.Errorf("udp flow: %+v (found %v), want no silence", u, ok)
 			}
+		})
+	}
+}
+
+// tsFrame is an ACK of flow sport -> 443 with payload bytes whose options
+// are lead, then the timestamps option (tsval, tsecr): lead NOP, NOP is
+// Linux's layout.
+func tsFrame(tb testing.TB, sport uint16, lead []layers.TCPOption, tsval, tsecr uint32, payload int) []byte {
+	tb.Helper()
+	ts := make([]byte, 8)
+	binary.BigEndian.PutUint32(ts, tsval)
+	binary.BigEndian.PutUint32(ts[4:], tsecr)
+	opts := append(slices.Clone(lead), layers.TCPOption{OptionType: layers.TCPOptionKindTimestamps, OptionLength: 10, OptionData: ts})
+	tc := &layers.TCP{SrcPort: layers.TCPPort(sport), DstPort: 443, ACK: true, Seq: 1000, Ack: 1, Window: 502, Options: opts}
+	ip := frames.IPv4(v4A, v4B, layers.IPProtocolTCP)
+	_ = tc.SetNetworkLayerForChecksum(ip)
+	return frames.Serialize(tb, frames.Eth(layers.EthernetTypeIPv4), ip, tc, gopacket.Payload(make([]byte, payload)))
+}
+
+// linuxTS is the options before the timestamps in Linux's segments.
+var linuxTS = []layers.TCPOption{{OptionType: layers.TCPOptionKindNop}, {OptionType: layers.TCPOptionKindNop}}
+
+// TestDatapathEchoAge: the ages of the timestamps a flow's ACKs echo,
+// per direction, since the flow tables' last read: the program's clock in
+// ms (countrules.MsOf of CLOCK_MONOTONIC) less the echo, the least and the
+// greatest kept as signed distances (an echo ahead of the clock, as a
+// sender's random offset makes it, is a negative age, below a positive
+// one); a new generation starts them again; other option layouts, and a
+// timestamp without ACK, are not read.
+func TestDatapathEchoAge(t *testing.T) {
+	for _, dir := range []record.Direction{record.Ingress, record.Egress} {
+		t.Run(dir.String(), func(t *testing.T) {
+			tp := newTestProbe(t, testOptions())
+			const sport = 40003
+			key := record.FlowKey{Proto: 6, Src: netip.AddrPortFrom(addrOf(v4A), sport), Dst: netip.AddrPortFrom(addrOf(v4B), 443)}
+			gen := tp.coll.Variables["flow_snapshot_gen"]
+			if gen == nil {
+				t.Fatal("no flow_snapshot_gen in the object")
+			}
+			echoGen := uint8(bpf.ProbeImpactFlagIMPACT_ECHO_GEN)
+			// run sends a frame echoing the clock less age ms, and returns
+			// the entry and the ages the clock allows for it.
+			run := func(frame func(tsecr uint32) []byte, age int32) (bpf.ProbeFlowStats, uint32, uint32) {
+				t.Helper()
+				now := countrules.MsOf(uint64(monoclock.Now()))
+				tsecr := now - uint32(age)
+				lo := countrules.MsOf(uint64(monoclock.Now())) - tsecr
+				if err := tp.tryRun(dir, frame(tsecr), 0, 0); err != nil {
+					t.Fatal(err)
+				}
+				hi := countrules.MsOf(uint64(monoclock.Now())) - tsecr
+				v, ok := tp.flow(t, key)
+				if !ok {
+					t.Fatalf("flow %s not in the table", key)
+				}
+				return v, lo, hi
+			}
+			linux := func(tsecr uint32) []byte { return tsFrame(t, sport, linuxTS, 7, tsecr, 100) }
+			in := func(step string, got, lo, hi uint32) {
+				t.Helper()
+				if record.EchoRiseMs(lo, got) < 0 || record.EchoRiseMs(got, hi) < 0 {
+					t.Errorf("%s: age %d, want in [%d, %d]", step, int32(got), int32(lo), int32(hi))
+				}
+			}
+			// Ahead of the clock by 5 s: a negative age, least and
+			// greatest.
+			v, lo, hi := run(linux, -5000)
+			if v.ImpactFlags&echoGen == 0 {
+				t.Fatalf("no echo ages after a Linux ACK: %+v", v)
+			}
+			in("first", v.EchoAgeMinMs, lo, hi)
+			in("first", v.EchoAgeMaxMs, lo, hi)
+			// 300 ms: the greatest now, the least kept across the sign.
+			least := v.EchoAgeMinMs
+			v, lo, hi = run(linux, 300)
+			in("older", v.EchoAgeMaxMs, lo, hi)
+			if v.EchoAgeMinMs != least {
+				t.Errorf("older: least age %d, want %d kept", int32(v.EchoAgeMinMs), int32(least))
+			}
+			// In between: neither moves.
+			greatest := v.EchoAgeMaxMs
+			if v, _, _ = run(linux, 10); v.EchoAgeMinMs != least || v.EchoAgeMaxMs != greatest {
+				t.Errorf("between: ages %d-%d, want %d-%d", int32(v.EchoAgeMinMs), int32(v.EchoAgeMaxMs), int32(least), int32(greatest))
+			}
+			// A timestamp behind a SACK-permitted option, or without ACK:
+			// not read (the ages stay).
+			sackFirst := func(tsecr uint32) []byte {
+				return tsFrame(t, sport, []layers.TCPOption{{OptionType: layers.TCPOptionKindSACKPermitted, OptionLength: 2}}, 7, tsecr, 100)
+			}
+			if v, _, _ = run(sackFirst, 9000); v.EchoAgeMaxMs != greatest {
+				t.Errorf("another layout read: greatest age %d, want %d", int32(v.EchoAgeMaxMs), int32(greatest))
+			}
+			// A new generation: the next ACK's age alone, though younger
+			// than the last generation's greatest.
+			if err := gen.Set(uint32(1)); err != nil {
+				t.Fatal(err)
+			}
+			noTS := func(uint32) []byte { return seqFrame(t, v4A, v4B, sport, false, true, 2000, 100) }
+			if v, _, _ = run(noTS, 0); v.SnapGen != 1 || v.ImpactFlags&echoGen != 0 {
+				t.Errorf("new generation, no timestamp: generation %d, echo ages kept %v", v.SnapGen, v.ImpactFlags&echoGen != 0)
+			}
+			v, lo, hi = run(linux, 40)
+			in("new generation", v.EchoAgeMinMs, lo, hi)
+			in("new generation", v.EchoAgeMaxMs, lo, hi)
 		})
 	}
 }

@@ -24,6 +24,10 @@
 //   - A new connection attempt is a TCP segment with SYN and without ACK.
 //   - A link-local service packet has the service's address as destination,
 //     or else as source.
+//   - A TCP segment with ACK echoes a timestamp (Echo, TSEcr) when its
+//     options open with NOP, NOP, timestamps, where Linux puts them; its
+//     flow keeps the least and greatest age, MsOf(the time) less TSEcr,
+//     since the flow tables' last read.
 //
 // Arithmetic is uint32 where the program's is, so the two wrap alike.
 package countrules
@@ -55,7 +59,13 @@ type Packet struct {
 	Wire     Wire
 	SYN      bool
 	Service  record.Service
+	Echo     bool   // a TCP ACK echoing the timestamp TSEcr
+	TSEcr    uint32 // host order
 }
+
+// MsOf is the datapath's ns to ms, without a division (ms_of in
+// bpf/include/impact.h).
+func MsOf(ns uint64) uint32 { return uint32(((ns >> 20) * 17592186) >> 24) }
 
 // Wire is what one skb stands for on the wire.
 type Wire struct {
@@ -225,6 +235,9 @@ func parseL4(b []byte, off uint32, proto uint8, p *Packet, k *rawKey) {
 		p.TCPFlags = b[off+13]
 		p.HdrLen = off + uint32(b[off+12]>>4)<<2
 		p.Class = record.ClassTCP
+		if b[off+12] >= 0x80 && off+32 <= n && binary.BigEndian.Uint32(b[off+20:]) == 0x0101080a && p.TCPFlags&tcpFlagACK != 0 {
+			p.Echo, p.TSEcr = true, binary.BigEndian.Uint32(b[off+28:])
+		}
 	case 17:
 		if off+8 > n {
 			return

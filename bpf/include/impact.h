@@ -2,14 +2,29 @@
  * The wire's sequence test counts segments sent again on any TCP flow, in
  * both directions (a remote sender's retransmissions, which no local
  * socket counts, and a forwarded flow's); on egress, the local socket's
- * own state (bpf_tcp_sock, Linux 5.1+) gives its retransmission count and
- * smoothed RTT. All of it lives in the flow's entry and the time buckets:
+ * own state (bpf_tcp_sock, Linux 5.1+; dsack_dups 5.3+) gives its
+ * retransmission count, the D-SACKs that say which of them were needless,
+ * and its smoothed RTT; the timestamps the ACKs echo time each segment. All of it lives in the flow's entry and the time buckets:
  * no map of its own. Included by probe.c before buckets.h. */
 #ifndef __ENAPROBE_IMPACT_H
 #define __ENAPROBE_IMPACT_H
 
-#define IMPACT_SEQ_SEEN 1  /* seq_high holds a sequence number */
-#define IMPACT_SOCK_SEEN 2 /* sk_retrans0 holds the socket's first count */
+/* flow_stats.impact_flags; an enum for bpf2go to give userspace. */
+enum impact_flag {
+	IMPACT_SEQ_SEEN = 1,  /* seq_high holds a sequence number */
+	IMPACT_SOCK_SEEN = 2, /* sk_retrans0 holds the socket's first count */
+	IMPACT_ECHO_GEN = 4,  /* echo_age_min_ms and _max_ms hold snap_gen's ages */
+};
+const enum impact_flag *unused_impact_flag __attribute__((unused));
+
+/* ms_of is ns / 1,000,000 without a division on the packet's path:
+ * (ns / 2^20) * (2^44 / 10^6) / 2^24, within 3e-9 of it (and a step of
+ * 1.05 ms) for 36 years of uptime. The kernel's TCP timestamps are its
+ * CLOCK_MONOTONIC in ms (tcp_clock_ns), which bpf_ktime_get_ns reads. */
+static __always_inline __u32 ms_of(__u64 ns)
+{
+	return (__u32)(((ns >> 20) * 17592186ULL) >> 24);
+}
 
 /* Written by userspace through the memory-mapped .bss after each read of
  * the flow tables: a flow's srtt_min_us and srtt_max_us start again at
@@ -53,10 +68,10 @@ static __always_inline __u32 tcp_payload(struct __sk_buff *skb, const struct pac
 
 /* count_impact runs for every TCP packet with a flow entry. segs is the
  * wire segments the skb stands for; gap_ns the time since the entry's
- * packet before this one (0 for its first). */
+ * packet before this one (0 for its first); now the packet's time. */
 static __always_inline void count_impact(struct __sk_buff *skb, struct cpu_state *cs,
 						   __u32 dir, struct flow_stats *v, __u32 segs,
-						   __u64 gap_ns)
+						   __u64 gap_ns, __u64 now)
 {
 	if (!v)
 		return;
@@ -73,6 +88,26 @@ static __always_inline void count_impact(struct __sk_buff *skb, struct cpu_state
 		v->srtt_min_us = 0;
 		v->srtt_max_us = 0;
 		v->gap_max_ns = 0;
+		v->impact_flags &= ~IMPACT_ECHO_GEN;
+	}
+	/* An ACK's timestamp echo is the sender's clock when it sent the
+	 * segment answered (RFC 7323): its age here is the segment's RTT, up
+	 * to the sender's random offset and, for a remote sender, its clock's.
+	 * The offset is the connection's, so the ages' rise over their least
+	 * is each segment's own wait, per ACK, where the srtt is smoothed and
+	 * the silence breaks up as a queue lets the segments out one by one.
+	 * Compared as signed distances: the offset puts them anywhere. */
+	if (p->tcp_ts && (p->tcp_flags & TCP_FLAG_ACK)) {
+		__u32 age = ms_of(now) - p->tcp_tsecr;
+		if (!(v->impact_flags & IMPACT_ECHO_GEN)) {
+			v->echo_age_min_ms = age;
+			v->echo_age_max_ms = age;
+			v->impact_flags |= IMPACT_ECHO_GEN;
+		} else if ((__s32)(age - v->echo_age_min_ms) < 0) {
+			v->echo_age_min_ms = age;
+		} else if ((__s32)(age - v->echo_age_max_ms) > 0) {
+			v->echo_age_max_ms = age;
+		}
 	}
 	if (gap_ns > 0xffffffffULL)
 		gap_ns = 0xffffffffULL;
@@ -130,12 +165,14 @@ static __always_inline void count_impact(struct __sk_buff *skb, struct cpu_state
 	struct bpf_tcp_sock *tp = bpf_tcp_sock(sk);
 	if (!tp)
 		return;
-	__u32 retrans = tp->total_retrans;
+	__u32 retrans = tp->total_retrans, dsack = tp->dsack_dups;
 	if (!(v->impact_flags & IMPACT_SOCK_SEEN)) {
 		v->sk_retrans0 = retrans;
+		v->sk_dsack0 = dsack;
 		v->impact_flags |= IMPACT_SOCK_SEEN;
 	}
 	v->sk_retrans = retrans;
+	v->sk_dsack = dsack;
 	__u32 srtt = tp->srtt_us >> 3; /* the kernel keeps 8 times the srtt */
 	if (!srtt)
 		return; /* no RTT sample yet */

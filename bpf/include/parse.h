@@ -73,6 +73,14 @@ static __always_inline int parse_l4(void *data, void *end, __u32 off, __u8 proto
 		p->tcp_seq = bpf_ntohl(*(const __u32 *)(th + 4));
 		p->hdr_len = off + ((th[12] >> 4) << 2);
 		p->class = CLASS_TCP;
+		/* The timestamp option where Linux puts it in every segment of
+		 * a connection that agreed to it: first, after two NOPs (RFC
+		 * 7323 appendix A's layout); other layouts go unread. */
+		if (th[12] >= 0x80 && (void *)(th + 32) <= end &&
+		    *(const __u32 *)(th + 20) == bpf_htonl(0x0101080a)) {
+			p->tcp_tsecr = bpf_ntohl(*(const __u32 *)(th + 28));
+			p->tcp_ts = 1;
+		}
 	} else if (proto == IPPROTO_UDP) {
 		__u8 *uh = data + off;
 		if ((void *)(uh + 8) > end)
@@ -239,6 +247,7 @@ static __always_inline void parse(struct __sk_buff *skb, struct packet *p)
 	p->key4.present = 1;
 	p->is_ip = 0;
 	p->tcp_flags = 0;
+	p->tcp_ts = 0;
 	p->service = LL_NONE;
 	p->class = CLASS_OTHER;
 	p->l2_len = ETH_HLEN;

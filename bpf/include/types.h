@@ -121,6 +121,16 @@ struct flow_stats {
 	__u8 impact_flags;   /* IMPACT_SEQ_SEEN, IMPACT_SOCK_SEEN */
 	__u8 impact_pad[3];
 	__u32 gap_max_ns;    /* longest silence before a TCP packet of snap_gen, up to 4.29 s */
+	/* Of snap_gen too, when IMPACT_ECHO_GEN: the least and greatest age
+	 * (this host's clock in ms less the echoed TCP timestamp) of the
+	 * flow's ACKs, an offset apart from each segment's RTT (impact.h). */
+	__u32 echo_age_min_ms;
+	__u32 echo_age_max_ms;
+	/* The local socket's D-SACKs received (dsack_dups: segments the
+	 * receiver got twice, sent again needlessly), latest, and at the
+	 * entry's first packet with a socket, as sk_retrans. */
+	__u32 sk_dsack;
+	__u32 sk_dsack0;
 };
 
 /* How a flow's owner was looked for (flow_stats.origin). */
@@ -217,7 +227,9 @@ struct __attribute__((aligned(8))) packet {
 	__u32 scratch;  /* a flow table way, read back to forget it (probe.c) */
 	__u32 tcp_seq;  /* TCP sequence number, host order (impact.h) */
 	__u32 l3_len;   /* IP total length from the header; 0 when it says none */
-	__u32 pad;
+	__u32 tcp_tsecr; /* TCP timestamp echo reply, host order, when tcp_ts */
+	__u8 tcp_ts;     /* 1: the segment carries Linux's NOP NOP TIMESTAMP first */
+	__u8 pad[7];
 };
 
 /* Per-CPU state: exact totals, loss, the current size slices, the open

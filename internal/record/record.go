@@ -226,14 +226,34 @@ type FlowStats struct {
 	// time before one of its TCP packets since the one before it, in
 	// microseconds, up to 4.29 s. For an upload's ACKs it is how long its
 	// segments were not answered: queued, lost, or not sent (0 in
-	// recordings made before it was measured).
+	// recordings made before it was measured). DSACKLocal is what the
+	// local socket's D-SACKs received (dsack_dups) rose by while traced,
+	// cumulative: segments the receiver got twice, of RetransLocal those
+	// sent again needlessly (a timeout fired while the original waited in
+	// a queue). EchoAgeMinMs and
+	// EchoAgeMaxMs, when Echoed, are the least and greatest age of the
+	// TCP timestamps its ACKs echoed since its previous snapshot: this
+	// host's clock in ms less the echo, which is the answered segment's
+	// RTT plus an offset of the connection's (RFC 7323: the sender's
+	// random offset, and a remote sender's clock), so only their
+	// differences within the flow mean anything; uint32 arithmetic, the
+	// offset wraps (EchoRiseMs).
 	RetransWire  uint64 `json:",omitempty"`
 	RetransTail  uint64 `json:",omitempty"`
 	RetransLocal uint64 `json:",omitempty"`
+	DSACKLocal   uint64 `json:",omitempty"`
 	SRTTMinUs    uint32 `json:",omitempty"`
 	SRTTMaxUs    uint32 `json:",omitempty"`
 	GapMaxUs     uint32 `json:",omitempty"`
+	Echoed       bool   `json:",omitempty"`
+	EchoAgeMinMs uint32 `json:",omitempty"`
+	EchoAgeMaxMs uint32 `json:",omitempty"`
 }
+
+// EchoRiseMs is how much later than age from an age was, in ms: the ages
+// are one connection's, so their offset cancels, and a signed 32-bit
+// distance reads them across its wrap.
+func EchoRiseMs(from, age uint32) int32 { return int32(age - from) }
 
 // FlowSnapshot is a flow's cumulative counters read at TimeNs. Snapshots of
 // one flow taken at successive drains give its throughput per drain interval.

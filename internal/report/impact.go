@@ -12,10 +12,13 @@ import (
 )
 
 // impactVictimsTable lays out who paid for an incident: each victim flow,
-// its owner, what it sent again, its srtt before and during, and how long
-// its ACKs were held back (the longest wait in the span, usually).
+// its owner, what it sent again (and what needlessly: D-SACKed), its srtt
+// before and during, how long its
+// ACKs were held back (the longest wait in the span, usually), and how
+// much longer than usual its slowest segment waited for its answer (the
+// echoed TCP timestamps).
 func impactVictimsTable(im *analyzer.Impact) *table {
-	t := newTable("FLOW", "OWNER", "RETRANSMITTED", "SRTT BEFORE", "SRTT DURING", "ACK WAIT").rightAlign(2, 3, 4, 5)
+	t := newTable("FLOW", "OWNER", "RETRANSMITTED", "SRTT BEFORE", "SRTT DURING", "ACK WAIT", "SEGMENT WAIT").rightAlign(2, 3, 4, 5, 6)
 	for _, v := range im.Victims {
 		owner := v.Owner
 		if owner == "" {
@@ -25,7 +28,15 @@ func impactVictimsTable(im *analyzer.Impact) *table {
 		if v.AckWaitDuringUs > 0 && v.AckWaitBeforeUs > 0 {
 			wait += " (usually " + fmtSRTT(v.AckWaitBeforeUs) + ")"
 		}
-		t.add(v.Flow+" ("+v.Direction+")", owner, fmtCount(v.Retransmitted), fmtSRTT(v.SRTTBeforeUs), fmtSRTT(v.SRTTDuringUs), wait)
+		seg := "-"
+		if v.SegmentWaitUs > 0 {
+			seg = "+" + fmtSRTT(v.SegmentWaitUs)
+		}
+		retrans := fmtCount(v.Retransmitted)
+		if v.Spurious > 0 {
+			retrans += " (+" + fmtCount(v.Spurious) + " needless)"
+		}
+		t.add(v.Flow+" ("+v.Direction+")", owner, retrans, fmtSRTT(v.SRTTBeforeUs), fmtSRTT(v.SRTTDuringUs), wait, seg)
 	}
 	return t
 }
