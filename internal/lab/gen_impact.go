@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
@@ -34,6 +35,22 @@ type PacedTCPSpec struct {
 	// instance's shaper is, to the container's TCP, a loss on the way, as
 	// a drop beyond an ENA is to the instance's.
 	From *Container
+	// InitCwnd, when set (an upload from the instance only), is the
+	// connection's first congestion window, in segments, through a route
+	// to the peer of its own for the run (initcwnd): a flow the pacing
+	// limits never grows its window, and one of ten segments (3 ms at
+	// 25 Mbit/s) stops sending a few ms into a burst, waiting for ACKs
+	// the queue holds, so its slowest segment need not have met the
+	// queue at its longest. With a window past what the pacing sends in
+	// a queue's wait, it sends on time throughout.
+	InitCwnd uint32
+	// AppPaced: the application paces its writes to Rate instead of
+	// the kernel. The kernel's pacing holds the socket's bytes in a
+	// qdisc of its host to about a millisecond of its rate (TCP small
+	// queues): behind a queue on this host, such as the lab's shaper,
+	// the socket sends its next segment only when one leaves, where on
+	// EC2 the shaper is beyond the NIC and the socket sends on.
+	AppPaced bool
 }
 
 // PacedTCPResult is what the receiver got, and the connection's two ends.
@@ -53,6 +70,17 @@ func (l *Lab) PacedTCP(ctx context.Context, spec PacedTCPSpec) (PacedTCPResult, 
 	dial := l.DialInstance
 	if spec.From != nil {
 		dial = spec.From.Dial
+		if spec.InitCwnd != 0 {
+			return PacedTCPResult{}, fmt.Errorf("paced tcp: an initial window for a container's upload")
+		}
+	}
+	if spec.InitCwnd != 0 {
+		r := &netlink.Route{LinkIndex: l.instLink.Attrs().Index, Dst: &net.IPNet{IP: net.IP(PeerAddr.AsSlice()), Mask: net.CIDRMask(32, 32)},
+			Gw: net.IP(GatewayAddr.AsSlice()), InitCwnd: int(spec.InitCwnd)}
+		if err := l.instNl.RouteAdd(r); err != nil {
+			return PacedTCPResult{}, fmt.Errorf("paced tcp: route to %s with initcwnd %d: %w", PeerAddr, spec.InitCwnd, err)
+		}
+		defer l.instNl.RouteDel(r)
 	}
 	c, err := dial(ctx, "tcp", netip.AddrPortFrom(PeerAddr, BulkPort).String())
 	if err != nil {
@@ -66,7 +94,9 @@ func (l *Lab) PacedTCP(ctx context.Context, spec PacedTCPSpec) (PacedTCPResult, 
 	end := time.Now().Add(spec.Duration)
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	if err = setPacing(tc, spec.Rate); err == nil {
+	if spec.AppPaced {
+		res.TCPBulkResult, err = uploadAt(tc, end, spec.Rate)
+	} else if err = setPacing(tc, spec.Rate); err == nil {
 		res.TCPBulkResult, err = upload(tc, end)
 	}
 	if ctx.Err() != nil {

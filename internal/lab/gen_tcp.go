@@ -78,6 +78,14 @@ func (l *Lab) TCPBulk(ctx context.Context, spec TCPBulkSpec) (TCPBulkResult, err
 }
 
 func upload(c *net.TCPConn, end time.Time) (TCPBulkResult, error) {
+	return uploadAt(c, end, 0)
+}
+
+// uploadAt is upload with the application pacing its writes to bps (0:
+// as fast as the socket takes them): each write what is due since the
+// start, at most 20 ms behind (a write the socket held back does not
+// turn into a burst after it).
+func uploadAt(c *net.TCPConn, end time.Time, bps uint64) (TCPBulkResult, error) {
 	if err := c.SetWriteBuffer(bulkSndBuf); err != nil {
 		return TCPBulkResult{}, err
 	}
@@ -87,8 +95,24 @@ func upload(c *net.TCPConn, end time.Time) (TCPBulkResult, error) {
 	// The write deadline ends the stream at the planned end.
 	c.SetWriteDeadline(end)
 	buf := make([]byte, 64<<10)
+	start, sent := time.Now(), 0.0
 	for {
-		if _, err := c.Write(buf); err != nil {
+		chunk := buf
+		if bps > 0 {
+			now := time.Now()
+			due := float64(bps) / 8 * now.Sub(start).Seconds()
+			sent = max(sent, due-float64(bps)/8*0.02)
+			if due-sent < 1448 {
+				if !now.Before(end) {
+					break
+				}
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			chunk = buf[:min(len(buf), int(due-sent))]
+			sent += float64(len(chunk))
+		}
+		if _, err := c.Write(chunk); err != nil {
 			if time.Now().Before(end) {
 				return TCPBulkResult{}, err
 			}

@@ -141,7 +141,17 @@ func victimBesideBurst(ctx context.Context, l *lab.Lab, kind victimKind, burstRa
 		if kind == victimRemote {
 			victim, err = l.PacedDownload(ctx, from, victimRate, impactDrive)
 		} else {
-			victim, err = l.PacedTCP(ctx, lab.PacedTCPSpec{Rate: victimRate, Duration: impactDrive, From: from})
+			spec := lab.PacedTCPSpec{Rate: victimRate, Duration: impactDrive, From: from}
+			if kind == victimLocal {
+				// Sending on time through the burst and past it, so
+				// that a segment meets the queue at its longest, as
+				// the probe does: paced by the application, not the
+				// kernel, whose pacing keeps a socket's bytes in this
+				// host's queue to a millisecond's worth, and a window
+				// of 46 ms of its sending.
+				spec.AppPaced, spec.InitCwnd = true, 100
+			}
+			victim, err = l.PacedTCP(ctx, spec)
 		}
 		return err
 	}, func() error {
