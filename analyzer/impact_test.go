@@ -108,6 +108,26 @@ func (c *impactCase) addFlowTail(key record.FlowKey, dir record.Direction, at fu
 	}
 }
 
+// addUpload adds an upload (victimKey, 1500 B segments) and its ACKs
+// (replyKey, 52 B) at the times of addFlow; at(ns) gives each one's
+// impact fields (the silence, the echo ages), the counters its own.
+func (c *impactCase) addUpload(at func(ns int64) (data, acks record.FlowStats)) {
+	first := c.fromNs - 3*int64(time.Second)
+	var n uint64
+	for ns := first; ns <= c.toNs+2*int64(time.Second); ns += 100 * int64(time.Millisecond) {
+		n += 100
+		d, a := at(ns)
+		d.Packets, d.Bytes, d.Directions, d.MinSize, d.MaxSize = 2*n, 2*n*1500, 1<<record.Egress, 1500, 1500
+		a.Packets, a.Bytes, a.Directions, a.MinSize, a.MaxSize = n, n*52, 1<<record.Ingress, 52, 52
+		for _, s := range []*record.FlowStats{&d, &a} {
+			s.FirstSeenNs, s.LastSeenNs = first-1, ns-1
+		}
+		c.rec.Flows = append(c.rec.Flows,
+			record.FlowSnapshot{TimeNs: ns, Interface: c.iface, Key: victimKey, FlowStats: d},
+			record.FlowSnapshot{TimeNs: ns, Interface: c.iface, Key: replyKey, FlowStats: a})
+	}
+}
+
 func (c *impactCase) finding(t *testing.T) Finding {
 	t.Helper()
 	for _, f := range Analyze(c.rec, DefaultOptions()).Findings {
@@ -308,11 +328,7 @@ func TestImpactAckWait(t *testing.T) {
 	}{{"held back", 400_000, ImpactQueued}, {"within noise", 3_000, ImpactNone}} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newImpactCase(t)
-			first := c.fromNs - 3*int64(time.Second)
-			var data, acks uint64
-			for ns := first; ns <= c.toNs+2*int64(time.Second); ns += 100 * int64(time.Millisecond) {
-				data += 200
-				acks += 100
+			c.addUpload(func(ns int64) (record.FlowStats, record.FlowStats) {
 				gap := 800 + uint32(ns/int64(time.Millisecond))%5*100 // 800 to 1200 µs
 				// The wait comes in three silences, as the answers to
 				// segments queued part way through a burst break it.
@@ -321,14 +337,8 @@ func TestImpactAckWait(t *testing.T) {
 						gap = max(gap, tc.waitUs*share/10)
 					}
 				}
-				c.rec.Flows = append(c.rec.Flows,
-					record.FlowSnapshot{TimeNs: ns, Interface: c.iface, Key: victimKey,
-						FlowStats: record.FlowStats{Packets: data, Bytes: data * 1500, Directions: 1 << record.Egress,
-							FirstSeenNs: first - 1, LastSeenNs: ns - 1, MinSize: 1500, MaxSize: 1500, GapMaxUs: 900}},
-					record.FlowSnapshot{TimeNs: ns, Interface: c.iface, Key: replyKey,
-						FlowStats: record.FlowStats{Packets: acks, Bytes: acks * 52, Directions: 1 << record.Ingress,
-							FirstSeenNs: first - 1, LastSeenNs: ns - 1, MinSize: 52, MaxSize: 52, GapMaxUs: gap}})
-			}
+				return record.FlowStats{GapMaxUs: 900}, record.FlowStats{GapMaxUs: gap}
+			})
 			f := c.finding(t)
 			im := f.Impact
 			if im.Verdict != tc.verdict {
@@ -376,10 +386,7 @@ func TestImpactSegmentWait(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newImpactCase(t)
 			first := c.fromNs - 3*int64(time.Second)
-			var data, acks uint64
-			for ns := first; ns <= c.toNs+2*int64(time.Second); ns += 100 * int64(time.Millisecond) {
-				data += 200
-				acks += 100
+			c.addUpload(func(ns int64) (record.FlowStats, record.FlowStats) {
 				// The RTT is 1 ms; a delayed ACK adds up to 40.
 				lo := offset + 1
 				wait := uint32(40)
@@ -390,15 +397,8 @@ func TestImpactSegmentWait(t *testing.T) {
 				// A coarser echoed clock: the sender's timestamps fall
 				// behind ours by all but one tick in each.
 				drift := uint32((ns - first) / int64(time.Millisecond) * (tc.tickNs - 1e6) / tc.tickNs)
-				c.rec.Flows = append(c.rec.Flows,
-					record.FlowSnapshot{TimeNs: ns, Interface: c.iface, Key: victimKey,
-						FlowStats: record.FlowStats{Packets: data, Bytes: data * 1500, Directions: 1 << record.Egress,
-							FirstSeenNs: first - 1, LastSeenNs: ns - 1, MinSize: 1500, MaxSize: 1500}},
-					record.FlowSnapshot{TimeNs: ns, Interface: c.iface, Key: replyKey,
-						FlowStats: record.FlowStats{Packets: acks, Bytes: acks * 52, Directions: 1 << record.Ingress,
-							FirstSeenNs: first - 1, LastSeenNs: ns - 1, MinSize: 52, MaxSize: 52,
-							Echoed: true, EchoAgeMinMs: lo + drift, EchoAgeMaxMs: hi + drift}})
-			}
+				return record.FlowStats{}, record.FlowStats{Echoed: true, EchoAgeMinMs: lo + drift, EchoAgeMaxMs: hi + drift}
+			})
 			f := c.finding(t)
 			im := f.Impact
 			if im.Verdict != tc.verdict {

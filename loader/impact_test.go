@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
@@ -121,6 +122,19 @@ func addrOf(ip net.IP) netip.Addr {
 	return netip.AddrFrom16([16]byte(ip.To16()))
 }
 
+// generationProbe is a test probe, the key of TCP flow sport -> 443 of
+// v4A and v4B, and the snapshot generation's variable.
+func generationProbe(t *testing.T, sport uint16) (*testProbe, record.FlowKey, *ebpf.Variable) {
+	t.Helper()
+	tp := newTestProbe(t, testOptions())
+	key := record.FlowKey{Proto: 6, Src: netip.AddrPortFrom(addrOf(v4A), sport), Dst: netip.AddrPortFrom(addrOf(v4B), 443)}
+	gen := tp.coll.Variables["flow_snapshot_gen"]
+	if gen == nil {
+		t.Fatal("no flow_snapshot_gen in the object")
+	}
+	return tp, key, gen
+}
+
 // TestDatapathSilence: a TCP flow's longest silence, per direction, since
 // the flow tables' last read: each packet's time since the flow's packet
 // before it, the largest kept; a new snapshot generation starts it again
@@ -130,13 +144,8 @@ func addrOf(ip net.IP) netip.Addr {
 func TestDatapathSilence(t *testing.T) {
 	for _, dir := range []record.Direction{record.Ingress, record.Egress} {
 		t.Run(dir.String(), func(t *testing.T) {
-			tp := newTestProbe(t, testOptions())
 			const sport = 40002
-			key := record.FlowKey{Proto: 6, Src: netip.AddrPortFrom(addrOf(v4A), sport), Dst: netip.AddrPortFrom(addrOf(v4B), 443)}
-			gen := tp.coll.Variables["flow_snapshot_gen"]
-			if gen == nil {
-				t.Fatal("no flow_snapshot_gen in the object")
-			}
+			tp, key, gen := generationProbe(t, sport)
 			var before, after []int64 // around each run
 			run := func(seq uint32) bpf.ProbeFlowStats {
 				t.Helper()
@@ -233,13 +242,8 @@ var linuxTS = []layers.TCPOption{{OptionType: layers.TCPOptionKindNop}, {OptionT
 func TestDatapathEchoAge(t *testing.T) {
 	for _, dir := range []record.Direction{record.Ingress, record.Egress} {
 		t.Run(dir.String(), func(t *testing.T) {
-			tp := newTestProbe(t, testOptions())
 			const sport = 40003
-			key := record.FlowKey{Proto: 6, Src: netip.AddrPortFrom(addrOf(v4A), sport), Dst: netip.AddrPortFrom(addrOf(v4B), 443)}
-			gen := tp.coll.Variables["flow_snapshot_gen"]
-			if gen == nil {
-				t.Fatal("no flow_snapshot_gen in the object")
-			}
+			tp, key, gen := generationProbe(t, sport)
 			echoGen := uint8(bpf.ProbeImpactFlagIMPACT_ECHO_GEN)
 			// run sends a frame echoing the clock less age ms, and returns
 			// the entry and the ages the clock allows for it.
