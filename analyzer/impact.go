@@ -651,8 +651,7 @@ func echoAges(snaps []*record.FlowSnapshot, beforeNs, fromNs, endNs int64) (rise
 		return float64(record.EchoRiseMs(ref, age))
 	}
 	var mins, maxes []float64
-	var firstNs, lastNs int64
-	var firstMin, lastMin float64
+	var firstNs, lastNs int64 // of the first and last ages before
 	during := math.Inf(-1)
 	prevNs := int64(math.MinInt64)
 	for _, s := range snaps {
@@ -661,9 +660,9 @@ func echoAges(snaps []*record.FlowSnapshot, beforeNs, fromNs, endNs int64) (rise
 		case s.TimeNs > beforeNs && s.TimeNs <= fromNs:
 			lo, hi := rel(s.EchoAgeMinMs), rel(s.EchoAgeMaxMs)
 			if len(mins) == 0 {
-				firstNs, firstMin = s.TimeNs, lo
+				firstNs = s.TimeNs
 			}
-			lastNs, lastMin = s.TimeNs, lo
+			lastNs = s.TimeNs
 			mins, maxes = append(mins, lo), append(maxes, hi)
 		case s.TimeNs > fromNs && prevNs < endNs:
 			during = max(during, rel(s.EchoAgeMaxMs))
@@ -673,7 +672,7 @@ func echoAges(snaps []*record.FlowSnapshot, beforeNs, fromNs, endNs int64) (rise
 	if len(mins) == 0 || math.IsInf(during, -1) {
 		return 0, 0, false
 	}
-	if d := math.Abs(lastMin - firstMin); d > 20 && d > 0.05*float64(lastNs-firstNs)/1e6 {
+	if d := math.Abs(mins[len(mins)-1] - mins[0]); d > 20 && d > 0.05*float64(lastNs-firstNs)/1e6 {
 		return 0, 0, false
 	}
 	usual := quantile(mins, 0.5)
