@@ -338,13 +338,81 @@ func TestQueueOverflow(t *testing.T) {
 					res := Analyze(rec, opt)
 					checkOneIncident(t, res, KindMicroburstOut, burst.Src.String(), 0, drops[0].From, refresh)
 					for _, f := range res.Findings {
-						if f.Kind == KindMicroburstOut && f.Severity != SeverityInfo && refresh == 0 &&
-							(len(f.Victims) == 0 || f.Victims[0].Src != victim.Src.String()) {
+						if f.Kind != KindMicroburstOut || f.Severity == SeverityInfo {
+							continue
+						}
+						if refresh == 0 && (len(f.Victims) == 0 || f.Victims[0].Src != victim.Src.String()) {
 							t.Errorf("victims %+v, want %s", f.Victims, victim.Src)
+						}
+						checkTimingStated(t, f.Incident, refresh, lag)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestIsolatedBursts: two bursts a second apart, each shown in one jump
+// (the lab's micro-burst): two changes a second apart say nothing of the
+// refresh, so none is claimed from their spacing. Where the refresh is 0,
+// the lag stated is within 5 ms; whatever the refresh, the range stated
+// holds the lag.
+func TestIsolatedBursts(t *testing.T) {
+	const d = 4 * time.Second
+	var bursts []synth.Phase
+	for _, at := range []time.Duration{time.Second + 3300*time.Microsecond, 2*time.Second + 7700*time.Microsecond} {
+		bursts = append(bursts, synth.Phase{From: at, To: at + 2*time.Millisecond, Bps: 300e3 * 8 / 0.002})
+	}
+	burst := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 41000),
+		Dst: netip.AddrPortFrom(incPeer, 9), Size: 1200, Phases: bursts}
+	flows := []synth.Flow{steady(record.Egress, netip.AddrPortFrom(incHost, 40100), netip.AddrPortFrom(opaqueLAN, 443), 1000, 6e6, d), burst}
+	for _, refresh := range opaqueRefresh {
+		for _, lag := range []time.Duration{0, 20 * time.Millisecond, 250 * time.Millisecond} {
+			for _, given := range []bool{true, false} {
+				t.Run(fmt.Sprintf("refresh=%v/lag=%v/given=%v", refresh, lag, given), func(t *testing.T) {
+					s := synth.Spec{Name: "isolated", Duration: d, Seed: 39, SampleNs: incSampleNs, CounterLag: lag,
+						CounterRefresh: refresh, RefreshPhase: refresh * 37 / 100,
+						Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6}}, Flows: flows}
+					rec, _ := synth.Generate(s)
+					opt := DefaultOptions()
+					if given {
+						opt.BaselineBps, opt.BurstBps = 40e6, 40e6
+					}
+					res := Analyze(rec, opt)
+					n := 0
+					for _, f := range res.Findings {
+						if f.Kind != KindMicroburstOut || f.Severity == SeverityInfo {
+							continue
+						}
+						n++
+						checkTimingStated(t, f.Incident, refresh, lag)
+					}
+					if n != 2 {
+						t.Errorf("%d microburst_out findings above info, want one per burst", n)
+					}
+					if t.Failed() {
+						for _, f := range res.Findings {
+							t.Logf("%s %s [%.4f, %.4f) %s", f.Severity, f.Kind, f.StartOffsetS, f.EndOffsetS, f.Summary)
 						}
 					}
 				})
 			}
 		}
+	}
+}
+
+// checkTimingStated: a refresh stated as known is the device's within 10%;
+// the lag's range holds the device's lag (within 5 ms), and where the
+// device shows every change at the next read, so does the lag stated.
+func checkTimingStated(t *testing.T, inc *Incident, refresh, lag time.Duration) {
+	t.Helper()
+	if inc.CounterRefreshKnown && math.Abs(inc.CounterRefreshS-refresh.Seconds()) > 0.1*refresh.Seconds()+1e-3 {
+		t.Errorf("refresh stated %.3f s, the device's %v", inc.CounterRefreshS, refresh)
+	}
+	if refresh == 0 && math.Abs(inc.CounterLagS-lag.Seconds()) > 0.005 {
+		t.Errorf("lag stated %.4f s (%.4f to %.4f), the device's %v", inc.CounterLagS, inc.CounterLagLowS, inc.CounterLagHighS, lag)
+	}
+	if l := lag.Seconds(); inc.CounterLagLowS > l+0.005 || inc.CounterLagHighS < l-0.005 {
+		t.Errorf("lag range stated %.4f to %.4f s, the device's %v", inc.CounterLagLowS, inc.CounterLagHighS, lag)
 	}
 }

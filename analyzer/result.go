@@ -264,8 +264,9 @@ type Incident struct {
 	CounterLagSource string  `json:"counter_lag_source"`
 	// CounterRefreshS is the spacing of the reads at which the counter
 	// changed (0: at successive reads, the device shows every change at
-	// the next read); CounterRefreshKnown is false when too few changed to
-	// tell (then taken as 0).
+	// the next read); CounterRefreshKnown is false when the changes were
+	// too few or too far apart to tell (then taken as 0, or as 1 s when
+	// the incidents disagree with 0, and CounterLagLowS is 0).
 	CounterRefreshS     float64 `json:"counter_refresh_s"`
 	CounterRefreshKnown bool    `json:"counter_refresh_known"`
 	// LookBackS is how far before each read's interval its traffic was

@@ -2,6 +2,7 @@ package analyzer
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -20,23 +21,30 @@ const MaxCounterRefresh = 1000 * time.Millisecond
 // counterRefresh is the spacing of the reads at which a counter changes:
 // 0 when it changed at two successive reads (the device shows every
 // change at the next read), else the typical gap between its changes (the
-// median of those within half again the shortest), at most
-// MaxCounterRefresh. With fewer than two changes the counter says
-// nothing; the changes of every counter of the interface (one device
-// publishes them together) stand in, and with none, known is false and
-// the refresh is taken as 0.
+// median of those within half again the shortest) when at least two gaps
+// agree on it, at most MaxCounterRefresh. One gap alone is no rhythm: two
+// bursts a second apart, each shown at one read, change a counter a
+// second apart whatever the device's refresh. When the counter's own
+// changes cannot tell, the changes of every counter of the interface (one
+// device publishes them together) stand in, and with none, known is false
+// and the refresh is taken as 0.
 func (a *analysis) counterRefresh(iface string, jumps []counters.Jump) (ns int64, known bool) {
-	ri := a.readInterval(iface)
 	changes := make([]int64, 0, len(jumps))
 	for _, j := range jumps {
 		changes = append(changes, j.ToNs)
 	}
-	if len(changes) < 2 {
-		changes = a.interfaceChanges(iface)
+	if ns, known := a.refreshOf(iface, changes); known {
+		return ns, true
 	}
+	return a.refreshOf(iface, a.interfaceChanges(iface))
+}
+
+// refreshOf is counterRefresh of one list of change times.
+func (a *analysis) refreshOf(iface string, changes []int64) (ns int64, known bool) {
 	if len(changes) < 2 {
 		return 0, false
 	}
+	ri := a.readInterval(iface)
 	gaps := make([]int64, 0, len(changes)-1)
 	for k := 1; k < len(changes); k++ {
 		gaps = append(gaps, changes[k]-changes[k-1])
@@ -48,6 +56,9 @@ func (a *analysis) counterRefresh(iface string, jumps []counters.Jump) (ns int64
 	near := gaps[:1]
 	for k := 1; k < len(gaps) && gaps[k] <= gaps[0]+gaps[0]/2; k++ {
 		near = gaps[:k+1]
+	}
+	if len(near) < 2 {
+		return 0, false
 	}
 	return min(near[len(near)/2], int64(MaxCounterRefresh)), true
 }
@@ -87,17 +98,27 @@ func (a *analysis) interfaceChanges(iface string) []int64 {
 // more the median of each one's own range's middle. ok is false when no cluster ended inside its
 // look-back.
 //
-// With the refresh unknown (one change), it is taken as 0, and as
-// MaxCounterRefresh when no cluster then agrees with a lag up to
-// MaxCounterLag.
+// With the refresh unknown it is taken as 0 while the incidents agree on
+// one lag with it (within a read interval: a refresh of its own would
+// show each incident after a wait of its own), else as
+// MaxCounterRefresh; either way the range stated starts at 0, since a
+// refresh the run could not see may account for any part of the delay.
 func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known bool, readNs int64, locate func(lo, hi int) span, val func(int) float64) (lag counterLag, ok bool) {
-	if lag, ok := a.estimateLagWith(jumps, refreshNs, readNs, locate, val); ok || known {
+	if known {
+		lag, ok, _ = a.estimateLagWith(jumps, refreshNs, readNs, locate, val)
 		return lag, ok
 	}
-	return a.estimateLagWith(jumps, int64(MaxCounterRefresh), readNs, locate, val)
+	lag, ok, agreed := a.estimateLagWith(jumps, 0, readNs, locate, val)
+	if !ok || !agreed {
+		lag, ok, _ = a.estimateLagWith(jumps, int64(MaxCounterRefresh), readNs, locate, val)
+	}
+	lag.lowNs = 0
+	return lag, ok
 }
 
-func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int64, locate func(lo, hi int) span, val func(int) float64) (lag counterLag, ok bool) {
+// agreed is false when two incidents' ranges of their last drop lie more
+// than readNs apart.
+func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int64, locate func(lo, hi int) span, val func(int) float64) (lag counterLag, ok, agreed bool) {
 	maxNs := int64(MaxCounterLag)
 	type bound struct {
 		ns   int64
@@ -105,6 +126,8 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	}
 	var bounds []bound
 	var ends []int64 // the middle of each cluster's range of its last drop
+	// The latest start and earliest end of those ranges.
+	latestFrom, earliestTo := int64(math.MinInt64), int64(math.MaxInt64)
 	for f := 0; f < len(jumps); {
 		l := f
 		// Reads that come late on a busy host, or a read the drops
@@ -152,6 +175,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		end := a.g.startNs(s.hi)
 		if mid, ok := add(prevRead-end-refreshNs, lastRead-end); ok {
 			ends = append(ends, mid)
+			latestFrom, earliestTo = max(latestFrom, prevRead-end-refreshNs), min(earliestTo, lastRead-end)
 		}
 		if val == nil || s.level <= 0 || l == fc {
 			continue
@@ -189,7 +213,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		}
 	}
 	if len(bounds) == 0 {
-		return counterLag{}, false
+		return counterLag{}, false, false
 	}
 	// Opens before closes at one instant: touching ranges agree.
 	slices.SortFunc(bounds, func(x, y bound) int { return cmp.Or(cmp.Compare(x.ns, y.ns), cmp.Compare(y.open, x.open)) })
@@ -216,8 +240,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			point = min(max((ends[len(ends)/2-1]+ends[len(ends)/2])/2, low), high)
 		}
 	}
+	agreed = len(ends) < 2 || latestFrom-earliestTo <= readNs
 	return counterLag{lowNs: low, highNs: high, pointNs: point, refreshNs: refreshNs,
-		source: lagEstimated}, true
+		source: lagEstimated}, true, agreed
 }
 
 // maxShiftLag bounds the lag shortestShift learns: with nothing but
