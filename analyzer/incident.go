@@ -31,7 +31,9 @@ type counterLag struct {
 	lowNs, highNs            int64
 	refreshNs                int64
 	refreshKnown             bool
-	source                   string
+	// clusters is how many incidents an estimated lag was learned from.
+	clusters int
+	source   string
 }
 
 // counterLagFor learns the timing of one counter of one interface and the
@@ -65,10 +67,9 @@ func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, locate fun
 			return lag
 		}
 	} else if lag, ok := a.estimateLag(jumps, refresh, known, a.readInterval(iface), locate, val); ok {
-		lag.refreshKnown = known
 		// A refresh the run could not tell may be as long as any.
 		refreshLook := lag.refreshNs
-		if !known {
+		if !lag.refreshKnown {
 			refreshLook = int64(MaxCounterRefresh)
 		}
 		lag.lookNs = lag.highNs + refreshLook + a.g.widthNs

@@ -18,16 +18,18 @@ import (
 // MaxCounterRefresh bounds the refresh period learned from the reads.
 const MaxCounterRefresh = 1000 * time.Millisecond
 
-// counterRefresh is the spacing of the reads at which a counter changes:
-// 0 when it changed at two successive reads (the device shows every
-// change at the next read), else the typical gap between its changes (the
-// median of those within half again the shortest) when at least two gaps
-// agree on it, at most MaxCounterRefresh. One gap alone is no rhythm: two
-// bursts a second apart, each shown at one read, change a counter a
-// second apart whatever the device's refresh. When the counter's own
-// changes cannot tell, the changes of every counter of the interface (one
-// device publishes them together) stand in, and with none, known is false
-// and the refresh is taken as 0.
+// counterRefresh is the period of the reads at which a counter changes: 0
+// when it changed at two successive reads (the device shows every change
+// at the next read), else the longest period, at most MaxCounterRefresh,
+// that every gap between its changes is a multiple of, within a read and a
+// half (a change is seen at the first read after the device published
+// it). One gap alone is no rhythm: two bursts a second apart, each shown
+// at one read, change a counter a second apart whatever the device's
+// refresh. Gaps of 1.0 and 1.1 s are a 100 ms refresh, not a 1 s one. When
+// the counter's own changes cannot tell, the changes of every counter of
+// the interface (one device publishes them together) stand in, and with
+// none, known is false and the refresh is taken as 0. A period found so
+// may still be the traffic's rhythm: estimateLag tests it against 0.
 func (a *analysis) counterRefresh(iface string, jumps []counters.Jump) (ns int64, known bool) {
 	changes := make([]int64, 0, len(jumps))
 	for _, j := range jumps {
@@ -44,7 +46,7 @@ func (a *analysis) refreshOf(iface string, changes []int64) (ns int64, known boo
 	if len(changes) < 2 {
 		return 0, false
 	}
-	ri := a.readInterval(iface)
+	ri := max(a.readInterval(iface), 1)
 	gaps := make([]int64, 0, len(changes)-1)
 	for k := 1; k < len(changes); k++ {
 		gaps = append(gaps, changes[k]-changes[k-1])
@@ -53,14 +55,59 @@ func (a *analysis) refreshOf(iface string, changes []int64) (ns int64, known boo
 	if gaps[0] <= ri+ri/2 {
 		return 0, true
 	}
-	near := gaps[:1]
-	for k := 1; k < len(gaps) && gaps[k] <= gaps[0]+gaps[0]/2; k++ {
-		near = gaps[:k+1]
-	}
-	if len(near) < 2 {
+	if len(gaps) < 2 {
 		return 0, false
 	}
-	return min(near[len(near)/2], int64(MaxCounterRefresh)), true
+	// The shortest gap is k periods. Of the periods every gap is a
+	// multiple of within a read and a half, the one they fit best, the
+	// longest where another fits better by less than a quarter read (so
+	// half or a third of the period, which fits as well, is not taken).
+	// A period under three reads is no longer told from the reads' own
+	// jitter.
+	tol := ri + ri/2
+	maxNs := int64(MaxCounterRefresh)
+	best, bestDev := int64(0), int64(math.MaxInt64)
+	for k := max((gaps[0]+maxNs-1)/maxNs, 1); gaps[0]/k >= 3*ri; k++ {
+		period, ok := fitPeriod(gaps, gaps[0]/k, tol)
+		if !ok {
+			continue
+		}
+		if dev := periodDeviation(gaps, period); dev < bestDev-ri/4 {
+			best, bestDev = period, dev
+		}
+	}
+	if best == 0 {
+		return 0, false
+	}
+	return min(best, maxNs), true
+}
+
+// fitPeriod refines a guess of the period that every gap is a multiple
+// of (the median of each gap over its multiple), or says no gap is within
+// tol of a multiple of it.
+func fitPeriod(gaps []int64, guess, tol int64) (int64, bool) {
+	per := make([]int64, 0, len(gaps))
+	for _, g := range gaps {
+		m := (g + guess/2) / guess
+		if d := g - m*guess; m == 0 || d > tol || d < -tol {
+			return 0, false
+		}
+		per = append(per, g/m)
+	}
+	slices.Sort(per)
+	return per[len(per)/2], true
+}
+
+// periodDeviation is how far the gap furthest from a multiple of period
+// lies from it.
+func periodDeviation(gaps []int64, period int64) int64 {
+	var dev int64
+	for _, g := range gaps {
+		m := (g + period/2) / period
+		d := g - m*period
+		dev = max(dev, d, -d)
+	}
+	return dev
 }
 
 // interfaceChanges are the starts of the reads of an interface at which
@@ -85,49 +132,123 @@ func (a *analysis) interfaceChanges(iface string) []int64 {
 	return out
 }
 
-// estimateLag learns a counter's lag from the ends of its incidents: the
-// jumps at successive refreshes are one cluster, the traffic that stands
-// out over the longest look-back before it (locate, over MaxCounterLag
-// and one refresh before the cluster's first read) is its cause, and its
-// last window ends at most as the last drop did. The last drop was shown
-// after the read before the cluster's last jump and by that jump's read,
-// at most one refresh late: so the lag lies in (R_{l-1} - end - refresh,
-// R_l - end]. Each jump of a cluster but its last says more (val, the
-// traffic located, given): see below. The lag's range is the one most of
-// these agree with; its point the middle of it, or with two clusters or
-// more the median of each one's own range's middle. ok is false when no cluster ended inside its
-// look-back.
+// estimateLag learns a counter's lag from its incidents: the jumps at
+// successive refreshes are one cluster, the traffic that stands out over
+// the longest look-back before it (locate, over MaxCounterLag and one
+// refresh before the cluster's first read) is its cause, from its start S
+// to its end E. Each cluster gives ranges of the lag, each the span of
+// lags one fact allows (R_k is the read of the cluster's jump k, R_k-1 the
+// one before; a drop is shown at most one refresh late):
+//   - its first drop came while the traffic was over, after S and by E,
+//     and was shown after R_f-1 and by R_f: (R_f-1 - E - refresh, R_f - S];
+//   - every jump but the last showed the drops made until a refresh (val,
+//     the traffic located, given): see below;
+//   - its last drop came at E (the last of the traffic over) and was shown
+//     after R_l-1 and by R_l: (R_l-1 - E - refresh, R_l - E].
 //
-// With the refresh unknown it is taken as 0 while the incidents agree on
-// one lag with it (within a read interval: a refresh of its own would
-// show each incident after a wait of its own), else as
-// MaxCounterRefresh; either way the range stated starts at 0, since a
-// refresh the run could not see may account for any part of the delay.
+// The last is the narrowest, and the one a queue draining behind the
+// traffic breaks: its drops go on past E, and the jumps that show them
+// come late (lab, micro-burst: a jump of 24 drops 15 ms after the burst's
+// own put its lag 9 ms late). So a cluster's own range is what its ranges
+// have in common, taken in order (intersectInOrder), and its middle the
+// cluster's lag. The lag stated is the median of the clusters' (an
+// incident shown later than another, by a device or the lab's poller
+// busier at one than at the other, pulls it no further than the middle);
+// its range the one every cluster agrees with, or where they do not, all
+// of theirs (two bursts of one run shown 23 and 34 ms late were stated
+// 19.5 to 19.7 ms by the range most agreed with).
+//
+// A refresh learned from the gaps between changes may be the traffic's
+// rhythm, not the device's (the lab's micro-burst: the conntrack gauge
+// moved as it began and at each of its bursts, a second apart each time).
+// So it must beat a refresh of 0, under which every incident is shown as
+// soon as the lag allows: the counter changed at about as many reads as
+// each incident's traffic spanned (a device with a refresh stays silent
+// at the reads between, however long the traffic goes on), and the
+// incidents agree on one lag (within a read interval: a refresh would
+// show each after a wait of its own). Where 0 fits so, the refresh is
+// taken as 0 but not known; a refresh the run could not tell at all is
+// taken as 0 where 0 fits, else as MaxCounterRefresh. Wherever the refresh
+// is not known, the range stated starts at 0: a refresh the run could not
+// see may account for any part of the delay.
 func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known bool, readNs int64, locate func(lo, hi int) span, val func(int) float64) (lag counterLag, ok bool) {
-	if known {
-		lag, ok, _ = a.estimateLagWith(jumps, refreshNs, readNs, locate, val)
+	if known && refreshNs == 0 {
+		lag, ok, _ = a.estimateLagWith(jumps, 0, readNs, locate, val)
+		lag.refreshKnown = true
 		return lag, ok
 	}
-	lag, ok, agreed := a.estimateLagWith(jumps, 0, readNs, locate, val)
-	if !ok || !agreed {
+	zero, zeroOK, fits := a.estimateLagWith(jumps, 0, readNs, locate, val)
+	switch {
+	case known && (!zeroOK || !fits || zero.clusters < 2):
+		lag, ok, _ = a.estimateLagWith(jumps, refreshNs, readNs, locate, val)
+		lag.refreshKnown = true
+		return lag, ok
+	case !known && (!zeroOK || !fits):
 		lag, ok, _ = a.estimateLagWith(jumps, int64(MaxCounterRefresh), readNs, locate, val)
+	default:
+		lag, ok = zero, zeroOK
 	}
 	lag.lowNs = 0
 	return lag, ok
 }
 
-// agreed is false when two incidents' ranges of their last drop lie more
-// than readNs apart.
-func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int64, locate func(lo, hi int) span, val func(int) float64) (lag counterLag, ok, agreed bool) {
-	maxNs := int64(MaxCounterLag)
+// lagRange is a span of lags, (from, to].
+type lagRange struct{ from, to int64 }
+
+func (r lagRange) mid() int64 { return r.from + (r.to-r.from)/2 }
+
+// agreement is the range that most of rs share (the earliest where
+// several do) and how many share it.
+func agreement(rs []lagRange) (lagRange, int) {
 	type bound struct {
 		ns   int64
 		open int // +1: a range opens, -1: one closes
 	}
-	var bounds []bound
-	var ends []int64 // the middle of each cluster's range of its last drop
-	// The latest start and earliest end of those ranges.
-	latestFrom, earliestTo := int64(math.MinInt64), int64(math.MaxInt64)
+	bounds := make([]bound, 0, 2*len(rs))
+	for _, r := range rs {
+		bounds = append(bounds, bound{r.from, 1}, bound{r.to, -1})
+	}
+	// Opens before closes at one instant: touching ranges agree.
+	slices.SortFunc(bounds, func(x, y bound) int { return cmp.Or(cmp.Compare(x.ns, y.ns), cmp.Compare(y.open, x.open)) })
+	n, best := 0, 0
+	var out lagRange
+	for k, b := range bounds {
+		n += b.open
+		if b.open > 0 && n > best {
+			best, out = n, lagRange{b.ns, bounds[k+1].ns}
+		}
+	}
+	return out, best
+}
+
+// intersectInOrder is what a cluster's ranges, in the order of the facts
+// they come from (its first drop, then each jump, then its last drop),
+// have in common, leaving out a range that shares less than a fine window
+// with those before it: the located traffic's edges are known to a window
+// only, and a queue draining behind the traffic biases only the later
+// ranges, late (a drain's ranges touched the others in a 0.1 ms sliver,
+// and the range most of them agreed with was that sliver, 5 ms off).
+func (a *analysis) intersectInOrder(rs []lagRange) (lagRange, bool) {
+	if len(rs) == 0 {
+		return lagRange{}, false
+	}
+	out := rs[0]
+	for _, r := range rs[1:] {
+		if x, y := max(out.from, r.from), min(out.to, r.to); y-x >= min(a.g.widthNs, r.to-r.from, out.to-out.from) {
+			out = lagRange{x, y}
+		}
+	}
+	return out, true
+}
+
+// estimateLagWith is estimateLag with the refresh taken as refreshNs.
+// fits is false when two clusters' ranges lie more than readNs apart, or
+// a cluster's traffic spanned more than two reads beyond those its
+// counter changed at (a refresh of 0 would have shown it at each).
+func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int64, locate func(lo, hi int) span, val func(int) float64) (lag counterLag, ok, fits bool) {
+	fits = true
+	maxNs := int64(MaxCounterLag)
+	var clusters []lagRange
 	for f := 0; f < len(jumps); {
 		l := f
 		// Reads that come late on a busy host, or a read the drops
@@ -135,23 +256,22 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		for l+1 < len(jumps) && jumps[l+1].FromNs-jumps[l].ToNs <= 2*max(refreshNs, readNs)+readNs/2 {
 			l++
 		}
-		first, _ := a.certain(jumps[f])
+		firstPrev, firstRead := a.certain(jumps[f])
 		prevRead, lastRead := a.certain(jumps[l])
 		fc := f
 		f = l + 1
-		lo, hi := a.g.span(first-maxNs-max(refreshNs, int64(MaxCounterRefresh)), lastRead)
-		add := func(from, to int64) (mid int64, ok bool) {
+		lo, hi := a.g.span(firstPrev-maxNs-max(refreshNs, int64(MaxCounterRefresh)), lastRead)
+		var own []lagRange
+		add := func(from, to int64) {
 			// A range just past the bound (a lag at it, and a queue's
 			// drain or a bucket on top) agrees with the bound; one far
 			// past it is other traffic.
 			if from > maxNs+maxNs/10 {
-				return 0, false
+				return
 			}
 			if from, to = min(max(from, 0), maxNs), min(to, maxNs); from <= to {
-				bounds = append(bounds, bound{from, 1}, bound{to, -1})
-				return from + (to-from)/2, true
+				own = append(own, lagRange{from, to})
 			}
-			return 0, false
 		}
 		s := locate(lo, hi)
 		// The latest traffic at the level the most excess stood out
@@ -172,77 +292,70 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		if s.levelName == levelNone || s.hi >= hi {
 			continue // nothing there, or still going at the read: no end seen
 		}
-		end := a.g.startNs(s.hi)
-		if mid, ok := add(prevRead-end-refreshNs, lastRead-end); ok {
-			ends = append(ends, mid)
-			latestFrom, earliestTo = max(latestFrom, prevRead-end-refreshNs), min(earliestTo, lastRead-end)
+		start, end := a.g.startNs(s.lo), a.g.startNs(s.hi)
+		if (end-start)/max(readNs, 1)-int64(l-fc+1) > 2 {
+			fits = false
 		}
-		if val == nil || s.level <= 0 || l == fc {
-			continue
-		}
-		// Every jump but the last showed the drops made until a
-		// refresh: when the traffic's excess had reached the same share
-		// of the cluster's as the counter's rise had of its whole (the
-		// drops go with the excess). That refresh came R_{k-1} - lag to
-		// R_k - lag: a range a read interval wide, however long the
-		// refresh.
-		excess := func(i int) float64 { return max(val(i)-s.level, 0) }
-		total := sumIn(excess, s.lo, s.hi)
-		var rise uint64
-		for k := fc; k <= l; k++ {
-			rise += jumps[k].Delta
-		}
-		if total <= 0 || rise == 0 {
-			continue
-		}
-		var sofar uint64
-		i, cum := s.lo, 0.0
-		for k := fc; k < l; k++ {
-			sofar += jumps[k].Delta
-			target := total * float64(sofar) / float64(rise)
-			for i < s.hi && cum+excess(i) < target {
-				cum += excess(i)
-				i++
+		add(firstPrev-end-refreshNs, firstRead-start)
+		if val != nil && s.level > 0 && l > fc {
+			// Every jump but the last showed the drops made until a
+			// refresh: when the traffic's excess had reached the same
+			// share of the cluster's as the counter's rise had of its
+			// whole (the drops go with the excess). That refresh came
+			// R_k-1 - lag to R_k - lag: a range a read interval wide,
+			// however long the refresh.
+			excess := func(i int) float64 { return max(val(i)-s.level, 0) }
+			total := sumIn(excess, s.lo, s.hi)
+			var rise uint64
+			for k := fc; k <= l; k++ {
+				rise += jumps[k].Delta
 			}
-			at := a.g.startNs(i)
-			if i < s.hi && excess(i) > 0 {
-				at += int64((target - cum) / excess(i) * float64(a.g.widthNs))
+			if total > 0 && rise > 0 {
+				var sofar uint64
+				i, cum := s.lo, 0.0
+				for k := fc; k < l; k++ {
+					sofar += jumps[k].Delta
+					target := total * float64(sofar) / float64(rise)
+					for i < s.hi && cum+excess(i) < target {
+						cum += excess(i)
+						i++
+					}
+					at := a.g.startNs(i)
+					if i < s.hi && excess(i) > 0 {
+						at += int64((target - cum) / excess(i) * float64(a.g.widthNs))
+					}
+					from, to := a.certain(jumps[k])
+					add(from-at, to-at)
+				}
 			}
-			from, to := a.certain(jumps[k])
-			_, _ = add(from-at, to-at)
+		}
+		add(prevRead-end-refreshNs, lastRead-end)
+		if r, ok := a.intersectInOrder(own); ok {
+			clusters = append(clusters, r)
 		}
 	}
-	if len(bounds) == 0 {
+	if len(clusters) == 0 {
 		return counterLag{}, false, false
 	}
-	// Opens before closes at one instant: touching ranges agree.
-	slices.SortFunc(bounds, func(x, y bound) int { return cmp.Or(cmp.Compare(x.ns, y.ns), cmp.Compare(y.open, x.open)) })
-	n, best := 0, 0
-	var low, high int64
-	for k, b := range bounds {
-		n += b.open
-		if b.open > 0 && n > best {
-			best, low = n, b.ns
-			high = bounds[k+1].ns
+	r, n := agreement(clusters)
+	mids := make([]int64, len(clusters))
+	latestFrom, earliestTo := clusters[0].from, clusters[0].to
+	for k, c := range clusters {
+		mids[k] = c.mid()
+		latestFrom, earliestTo = max(latestFrom, c.from), min(earliestTo, c.to)
+		if n < len(clusters) {
+			r.from, r.to = min(r.from, c.from), max(r.to, c.to)
 		}
 	}
-	point := low + (high-low)/2
-	if len(ends) >= 2 {
-		// Incidents shown at different lags (a device, or the lab's
-		// poller, busier at one than at another) do not agree on one
-		// range, and the range most agree with is one incident's or
-		// as wide as the look-back: the lag stated is the median of
-		// each incident's own (lab, micro-burst, two bursts shown 39
-		// and 52 ms late: 28.6 ms stated before, in a range of 0 to 57).
-		slices.Sort(ends)
-		point = min(max(ends[len(ends)/2], low), high)
-		if len(ends)%2 == 0 {
-			point = min(max((ends[len(ends)/2-1]+ends[len(ends)/2])/2, low), high)
-		}
+	slices.Sort(mids)
+	point := mids[len(mids)/2]
+	if len(mids)%2 == 0 {
+		point = (mids[len(mids)/2-1] + point) / 2
 	}
-	agreed = len(ends) < 2 || latestFrom-earliestTo <= readNs
-	return counterLag{lowNs: low, highNs: high, pointNs: point, refreshNs: refreshNs,
-		source: lagEstimated}, true, agreed
+	point = min(max(point, r.from), r.to)
+	fits = fits && latestFrom-earliestTo <= readNs
+	return counterLag{lowNs: r.from, highNs: r.to, pointNs: point, refreshNs: refreshNs,
+		clusters: len(clusters), source: lagEstimated}, true, fits
 }
 
 // maxShiftLag bounds the lag shortestShift learns: with nothing but
