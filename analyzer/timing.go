@@ -20,10 +20,10 @@ const MaxCounterRefresh = 1000 * time.Millisecond
 
 // counterRefresh is the period of the reads at which a counter changes: 0
 // when it changed at two successive reads (the device shows every change
-// at the next read), else the longest period, at most MaxCounterRefresh,
-// that every gap between its changes is a multiple of, within a read and a
-// half (a change is seen at the first read after the device published
-// it). One gap alone is no rhythm: two bursts a second apart, each shown
+// at the next read), else a period, at most MaxCounterRefresh, that every
+// gap between its changes is a multiple of, within a read and a half (a
+// change is seen at the first read after the device published it): see
+// refreshOf. One gap alone is no rhythm: two bursts a second apart, each shown
 // at one read, change a counter a second apart whatever the device's
 // refresh. Gaps of 1.0 and 1.1 s are a 100 ms refresh, not a 1 s one. When
 // the counter's own changes cannot tell, the changes of every counter of
@@ -297,37 +297,8 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			fits = false
 		}
 		add(firstPrev-end-refreshNs, firstRead-start)
-		if val != nil && s.level > 0 && l > fc {
-			// Every jump but the last showed the drops made until a
-			// refresh: when the traffic's excess had reached the same
-			// share of the cluster's as the counter's rise had of its
-			// whole (the drops go with the excess). That refresh came
-			// R_k-1 - lag to R_k - lag: a range a read interval wide,
-			// however long the refresh.
-			excess := func(i int) float64 { return max(val(i)-s.level, 0) }
-			total := sumIn(excess, s.lo, s.hi)
-			var rise uint64
-			for k := fc; k <= l; k++ {
-				rise += jumps[k].Delta
-			}
-			if total > 0 && rise > 0 {
-				var sofar uint64
-				i, cum := s.lo, 0.0
-				for k := fc; k < l; k++ {
-					sofar += jumps[k].Delta
-					target := total * float64(sofar) / float64(rise)
-					for i < s.hi && cum+excess(i) < target {
-						cum += excess(i)
-						i++
-					}
-					at := a.g.startNs(i)
-					if i < s.hi && excess(i) > 0 {
-						at += int64((target - cum) / excess(i) * float64(a.g.widthNs))
-					}
-					from, to := a.certain(jumps[k])
-					add(from-at, to-at)
-				}
-			}
+		if val != nil && s.level > 0 {
+			a.shareRanges(jumps[fc:l+1], s, val, add)
 		}
 		add(prevRead-end-refreshNs, lastRead-end)
 		if r, ok := a.intersectInOrder(own); ok {
@@ -356,6 +327,40 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	fits = fits && latestFrom-earliestTo <= readNs
 	return counterLag{lowNs: r.from, highNs: r.to, pointNs: point, refreshNs: refreshNs,
 		clusters: len(clusters), source: lagEstimated}, true, fits
+}
+
+// shareRanges adds the range of the lag that each jump of a cluster but
+// its last gives: it showed the drops made until a refresh, when the
+// traffic's excess over s's level (val per window) had reached the same
+// share of the cluster's as the counter's rise had of its whole (the drops
+// go with the excess). That refresh came R_k-1 - lag to R_k - lag: a range
+// a read interval wide, however long the refresh.
+func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) float64, add func(from, to int64)) {
+	excess := func(i int) float64 { return max(val(i)-s.level, 0) }
+	total := sumIn(excess, s.lo, s.hi)
+	var rise uint64
+	for _, j := range cluster {
+		rise += j.Delta
+	}
+	if total <= 0 || rise == 0 {
+		return
+	}
+	var sofar uint64
+	i, cum := s.lo, 0.0
+	for _, j := range cluster[:len(cluster)-1] {
+		sofar += j.Delta
+		target := total * float64(sofar) / float64(rise)
+		for i < s.hi && cum+excess(i) < target {
+			cum += excess(i)
+			i++
+		}
+		at := a.g.startNs(i)
+		if i < s.hi && excess(i) > 0 {
+			at += int64((target - cum) / excess(i) * float64(a.g.widthNs))
+		}
+		from, to := a.certain(j)
+		add(from-at, to-at)
+	}
 }
 
 // maxShiftLag bounds the lag shortestShift learns: with nothing but
