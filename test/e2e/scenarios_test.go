@@ -119,9 +119,11 @@ func TestScenarioMicroBurst(t *testing.T) {
 	const slack = 2 * time.Millisecond
 	// A burst is one when its sender ran through it: descheduled for
 	// longer than the slack in the middle of it (seen beside a CPU-bound
-	// process: 250 sends over 10.5 ms, the drops all in its last 2), it
-	// came in parts, and the run did not make its case. Such a run is
-	// made again, at most three times.
+	// process: 250 sends over 10.5 ms, the drops all in its last 2), or
+	// slowed throughout to more than twice the slack in all (its 250
+	// sends take 1.7 to 2 ms; one took 5.8 ms with no send over 2 ms, and
+	// its finding began 2.1 ms in), it came in parts, and the run did not
+	// make its case. Such a run is made again, at most three times.
 	var res *analyzer.Result
 	var truth catalog.Truth
 	var rec *record.Recording
@@ -130,14 +132,16 @@ func TestScenarioMicroBurst(t *testing.T) {
 		if len(truth.Bursts) == 0 {
 			t.Fatal("the scenario sent no burst")
 		}
-		paused := slices.ContainsFunc(truth.Bursts, func(b catalog.Burst) bool { return b.PauseNs > int64(slack) })
+		paused := slices.ContainsFunc(truth.Bursts, func(b catalog.Burst) bool {
+			return b.PauseNs > int64(slack) || b.EndNs-b.StartNs > 2*int64(slack)
+		})
 		if !paused {
 			break
 		}
 		if attempt == 3 {
-			t.Fatalf("in %d runs a burst's sender was descheduled for over %v inside it: the machine too loaded for the scenario", attempt, slack)
+			t.Fatalf("in %d runs a burst's sender was descheduled for over %v inside it, or slowed past %v: the machine too loaded for the scenario", attempt, slack, 2*slack)
 		}
-		t.Logf("run %d: a burst's sender paused for over %v inside it (%+v); running the scenario again", attempt, slack, truth.Bursts)
+		t.Logf("run %d: a burst's sender paused for over %v inside it, or took over %v (%+v); running the scenario again", attempt, slack, 2*slack, truth.Bursts)
 	}
 	logFindings(t, res)
 	// One finding per burst, however many reads saw its counter move.
