@@ -257,7 +257,9 @@ func (a *Attachment) ensureClsact() error {
 // packet that reaches the older trampoline passed the newer one first once
 // the attach has returned and an RCU grace period has passed; so switching
 // the gate to the new generation moves the counting from the old to the new
-// trampoline with every packet counted exactly once.
+// trampoline with every packet counted exactly once, as long as the old
+// one stays attached until a second grace period has passed (a packet that
+// read the old gate at the new trampoline is counted further down).
 type hook struct {
 	a      *Attachment
 	dir    string
@@ -415,6 +417,17 @@ func (h *hook) anchor() error {
 	}
 	old := h.cur
 	h.cur, h.gen = next, gen
+	// A packet that read the old gate at the new trampoline (which left
+	// it to the old one) may still be on its way down the chain. A legacy
+	// filter is unlinked under RCU (cls_bpf's list_del_rcu): a packet past
+	// the new trampoline then skips the old one and goes uncounted (about
+	// one packet in 2.5 moves behind a CNI stand-in holding each packet
+	// 100 µs). Wait it out before detaching. (tcx swaps the whole program
+	// array, which a packet in flight keeps running; the wait costs a grace
+	// period per move there too, and moves are rare.)
+	if err := synchronizeRCU(); err != nil {
+		h.a.note("%s: could not wait for packets in flight (%v): the move to the head may have left a packet per CPU uncounted", h.dir, err)
+	}
 	return h.detach(old)
 }
 

@@ -33,6 +33,7 @@ import (
 // Verdicts of the stand-in programs.
 const (
 	cniNext         = "next"          // TCX_NEXT / TC_ACT_UNSPEC: the next program runs
+	cniSlowNext     = "slow_next"     // next, after about 100 µs (a CNI busy with each packet)
 	cniPass         = "pass"          // TCX_PASS / TC_ACT_OK: ends the chain, the packet goes on
 	cniDrop         = "drop"          // TCX_DROP / TC_ACT_SHOT
 	cniRedirect     = "redirect"      // bpf_redirect to the branch's veth (its egress)
@@ -48,6 +49,16 @@ func cniProgram(t *testing.T, verdict string, ifindex int) *ebpf.Program {
 	switch verdict {
 	case cniNext:
 		insns = asm.Instructions{asm.Mov.Imm(asm.R0, -1), asm.Return()}
+	case cniSlowNext:
+		// 2,000 clock reads, a loop every verifier of the matrix bounds.
+		insns = asm.Instructions{
+			asm.Mov.Imm(asm.R6, 0),
+			asm.FnKtimeGetNs.Call().WithSymbol("spin"),
+			asm.Add.Imm(asm.R6, 1),
+			asm.JLT.Imm(asm.R6, 2000, "spin"),
+			asm.Mov.Imm(asm.R0, -1),
+			asm.Return(),
+		}
 	case cniPass:
 		insns = asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
 	case cniDrop:
@@ -338,7 +349,7 @@ func TestReanchorUnderTraffic(t *testing.T) {
 				default:
 					// A CNI agent restarting: its new program goes to the
 					// head, then its old one goes (tcx holds 64 at most).
-					prog := cniProgram(t, cniNext, 0)
+					prog := cniProgram(t, cniSlowNext, 0)
 					var detach func()
 					if mode == AttachTCX {
 						detach = attachCNI(t, pair.NSA, pair.IfA, record.Ingress, mode, prog)
