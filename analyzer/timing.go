@@ -88,8 +88,8 @@ func (a *analysis) refreshOf(iface string, changes []int64) (ns int64, known boo
 func fitPeriod(gaps []int64, guess, tol int64) (int64, bool) {
 	per := make([]int64, 0, len(gaps))
 	for _, g := range gaps {
-		m := (g + guess/2) / guess
-		if d := g - m*guess; m == 0 || d > tol || d < -tol {
+		m, d := nearestMultiple(g, guess)
+		if m == 0 || d > tol || d < -tol {
 			return 0, false
 		}
 		per = append(per, g/m)
@@ -103,11 +103,17 @@ func fitPeriod(gaps []int64, guess, tol int64) (int64, bool) {
 func periodDeviation(gaps []int64, period int64) int64 {
 	var dev int64
 	for _, g := range gaps {
-		m := (g + period/2) / period
-		d := g - m*period
+		_, d := nearestMultiple(g, period)
 		dev = max(dev, d, -d)
 	}
 	return dev
+}
+
+// nearestMultiple is the multiple m of period nearest to g, and g's
+// distance from it.
+func nearestMultiple(g, period int64) (m, d int64) {
+	m = (g + period/2) / period
+	return m, g - m*period
 }
 
 // interfaceChanges are the starts of the reads of an interface at which
@@ -156,12 +162,14 @@ func (a *analysis) interfaceChanges(iface string) []int64 {
 // pps-overshoot (an 800-packet bucket, 200 ms of its excess) is stated
 // 60 to 130 ms late with its allowance given. Inferring the bucket from
 // the excess beyond the drops would need to know which packets the device
-// counts against its packet rate, which it does not say. The lag stated is the median of the clusters' (an
-// incident shown later than another, by a device or the lab's poller
-// busier at one than at the other, pulls it no further than the middle);
-// its range the one every cluster agrees with, or where they do not, all
-// of theirs (two bursts of one run shown 23 and 34 ms late were stated
-// 19.5 to 19.7 ms by the range most agreed with).
+// counts against its packet rate, which it does not say.
+//
+// The lag stated is the median of the clusters' (an incident shown later
+// than another, by a device or the lab's poller busier at one than at the
+// other, pulls it no further than the middle); its range the one every
+// cluster agrees with, or where they do not, all of theirs (two bursts of
+// one run shown 23 and 34 ms late were stated 19.5 to 19.7 ms by the range
+// most agreed with).
 //
 // A refresh learned from the gaps between changes may be the traffic's
 // rhythm, not the device's (the lab's micro-burst: the conntrack gauge
