@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/netip"
 	"time"
+
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 )
 
 // TCPBulkSpec is one TCP flow moving data as fast as it can.
@@ -25,6 +27,10 @@ type TCPBulkSpec struct {
 type TCPBulkResult struct {
 	Bytes   uint64
 	Elapsed time.Duration
+	// WritesNs are when an upload paced by the application had its
+	// writes taken (monotonic): when it was sending, which a stall of the
+	// process (descheduled beside a busy core) leaves a gap in.
+	WritesNs []int64
 }
 
 // Bps is the receiver's rate, bit/s.
@@ -96,6 +102,7 @@ func uploadAt(c *net.TCPConn, end time.Time, bps uint64) (TCPBulkResult, error) 
 	c.SetWriteDeadline(end)
 	buf := make([]byte, 64<<10)
 	start, sent := time.Now(), 0.0
+	var writes []int64
 	for {
 		chunk := buf
 		if bps > 0 {
@@ -118,6 +125,9 @@ func uploadAt(c *net.TCPConn, end time.Time, bps uint64) (TCPBulkResult, error) 
 			}
 			break
 		}
+		if bps > 0 {
+			writes = append(writes, monoclock.Now())
+		}
 	}
 	if err := c.CloseWrite(); err != nil {
 		return TCPBulkResult{}, err
@@ -128,8 +138,9 @@ func uploadAt(c *net.TCPConn, end time.Time, bps uint64) (TCPBulkResult, error) 
 		return TCPBulkResult{}, fmt.Errorf("read receiver's tally: %w", err)
 	}
 	return TCPBulkResult{
-		Bytes:   binary.BigEndian.Uint64(reply[0:]),
-		Elapsed: time.Duration(binary.BigEndian.Uint64(reply[8:])),
+		Bytes:    binary.BigEndian.Uint64(reply[0:]),
+		Elapsed:  time.Duration(binary.BigEndian.Uint64(reply[8:])),
+		WritesNs: writes,
 	}, nil
 }
 

@@ -68,6 +68,12 @@ type Truth struct {
 	Victim, VictimPeer           netip.AddrPort
 	RetransSegs, PeerRetransSegs uint64
 	QueueDelay                   time.Duration
+	// VictimPeakGap is how far from the queue's peak (the probe that
+	// waited longest, sent) the victim's nearest write was, an upload
+	// paced by the application only (-1 for another victim, unset outside
+	// the impact scenarios): a victim that was not sending then met a
+	// shorter queue than the probe did.
+	VictimPeakGap time.Duration
 	// CounterLagNs is, with lagged counters, how late they showed a drop
 	// on average, refresh aside: the lag the scenario asked for, plus the
 	// poll's duration and half the polls' spacing (lab.LaggedCounters

@@ -5,6 +5,7 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -188,30 +189,54 @@ func victimBesideBurst(ctx context.Context, l *lab.Lab, kind victimKind, burstRa
 	t.Bursts = []Burst{{StartNs: burst.StartNs, EndNs: burst.EndNs, Src: burst.Src, PauseNs: burst.PauseNs}}
 	t.Victim, t.VictimPeer = victim.Instance, victim.Peer
 	t.RetransSegs, t.PeerRetransSegs = after-before, peerAfter-peerBefore
-	t.QueueDelay = queueDelay(samples, burst.StartNs)
+	var peakNs int64
+	t.QueueDelay, peakNs = queueDelay(samples, burst.StartNs)
+	t.VictimPeakGap = nearestGap(victim.WritesNs, peakNs)
 	t.Notes = append(t.Notes, fmt.Sprintf("victim got %.1f Mbit/s; kernel TcpRetransSegs +%d in the instance (or its container), +%d at the peer; probe queueing delay %v",
 		victim.Bps()/1e6, t.RetransSegs, t.PeerRetransSegs, t.QueueDelay.Round(time.Millisecond)))
+	if t.VictimPeakGap >= 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("the victim's write nearest the queue's peak came %v from it", t.VictimPeakGap.Round(time.Microsecond)))
+	}
 	return t, nil
 }
 
 // queueDelay is the most the probe's round trips rose after the burst
-// began over the median of those before it.
-func queueDelay(samples []lab.DelaySample, burstNs int64) time.Duration {
+// began over the median of those before it, and when that probe was sent
+// (the queue at its longest, within the probe's interval).
+func queueDelay(samples []lab.DelaySample, burstNs int64) (time.Duration, int64) {
 	var before []time.Duration
 	var most time.Duration
+	var peakNs int64
 	for _, s := range samples {
 		if s.Lost {
 			continue
 		}
 		if s.SentNs < burstNs {
 			before = append(before, s.RTT)
-		} else {
-			most = max(most, s.RTT)
+		} else if s.RTT > most {
+			most, peakNs = s.RTT, s.SentNs
 		}
 	}
 	if len(before) == 0 {
-		return 0
+		return 0, 0
 	}
 	slices.Sort(before)
-	return max(most-before[len(before)/2], 0)
+	return max(most-before[len(before)/2], 0), peakNs
+}
+
+// nearestGap is how far the nearest of times (sorted) is from ns; -1
+// without times or ns.
+func nearestGap(times []int64, ns int64) time.Duration {
+	if len(times) == 0 || ns == 0 {
+		return -1
+	}
+	i, _ := slices.BinarySearch(times, ns)
+	gap := int64(math.MaxInt64)
+	if i < len(times) {
+		gap = times[i] - ns
+	}
+	if i > 0 {
+		gap = min(gap, ns-times[i-1])
+	}
+	return time.Duration(gap)
 }
