@@ -341,14 +341,8 @@ func topNames(names map[string]int) []NameCount {
 
 // searchExpansions finds the base names queried under search suffixes.
 func searchExpansions(evs []dnsEvent, names, nxByName map[string]int) []SearchExpansion {
-	first := map[string]int64{} // first query of each name
-	for _, e := range evs {
-		if _, ok := first[e.m.name]; !ok && !e.m.response {
-			first[e.m.name] = e.p.TimeNs
-		}
-	}
 	byBase := map[string]*SearchExpansion{}
-	seen := map[string]int64{} // base + "\x00" + suffix -> first try
+	tried := map[string][2]string{} // a queried name -> its base and suffix ("" bare)
 	for n := range names {
 		labels := strings.Split(n, ".")
 		// The longest queried base: a.b.c.svc.cluster.local is an expansion
@@ -365,18 +359,57 @@ func searchExpansions(evs []dnsEvent, names, nxByName map[string]int) []SearchEx
 				x = &SearchExpansion{Base: base, BaseQueries: names[base]}
 				byBase[base] = x
 			}
-			seen[base+"\x00"+suffix] = first[n]
+			tried[n], tried[base] = [2]string{base, suffix}, [2]string{base, ""}
 			x.Suffixes = append(x.Suffixes, suffix)
 			x.Queries += names[n]
 			x.NXDomain += nxByName[n]
 			break
 		}
 	}
+	// How often each suffix (or the bare name) was tried right after
+	// another, per base, and when each was first tried.
+	type step struct{ base, from, to string }
+	follows := map[step]int{}
+	first := map[[2]string]int64{}
+	last := map[string]string{}
+	for _, e := range evs {
+		bs, ok := tried[e.m.name]
+		if e.m.response || !ok {
+			continue
+		}
+		if _, ok := first[bs]; !ok {
+			first[bs] = e.p.TimeNs
+		}
+		if prev, ok := last[bs[0]]; ok && prev != bs[1] {
+			follows[step{bs[0], prev, bs[1]}]++
+		}
+		last[bs[0]] = bs[1]
+	}
 	out := []SearchExpansion{}
 	for _, x := range byBase {
-		slices.SortStableFunc(x.Suffixes, func(s, t string) int {
-			return cmp.Or(cmp.Compare(seen[x.Base+"\x00"+s], seen[x.Base+"\x00"+t]), cmp.Compare(s, t))
+		// The search list in the order the resolver tries it: the first
+		// suffix is the one most often tried after the bare name (which
+		// ends a lookup, or begins it where the name has ndots dots or
+		// more), each next the one most often tried after the one before,
+		// the first tried settling ties. Not merely the first tried: a
+		// stretch that begins inside a lookup sees its later suffixes
+		// first (the lab's dns-search-path, one run in a dozen).
+		rest := slices.Clone(x.Suffixes)
+		slices.SortFunc(rest, func(s, t string) int {
+			return cmp.Or(cmp.Compare(first[[2]string{x.Base, s}], first[[2]string{x.Base, t}]), cmp.Compare(s, t))
 		})
+		x.Suffixes = x.Suffixes[:0]
+		for prev := ""; len(rest) > 0; {
+			k := 0
+			for i, s := range rest {
+				if follows[step{x.Base, prev, s}] > follows[step{x.Base, prev, rest[k]}] {
+					k = i
+				}
+			}
+			prev = rest[k]
+			x.Suffixes = append(x.Suffixes, prev)
+			rest = slices.Delete(rest, k, k+1)
+		}
 		x.NDots, x.NDotsFrom = strings.Count(x.Base, ".")+1, "at_least"
 		if strings.HasSuffix(x.Suffixes[0], ".svc.cluster.local") && x.NDots <= kubernetesNDots {
 			x.NDots, x.NDotsFrom = kubernetesNDots, "kubernetes_search_list"

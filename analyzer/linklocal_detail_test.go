@@ -102,6 +102,20 @@ func TestLinkLocalDetailSearchExpansion(t *testing.T) {
 		!strings.Contains(d.Fixes[0].Text, "trailing dot") || !strings.Contains(d.Fixes[0].Text, "NodeLocal DNSCache") {
 		t.Errorf("fixes %+v: want the search path first", d.Fixes)
 	}
+	// A stretch that begins inside a lookup (after its first suffix's
+	// queries), its payloads sampled (every third query left out, as the
+	// datapath's rate cap may): the search list in the resolver's order
+	// all the same.
+	var sampled []record.LinkLocalPayload
+	for i, p := range rec.LinkLocalPayloads {
+		if p.Direction == record.Ingress || i/2%3 != 2 {
+			sampled = append(sampled, p)
+		}
+	}
+	cut := &analysis{rec: &record.Recording{LinkLocalPayloads: sampled}}
+	if x := cut.linkLocalDetail("eth0", 1_100_000, 1e9).Clients[0].DNS.Expansions[0]; strings.Join(x.Suffixes, " ") != strings.Join(kubeSearch, " ") || x.NDots != 5 {
+		t.Errorf("from inside a lookup, sampled: suffixes %v ndots %d, want %v and 5", x.Suffixes, x.NDots, kubeSearch)
+	}
 	// A name with more dots than the search list's default ndots, tried
 	// under the suffixes, says ndots is above it.
 	deep := &analysis{rec: &record.Recording{LinkLocalPayloads: expansionPayloads(t, client, "a.b.c.d.e.example", 1, 0, 1000)}}
