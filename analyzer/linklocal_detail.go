@@ -24,8 +24,8 @@ import (
 // Search-path expansion: a resolver (glibc, musl, Go's) tries a name with
 // fewer dots than ndots under each search suffix before the name itself.
 // A queried name N = B + "." + S whose base B the same client also queried
-// is an expansion of B under S; the suffixes of B in the order first tried
-// are the search list. The expansion implies ndots > dots(B); a Kubernetes
+// is an expansion of B under S; the suffixes of B in the order the
+// resolver tries them (searchExpansions) are the search list. The expansion implies ndots > dots(B); a Kubernetes
 // search list (<namespace>.svc.cluster.local first) implies the kubelet's
 // ndots:5 unless a name with more dots was tried bare first.
 
@@ -99,7 +99,7 @@ type NameCount struct {
 // SearchExpansion is one base name tried under search suffixes.
 type SearchExpansion struct {
 	Base string `json:"base"`
-	// Suffixes in the order first tried: the search list the resolver used.
+	// Suffixes in the order the resolver tries them: its search list.
 	Suffixes []string `json:"suffixes"`
 	// Queries are those of the expanded names, BaseQueries those of the
 	// base itself (each lookup's last try, after every suffix failed).
