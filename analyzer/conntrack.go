@@ -70,7 +70,7 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 	if in, eg := a.seriesOrEmpty(iface, record.Ingress), a.seriesOrEmpty(iface, record.Egress); sumUint(in.syns, 0, a.g.n) > sumUint(eg.syns, 0, a.g.n) {
 		seen = func(i int) bool { return synsAt(i) > 0 }
 	}
-	lag = a.counterLagFor(iface, jumps, spec.locate, nil, seen)
+	lag = a.counterLagFor(iface, jumps, lagTraffic{locate: spec.locate, seen: seen})
 	spec.lag = lag
 	sec := float64(a.g.widthNs) / 1e9
 	var out []Finding

@@ -36,6 +36,20 @@ type counterLag struct {
 	source   string
 }
 
+// lagTraffic is the traffic a counter's lag is learned from: locate finds
+// the offending traffic in fine windows [lo, hi); val, when set, is its
+// amount per window in the unit locate measures, and perDrop, when set,
+// how much of it one drop the counter counts stands for over [lo, hi)
+// (packets: 1; bytes: the mean packet size; unset where the host never
+// sees the drops). seen, when set, marks the windows with the traffic that
+// moves a counter whose drops the host may not see (shortestShift).
+type lagTraffic struct {
+	locate  func(lo, hi int) span
+	val     func(int) float64
+	perDrop func(lo, hi int) float64
+	seen    func(int) bool
+}
+
 // counterLagFor learns the timing of one counter of one interface and the
 // look-back it implies. A lag given in the options is used as is.
 // Otherwise the refresh period comes from the reads the counter changed
@@ -51,7 +65,7 @@ type counterLag struct {
 // seen marks the windows with the traffic that moves the counter, and the
 // lag is the shortest shift that puts such traffic in the most jump
 // intervals (shortestShift).
-func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, locate func(lo, hi int) span, val func(int) float64, seen func(int) bool) counterLag {
+func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, src lagTraffic) counterLag {
 	switch {
 	case a.opt.CounterLag < 0:
 		return counterLag{source: lagFromOption}
@@ -60,13 +74,13 @@ func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, locate fun
 		return counterLag{lookNs: ns, pointNs: ns, lowNs: ns, highNs: ns, source: lagFromOption}
 	}
 	refresh, known := a.counterRefresh(iface, jumps)
-	if seen != nil {
-		if lag, ok := a.shortestShift(iface, jumps, seen); ok {
+	if src.seen != nil {
+		if lag, ok := a.shortestShift(iface, jumps, src.seen); ok {
 			lag.refreshNs, lag.refreshKnown = refresh, known
 			lag.lookNs += refresh
 			return lag
 		}
-	} else if lag, ok := a.estimateLag(jumps, refresh, known, a.readInterval(iface), locate, val); ok {
+	} else if lag, ok := a.estimateLag(jumps, refresh, known, a.readInterval(iface), src); ok {
 		// A refresh the run could not tell may be as long as any.
 		refreshLook := lag.refreshNs
 		if !lag.refreshKnown {

@@ -96,7 +96,7 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 		}
 		return s
 	}
-	lag := a.counterLagFor(iface, jumps, lastOver, nil, nil)
+	lag := a.counterLagFor(iface, jumps, lagTraffic{locate: lastOver})
 	spec.lag = lag
 	var out []Finding
 	for _, inc := range a.incidents(spec, jumps) {

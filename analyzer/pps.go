@@ -43,7 +43,7 @@ func (a *analysis) ppsFindings() []Finding {
 				// bucket refills in IncidentRefill.
 				return shortOfAtMost(packetsAt, lo, hi, levels[0].perWindow, a.opt.PPSAllowance*a.opt.IncidentRefill.Seconds())
 			}}
-		lag := a.counterLagFor(iface, jumps, spec.locate, packetsAt, nil)
+		lag := a.counterLagFor(iface, jumps, lagTraffic{locate: spec.locate, val: packetsAt, perDrop: func(int, int) float64 { return 1 }})
 		spec.lag = lag
 		if len(levels) > 0 {
 			spec.explained = overAllowance

@@ -2,8 +2,8 @@ package analyzer
 
 import (
 	"cmp"
-	"math"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
@@ -21,19 +21,20 @@ const MaxCounterRefresh = 1000 * time.Millisecond
 // counterRefresh is the period of the reads at which a counter changes: 0
 // when it changed at two successive reads (the device shows every change
 // at the next read), else a period, at most MaxCounterRefresh, that every
-// gap between its changes is a multiple of, within a read and a half (a
-// change is seen at the first read after the device published it): see
-// refreshOf. One gap alone is no rhythm: two bursts a second apart, each shown
-// at one read, change a counter a second apart whatever the device's
+// gap between its changes is a multiple of, within what the reads around
+// them leave open (a change is seen at the first read after the device
+// published it, and reads come late on a busy host, and dithered): see
+// refreshOf. One gap alone is no rhythm: two bursts a second apart, each
+// shown at one read, change a counter a second apart whatever the device's
 // refresh. Gaps of 1.0 and 1.1 s are a 100 ms refresh, not a 1 s one. When
 // the counter's own changes cannot tell, the changes of every counter of
 // the interface (one device publishes them together) stand in, and with
 // none, known is false and the refresh is taken as 0. A period found so
 // may still be the traffic's rhythm: estimateLag tests it against 0.
 func (a *analysis) counterRefresh(iface string, jumps []counters.Jump) (ns int64, known bool) {
-	changes := make([]int64, 0, len(jumps))
+	changes := make([]change, 0, len(jumps))
 	for _, j := range jumps {
-		changes = append(changes, j.ToNs)
+		changes = append(changes, change{j.ToNs, j.ToNs - j.FromNs})
 	}
 	if ns, known := a.refreshOf(iface, changes); known {
 		return ns, true
@@ -41,69 +42,97 @@ func (a *analysis) counterRefresh(iface string, jumps []counters.Jump) (ns int64
 	return a.refreshOf(iface, a.interfaceChanges(iface))
 }
 
-// refreshOf is counterRefresh of one list of change times.
-func (a *analysis) refreshOf(iface string, changes []int64) (ns int64, known bool) {
+// change is a read at which a counter changed (its start, atNs) and how
+// long before it the change may have come (since the read before: the
+// device published it in between).
+type change struct{ atNs, openNs int64 }
+
+// refreshOf is counterRefresh of one list of changes.
+func (a *analysis) refreshOf(iface string, changes []change) (ns int64, known bool) {
 	if len(changes) < 2 {
 		return 0, false
 	}
 	ri := max(a.readInterval(iface), 1)
-	gaps := make([]int64, 0, len(changes)-1)
+	gaps := make([]periodGap, 0, len(changes)-1)
 	for k := 1; k < len(changes); k++ {
-		gaps = append(gaps, changes[k]-changes[k-1])
+		// Each change may have come as early as its read before: the
+		// gap between two is off by at most the longer of the two, and
+		// half a read more for the reads' own stamps.
+		gaps = append(gaps, periodGap{changes[k].atNs - changes[k-1].atNs, max(changes[k].openNs, changes[k-1].openNs) + ri/2})
 	}
-	slices.Sort(gaps)
-	if gaps[0] <= ri+ri/2 {
+	slices.SortFunc(gaps, func(x, y periodGap) int { return cmp.Compare(x.ns, y.ns) })
+	if gaps[0].ns <= ri+ri/2 {
 		return 0, true
 	}
 	if len(gaps) < 2 {
 		return 0, false
 	}
-	// The shortest gap is k periods. Of the periods every gap is a
-	// multiple of within a read and a half, the one they fit best, the
-	// longest where another fits better by less than a quarter read (so
-	// half or a third of the period, which fits as well, is not taken).
-	// A period under three reads is no longer told from the reads' own
-	// jitter.
-	tol := ri + ri/2
+	// The period is a few gaps' worth over k: of the periods every gap is
+	// a multiple of, the one they fit best, the longest where another
+	// fits better by less than a quarter read (so half or a third of the
+	// period, which fits as well, is not taken). The guesses come from
+	// the shortest gaps and the median one: a busy host's reads put the
+	// shortest a read or more short. A period under three reads is no
+	// longer told from the reads' own jitter.
 	maxNs := int64(MaxCounterRefresh)
-	best, bestDev := int64(0), int64(math.MaxInt64)
-	for k := max((gaps[0]+maxNs-1)/maxNs, 1); gaps[0]/k >= 3*ri; k++ {
-		period, ok := fitPeriod(gaps, gaps[0]/k, tol)
-		if !ok {
-			continue
-		}
-		if dev := periodDeviation(gaps, period); dev < bestDev-ri/4 {
-			best, bestDev = period, dev
+	type fit struct{ period, dev int64 }
+	var fits []fit
+	guesses := []int64{gaps[len(gaps)/2].ns}
+	for _, g := range gaps[:min(len(gaps), 4)] {
+		guesses = append(guesses, g.ns)
+	}
+	for _, g := range guesses {
+		for k := max((g+maxNs-1)/maxNs, 1); g/k >= 3*ri; k++ {
+			if period, ok := fitPeriod(gaps, g/k); ok {
+				fits = append(fits, fit{period, periodDeviation(gaps, period)})
+			}
 		}
 	}
-	if best == 0 {
+	if len(fits) == 0 {
 		return 0, false
+	}
+	least := slices.MinFunc(fits, func(x, y fit) int { return cmp.Compare(x.dev, y.dev) }).dev
+	var best int64
+	for _, f := range fits {
+		if f.dev <= least+ri/4 {
+			best = max(best, f.period)
+		}
 	}
 	return min(best, maxNs), true
 }
 
+// periodGap is the time between two changes, and how far it may be from
+// the time between the two refreshes that made them.
+type periodGap struct{ ns, tolNs int64 }
+
 // fitPeriod refines a guess of the period that every gap is a multiple
-// of (the median of each gap over its multiple), or says no gap is within
-// tol of a multiple of it.
-func fitPeriod(gaps []int64, guess, tol int64) (int64, bool) {
+// of (the median of each gap over its multiple), or says a gap is further
+// than its tolerance from any multiple of it.
+func fitPeriod(gaps []periodGap, guess int64) (int64, bool) {
 	per := make([]int64, 0, len(gaps))
 	for _, g := range gaps {
-		m, d := nearestMultiple(g, guess)
-		if m == 0 || d > tol || d < -tol {
+		m, d := nearestMultiple(g.ns, guess)
+		if m == 0 || d > g.tolNs || d < -g.tolNs {
 			return 0, false
 		}
-		per = append(per, g/m)
+		per = append(per, g.ns/m)
 	}
 	slices.Sort(per)
-	return per[len(per)/2], true
+	period := per[len(per)/2]
+	for _, g := range gaps {
+		if m, d := nearestMultiple(g.ns, period); m == 0 || d > g.tolNs || d < -g.tolNs {
+			return 0, false
+		}
+	}
+	return period, true
 }
 
 // periodDeviation is how far the gap furthest from a multiple of period
 // lies from it.
-func periodDeviation(gaps []int64, period int64) int64 {
+func periodDeviation(gaps []periodGap, period int64) int64 {
 	var dev int64
 	for _, g := range gaps {
-		_, d := nearestMultiple(g, period)
+		_, d := nearestMultiple(g.ns, period)
 		dev = max(dev, d, -d)
 	}
 	return dev
@@ -118,9 +147,10 @@ func nearestMultiple(g, period int64) (m, d int64) {
 
 // interfaceChanges are the starts of the reads of an interface at which
 // any counter or gauge changed since the read before.
-func (a *analysis) interfaceChanges(iface string) []int64 {
-	var out []int64
+func (a *analysis) interfaceChanges(iface string) []change {
+	var out []change
 	var last map[string]uint64
+	var lastNs int64
 	for _, s := range a.rec.Counters {
 		if s.Interface != iface || s.Err != "" {
 			continue
@@ -128,12 +158,12 @@ func (a *analysis) interfaceChanges(iface string) []int64 {
 		if last != nil {
 			for k, v := range s.Values {
 				if w, ok := last[k]; ok && w != v {
-					out = append(out, s.BeforeNs)
+					out = append(out, change{s.BeforeNs, s.BeforeNs - lastNs})
 					break
 				}
 			}
 		}
-		last = s.Values
+		last, lastNs = s.Values, s.AfterNs
 	}
 	return out
 }
@@ -184,20 +214,20 @@ func (a *analysis) interfaceChanges(iface string) []int64 {
 // taken as 0 where 0 fits, else as MaxCounterRefresh. Wherever the refresh
 // is not known, the range stated starts at 0: a refresh the run could not
 // see may account for any part of the delay.
-func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known bool, readNs int64, locate func(lo, hi int) span, val func(int) float64) (lag counterLag, ok bool) {
+func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known bool, readNs int64, src lagTraffic) (lag counterLag, ok bool) {
 	if known && refreshNs == 0 {
-		lag, ok, _ = a.estimateLagWith(jumps, 0, readNs, locate, val)
+		lag, ok, _ = a.estimateLagWith(jumps, 0, readNs, src)
 		lag.refreshKnown = true
 		return lag, ok
 	}
-	zero, zeroOK, fits := a.estimateLagWith(jumps, 0, readNs, locate, val)
+	zero, zeroOK, fits := a.estimateLagWith(jumps, 0, readNs, src)
 	switch {
 	case known && (!zeroOK || !fits || zero.clusters < 2):
-		lag, ok, _ = a.estimateLagWith(jumps, refreshNs, readNs, locate, val)
+		lag, ok, _ = a.estimateLagWith(jumps, refreshNs, readNs, src)
 		lag.refreshKnown = true
 		return lag, ok
 	case !known && (!zeroOK || !fits):
-		lag, ok, _ = a.estimateLagWith(jumps, int64(MaxCounterRefresh), readNs, locate, val)
+		lag, ok, _ = a.estimateLagWith(jumps, int64(MaxCounterRefresh), readNs, src)
 	default:
 		lag, ok = zero, zeroOK
 	}
@@ -256,11 +286,26 @@ func (a *analysis) clusterRange(rs []lagRange) (lagRange, bool) {
 	return lagRange{max(r.from-half, 0), r.to + half}, true
 }
 
+// keepLag is the lag range (from, to] bounded to [0, maxNs], false when
+// nothing of it is left. A range just past the bound (a lag at it, and a
+// queue's drain or a bucket on top) agrees with the bound; one far past it
+// is other traffic.
+func keepLag(from, to, maxNs int64) (lagRange, bool) {
+	if from > maxNs+maxNs/10 {
+		return lagRange{}, false
+	}
+	if from, to = min(max(from, 0), maxNs), min(to, maxNs); from <= to {
+		return lagRange{from, to}, true
+	}
+	return lagRange{}, false
+}
+
 // estimateLagWith is estimateLag with the refresh taken as refreshNs.
 // fits is false when two clusters' ranges lie more than readNs apart, or
 // a cluster's traffic spanned more than two reads beyond those its
 // counter changed at (a refresh of 0 would have shown it at each).
-func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int64, locate func(lo, hi int) span, val func(int) float64) (lag counterLag, ok, fits bool) {
+func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int64, src lagTraffic) (lag counterLag, ok, fits bool) {
+	locate, val := src.locate, src.val
 	fits = true
 	maxNs := int64(MaxCounterLag)
 	var clusters []lagRange
@@ -278,28 +323,56 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		lo, hi := a.g.span(firstPrev-maxNs-max(refreshNs, int64(MaxCounterRefresh)), lastRead)
 		var own []lagRange
 		add := func(from, to int64) {
-			// A range just past the bound (a lag at it, and a queue's
-			// drain or a bucket on top) agrees with the bound; one far
-			// past it is other traffic.
-			if from > maxNs+maxNs/10 {
-				return
-			}
-			if from, to = min(max(from, 0), maxNs), min(to, maxNs); from <= to {
-				own = append(own, lagRange{from, to})
+			if r, ok := keepLag(from, to, maxNs); ok {
+				own = append(own, r)
 			}
 		}
 		s := locate(lo, hi)
+		long := val != nil && l-fc+1 >= longIncidentReads
+		if long && s.levelName == levelIntervalOwn {
+			// No allowance known, and the counter moved at many reads:
+			// an overshoot sustained so long that it is most of its own
+			// look-back, where what stands out of it is its jitter (the
+			// lab's pps-overshoot: a 1 ms catch-up of its sender, which
+			// put the lag at 2 to 5 ms where it was 27).
+			if lv := splitLevel(val, lo, hi, int(max(readNs/a.g.widthNs, 1))); lv > 0 {
+				if x, y, ok := excessSpan(val, lo, hi, lv); ok && int64(y-x)*a.g.widthNs >= longIncidentReads*readNs {
+					s.lo, s.hi, s.level = x, y, lv
+					// What passed over it is about the allowance (what
+					// learnAllowance reports), a better level for the
+					// drops than the split, which lies below it: the
+					// lab's 8 kpps split at 5.6 to 6.8, and the drops
+					// of its sender's slower stretches came out early.
+					if src.perDrop != nil {
+						var rise uint64
+						for _, j := range jumps[fc : l+1] {
+							rise += j.Delta
+						}
+						passed := (sumIn(val, x, y) - float64(rise)*src.perDrop(x, y)) / float64(y-x)
+						if passed > lv && passed < sumIn(val, x, y)/float64(y-x) {
+							s.level = passed
+						}
+					}
+				}
+			}
+		}
 		// The latest traffic at the level the most excess stood out
 		// from, before the read, is the cause: the most over so long a
 		// look-back may be an earlier incident's, as large or larger.
 		// Traffic at that level again within MergeGap is the same
-		// incident going on (a sustained overshoot sent in batches).
+		// incident going on (a sustained overshoot sent in batches). A
+		// counter that moved at many reads has a long cause: a blip
+		// after it (the lab's sender catching up 14 ms after its 2 s
+		// overshoot) is not it.
 		for val != nil && s.level > 0 && s.hi < hi {
 			x, y, ok := excessSpan(val, s.hi, hi, s.level)
 			if !ok {
 				break
 			}
 			if x-s.hi > a.mergeGapWindows() {
+				if long && int64(y-x)*a.g.widthNs < longIncidentReads*readNs && int64(s.hi-s.lo)*a.g.widthNs >= longIncidentReads*readNs {
+					break
+				}
 				s.lo = x
 			}
 			s.hi = y
@@ -311,9 +384,17 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		if (end-start)/max(readNs, 1)-int64(l-fc+1) > 2 {
 			fits = false
 		}
+		if val != nil && s.level > 0 && end-start >= longIncidentReads*max(readNs, 1) {
+			if r, ok := a.longClusterRange(jumps[fc:l+1], s, val, refreshNs, maxNs); ok {
+				clusters = append(clusters, r)
+				continue
+			}
+		}
 		add(firstPrev-end-refreshNs, firstRead-start)
 		if val != nil && s.level > 0 {
-			a.shareRanges(jumps[fc:l+1], s, val, add)
+			for _, r := range a.shareRanges(jumps[fc:l+1], s, val, 0, false, refreshNs) {
+				add(r.from, r.to)
+			}
 		}
 		add(prevRead-end-refreshNs, lastRead-end)
 		if r, ok := a.clusterRange(own); ok {
@@ -344,38 +425,328 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		clusters: len(clusters), source: lagEstimated}, true, fits
 }
 
-// shareRanges adds the range of the lag that each jump of a cluster but
-// its last gives: it showed the drops made until a refresh, when the
-// traffic's excess over s's level (val per window) had reached the same
-// share of the cluster's as the counter's rise had of its whole (the drops
-// go with the excess). That refresh came R_k-1 - lag to R_k - lag: a range
-// a read interval wide, however long the refresh.
-func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) float64, add func(from, to int64)) {
-	excess := func(i int) float64 { return max(val(i)-s.level, 0) }
-	total := sumIn(excess, s.lo, s.hi)
+// shareRanges is the range of the lag that each jump of a cluster but its
+// last gives: it showed the drops made until a refresh, when the drops a
+// bucket of depth over s's level would have made of the traffic (val per
+// window; bucketDrops) had reached the same share of the cluster's as the
+// counter's rise had of its whole. That refresh came R_k-1 - lag to
+// R_k - lag: a range a read interval wide, however long the refresh.
+//
+// A long incident's (long) are placed finer, and wider where its traffic
+// says less. Its device may refresh at every read (refreshNs 0), and then
+// the refresh came while R_k sampled, less the lag: a range as wide as the
+// read. And each share is taken as reached anywhere within half a mean
+// jump of it: the model's drops are not the device's, and where the drops
+// pause (traffic sent in ticks, a read in a pause) the share was reached
+// at any point of the pause.
+func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) float64, depth float64, long bool, refreshNs int64) []lagRange {
+	drops := bucketDrops(val, s, depth)
+	cum := make([]float64, len(drops)+1)
+	for i, d := range drops {
+		cum[i+1] = cum[i] + d
+	}
+	total := cum[len(drops)]
 	var rise uint64
 	for _, j := range cluster {
 		rise += j.Delta
 	}
 	if total <= 0 || rise == 0 {
-		return
+		return nil
 	}
+	// reached is when the modeled drops reached x: the first window to
+	// reach it, in proportion within it.
+	reached := func(x float64) int64 {
+		i := max(sort.SearchFloat64s(cum, x)-1, 0)
+		at := a.g.startNs(s.lo + i)
+		if i < len(drops) && drops[i] > 0 {
+			at += int64(min(max((x-cum[i])/drops[i], 0), 1) * float64(a.g.widthNs))
+		}
+		return at
+	}
+	half := 0.0
+	if long {
+		half = total / float64(len(cluster)) / 2
+	}
+	out := make([]lagRange, 0, len(cluster)-1)
 	var sofar uint64
-	i, cum := s.lo, 0.0
 	for _, j := range cluster[:len(cluster)-1] {
 		sofar += j.Delta
 		target := total * float64(sofar) / float64(rise)
-		for i < s.hi && cum+excess(i) < target {
-			cum += excess(i)
-			i++
-		}
-		at := a.g.startNs(i)
-		if i < s.hi && excess(i) > 0 {
-			at += int64((target - cum) / excess(i) * float64(a.g.widthNs))
-		}
 		from, to := a.certain(j)
-		add(from-at, to-at)
+		if long && refreshNs == 0 {
+			from = j.ToNs
+		}
+		out = append(out, lagRange{from - reached(target+half), to - reached(target-half)})
 	}
+	return out
+}
+
+// bucketDrops is what a token bucket would drop of the traffic in s's
+// windows (val each), refilled by s.level a window and holding up to depth
+// beyond it, full at the start: with depth 0, each window's excess over
+// the level. A queue in front of the allowance drops where such a bucket
+// would, its depth the queue's and the bucket's together.
+func bucketDrops(val func(int) float64, s span, depth float64) []float64 {
+	drops := make([]float64, s.hi-s.lo)
+	carry := depth
+	for i := range drops {
+		avail := s.level + carry
+		v := val(s.lo + i)
+		used := min(v, avail)
+		drops[i] = v - used
+		carry = min(avail-used, depth)
+	}
+	return drops
+}
+
+// splitLevel is the level, per fine window, that best splits the rates of
+// [lo, hi) taken per coarse windows into low and high (Otsu's threshold:
+// the most variance between the two), 0 when they do not split. Where an
+// overshoot is most of the look-back, the rates before and after it are
+// the low ones, whatever the allowance between.
+func splitLevel(val func(int) float64, lo, hi, coarse int) float64 {
+	var rates []float64
+	for i := lo; i+coarse <= hi; i += coarse {
+		rates = append(rates, sumIn(val, i, i+coarse))
+	}
+	if len(rates) < 2 {
+		return 0
+	}
+	slices.Sort(rates)
+	total := 0.0
+	for _, r := range rates {
+		total += r
+	}
+	best, level, below := 0.0, 0.0, 0.0
+	for k := 1; k < len(rates); k++ {
+		below += rates[k-1]
+		if rates[k] == rates[k-1] {
+			continue
+		}
+		n0, n1 := float64(k), float64(len(rates)-k)
+		m0, m1 := below/n0, (total-below)/n1
+		if v := n0 * n1 * (m1 - m0) * (m1 - m0); v > best {
+			best, level = v, (rates[k-1]+rates[k])/2
+		}
+	}
+	return level / float64(coarse)
+}
+
+// longIncidentReads is how many reads an incident's traffic must span to
+// be placed by longClusterRange.
+const longIncidentReads = 10
+
+// longClusterRange is the lag of a long incident (its traffic over many
+// reads, a jump at most of them): the middle half of its jumps' lags,
+// under the depth of bucket and queue its jumps' timing shows
+// (bucketDepth), widened by what one jump cannot tell. Its first and last
+// drops are left out: the first comes only once what the bucket held is
+// spent, the last may be a queue's drain, and the many jumps between say
+// more than both. The middle half, not the ranges' agreement: where the
+// device's delay varies from read to read (the lab's poller, 3 to 40 ms a
+// poll on a busy host) a hundred ranges agree on a sliver that holds none
+// of the delays.
+//
+// Each jump's lag is the middle of its share range, with one exception:
+// a device that refreshes every refreshNs shows each refresh at one phase
+// of that period (refreshPhase), so the instant a jump became visible is
+// known far closer than its read interval, and its lag is that instant
+// less when its share was reached. Without it, the lab's 100 ms refresh
+// read every 10 ms put every jump of a run at the same place in its read
+// interval, up to 5 ms off.
+func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(int) float64, refreshNs, maxNs int64) (lagRange, bool) {
+	var phase, phaseNs, widen int64
+	locked := false
+	if refreshNs > 0 {
+		phase, phaseNs, widen, locked = a.refreshPhase(cluster, refreshNs)
+	}
+	// lagsAt is each jump's lag (but the last's) under depth, and when
+	// its read showed it; a jump out of the refresh's rhythm has none.
+	lagsAt := func(depth float64) (lags, at []int64) {
+		for k, r := range a.shareRanges(cluster, s, val, depth, true, refreshNs) {
+			if _, ok := keepLag(r.from, r.to, maxNs); !ok {
+				continue
+			}
+			lag := r.mid()
+			from, to := a.certain(cluster[k])
+			if locked {
+				// The instant at the refresh's phase within the
+				// jump's reads; r is those reads less the share's
+				// reach, widened evenly around its middle.
+				shown := to - floorMod(to-phase, phaseNs)
+				if shown <= from {
+					continue
+				}
+				lag = shown - (from+to)/2 + r.mid()
+			}
+			lags, at = append(lags, lag), append(at, to)
+		}
+		return lags, at
+	}
+	lags, _ := lagsAt(bucketDepth(s, val, lagsAt))
+	if len(lags) < longIncidentReads/2 {
+		return lagRange{}, false
+	}
+	for k := range lags {
+		lags[k] = min(max(lags[k], 0), maxNs)
+	}
+	if !locked {
+		// One jump's read interval (with a refresh) or read (without)
+		// is what each lag cannot tell apart.
+		widen = a.readUncertainty(cluster, refreshNs) / 2
+	}
+	slices.Sort(lags)
+	return lagRange{max(lags[len(lags)/4]-widen, 0), lags[3*len(lags)/4] + widen}, true
+}
+
+// readUncertainty is the median width of the span a cluster's jumps
+// became visible in: the read interval before each where the device
+// refreshes now and then, the read itself where it refreshes at every
+// read.
+func (a *analysis) readUncertainty(cluster []counters.Jump, refreshNs int64) int64 {
+	w := make([]int64, 0, len(cluster))
+	for _, j := range cluster {
+		from, to := a.certain(j)
+		if refreshNs == 0 {
+			from = j.ToNs
+		}
+		w = append(w, to-from)
+	}
+	slices.Sort(w)
+	return w[len(w)/2]
+}
+
+// refreshPhase finds when a device that refreshes about every refreshNs
+// makes a refresh visible: the phase (mod period) that the most of a
+// cluster's jumps became visible at, each within its reads, over periods
+// within 0.5% of refreshNs (the device's clock is not the host's, and a
+// period learned from the gaps is a read or so off over many), the nearest
+// to refreshNs of those that fit the most. widen is
+// half the width of the phases they agree on. ok is false where fewer
+// than three quarters of the jumps agree.
+func (a *analysis) refreshPhase(cluster []counters.Jump, refreshNs int64) (phase, periodNs, widen int64, ok bool) {
+	best, bestWidth := 0, int64(0)
+	// The learned period first, then the nearest: a period off by a
+	// little fits as many jumps, at a phase that drifts across them.
+	for k := 0; k <= 40; k++ {
+		step := (k + 1) / 2
+		if k%2 == 1 {
+			step = -step
+		}
+		p := refreshNs + refreshNs*int64(step)/4000
+		// Each jump's reads as an arc of the circle of length p.
+		type bound struct {
+			at   int64
+			open int
+		}
+		var bounds []bound
+		wrapped := 0
+		for _, j := range cluster {
+			from, to := a.certain(j)
+			if to-from >= p {
+				wrapped++
+				continue
+			}
+			x, y := floorMod(from, p), floorMod(to, p)
+			bounds = append(bounds, bound{x, 1}, bound{y, -1})
+			if y < x {
+				wrapped++ // covers the circle's origin
+			}
+		}
+		slices.SortFunc(bounds, func(u, v bound) int { return cmp.Or(cmp.Compare(u.at, v.at), cmp.Compare(v.open, u.open)) })
+		n := wrapped
+		for k, b := range bounds {
+			n += b.open
+			if b.open > 0 && k+1 < len(bounds) {
+				width := bounds[k+1].at - b.at
+				if n > best || n == best && p == periodNs && width < bestWidth {
+					best, bestWidth = n, width
+					phase, periodNs = b.at+width/2, p
+				}
+			}
+		}
+	}
+	if 4*best < 3*len(cluster) {
+		return 0, 0, 0, false
+	}
+	return phase, periodNs, bestWidth / 2, true
+}
+
+// floorMod is x mod m in [0, m).
+func floorMod(x, m int64) int64 {
+	r := x % m
+	if r < 0 {
+		r += m
+	}
+	return r
+}
+
+// bucketDepth is the depth of the bucket (and queue) in front of a long
+// incident's allowance, in val's unit: the one under which its jumps' lags
+// (lagsAt, under a depth) neither fall nor rise over the incident (the
+// Theil-Sen slope of lag over time crosses 0). Too shallow a bucket puts
+// the early drops where the excess began, before the bucket was spent:
+// each jump's lag comes out long by the time the excess took to spend it,
+// times the share of the drops still to come, the first jumps' the most.
+// The lab's pps-overshoot (an 800-packet bucket, 200 ms of its excess)
+// was stated 63 to 127 ms late under none, where its counters were 27 ms.
+// The last tenth of the jumps is left out: a queue draining behind the
+// traffic makes them late whatever the depth. How deep a device's bucket
+// is, and which packets it counts against it, the device does not say
+// (the excess at the hook can be twice the counter's rise), so the depth
+// is learned from the jumps' timing, not from the excess beyond the rise.
+func bucketDepth(s span, val func(int) float64, lagsAt func(depth float64) (lags, at []int64)) float64 {
+	if s.level <= 0 {
+		return 0
+	}
+	// falls is how fast the lags fall over the incident under depth: it
+	// drops as the depth grows.
+	falls := func(depth float64) (float64, bool) {
+		lags, at := lagsAt(depth)
+		n := len(lags) - len(lags)/10
+		if n < longIncidentReads/2 {
+			return 0, false
+		}
+		return -theilSen(at[:n], lags[:n]), true
+	}
+	if f, ok := falls(0); !ok || f <= 0 {
+		return 0
+	}
+	// The deepest worth trying leaves a tenth of what none would drop.
+	most := 0.9 * sumIn(func(i int) float64 { return max(val(i)-s.level, 0) }, s.lo, s.hi)
+	lo, hi := 0.0, most
+	if f, ok := falls(hi); ok && f > 0 {
+		return hi
+	}
+	for hi-lo > max(s.level/10, most/1e4) {
+		mid := (lo + hi) / 2
+		if f, ok := falls(mid); ok && f > 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// theilSen is the median of the slopes between pairs of points (x, y),
+// at most 100 points (evenly chosen) of them: a slope a few outliers do
+// not move.
+func theilSen(x, y []int64) float64 {
+	step := max(len(x)/100, 1)
+	var slopes []float64
+	for i := 0; i < len(x); i += step {
+		for j := i + step; j < len(x); j += step {
+			if x[j] != x[i] {
+				slopes = append(slopes, float64(y[j]-y[i])/float64(x[j]-x[i]))
+			}
+		}
+	}
+	if len(slopes) == 0 {
+		return 0
+	}
+	slices.Sort(slopes)
+	return slopes[len(slopes)/2]
 }
 
 // maxShiftLag bounds the lag shortestShift learns: with nothing but

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -27,8 +28,8 @@ const DefaultInterval = 10 * time.Millisecond
 // MinInterval is the shortest interval a Sampler accepts.
 const MinInterval = time.Millisecond
 
-// Sampler reads one Source at a fixed interval and stamps each read with
-// CLOCK_MONOTONIC just before and just after it.
+// Sampler reads one Source about every interval (dithered within it: Run)
+// and stamps each read with CLOCK_MONOTONIC just before and just after it.
 type Sampler struct {
 	iface    string
 	source   Source
@@ -122,11 +123,19 @@ func (s *Sampler) Sample() record.CounterSample {
 	return cs
 }
 
-// Run samples at once, then at every tick of the interval, and hands each
-// sample to emit, until ctx is done. Reads never overlap: when a read (or
-// emit, which runs on the sampling goroutine and should be quick) outlasts
-// the interval, the missed ticks are dropped instead of queued, so a slow
-// device is not flooded with catch-up reads.
+// Run samples at once, then once in every interval after, and hands each
+// sample to emit, until ctx is done. Each read falls at a random point of
+// the first half of its interval (dithered): a device that publishes its
+// counters on a period of its own, a multiple of the interval (the lab's
+// 100 ms, read every 10 ms), would otherwise be read at one phase of it
+// every time, and when it makes a change visible would stay unknown within
+// a whole interval however many changes the run saw; dithered, the reads
+// around the changes narrow it (the analyzer's refreshPhase). The reads
+// still average one an interval, and never more than one in it. Reads
+// never overlap: when a read (or emit, which runs on the sampling goroutine
+// and should be quick) outlasts the interval, the intervals it covered are
+// dropped instead of queued, so a slow device is not flooded with catch-up
+// reads.
 func (s *Sampler) Run(ctx context.Context, emit func(record.CounterSample)) {
 	if ctx.Err() != nil {
 		return
@@ -151,29 +160,37 @@ func (s *Sampler) Run(ctx context.Context, emit func(record.CounterSample)) {
 			s.current.Store(int64(cur))
 		}
 	}
+	slot := time.Now() // the start of the interval the last read fell in
 	sample()
 	if stopped {
 		return
 	}
-	ticker := time.NewTicker(cur)
-	defer ticker.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
+		was := cur
+		slot = slot.Add(cur)
+		if now := time.Now(); now.Sub(slot) > 0 {
+			// Intervals the read outlasted are dropped; the next read
+			// falls in the one under way.
+			slot = slot.Add(now.Sub(slot) / cur * cur)
+		}
+		timer.Reset(time.Until(slot.Add(rand.N(cur / 2))))
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
-			// When the tick and the cancellation are both ready, select
+		case <-timer.C:
+			// When the timer and the cancellation are both ready, select
 			// picks either: stopping wins.
 			if ctx.Err() != nil {
 				return
 			}
-			was := cur
 			sample()
 			if stopped {
 				return
 			}
 			if cur != was {
-				ticker.Reset(cur)
+				slot = time.Now() // a new interval starts from this read
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package ena
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -126,6 +127,30 @@ func TestSamplerRun(t *testing.T) {
 		if mean < interval*9/10 {
 			t.Errorf("mean gap %v, interval %v", mean, interval)
 		}
+	}
+}
+
+// TestSamplerDithers: the reads fall at random points of their intervals,
+// not on a fixed tick: the gaps between them depart from the interval by
+// a median of about 1.5 ms at 10 ms (|u1 - u2| of two uniform points of
+// half an interval), where a ticker's depart by its wake-up latency.
+func TestSamplerDithers(t *testing.T) {
+	const interval = 10 * time.Millisecond
+	s, err := NewSampler("eth0", &fakeSource{}, interval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, _ := runFor(t, s, 800*time.Millisecond)
+	var off []time.Duration
+	for i := 1; i < len(samples); i++ {
+		off = append(off, (time.Duration(samples[i].BeforeNs-samples[i-1].BeforeNs) - interval).Abs())
+	}
+	if len(off) < 20 {
+		t.Fatalf("%d reads in 800 ms at %v", len(samples), interval)
+	}
+	slices.Sort(off)
+	if med := off[len(off)/2]; med < 700*time.Microsecond {
+		t.Errorf("gaps depart from the interval by a median of %v: the reads are not dithered", med)
 	}
 }
 
