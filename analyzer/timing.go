@@ -384,14 +384,18 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		if (end-start)/max(readNs, 1)-int64(l-fc+1) > 2 {
 			fits = false
 		}
-		if val != nil && s.level > 0 && end-start >= longIncidentReads*max(readNs, 1) {
+		longTraffic := val != nil && s.level > 0 && end-start >= longIncidentReads*max(readNs, 1)
+		if longTraffic {
 			if r, ok := a.longClusterRange(jumps[fc:l+1], s, val, refreshNs, maxNs); ok {
 				clusters = append(clusters, r)
 				continue
 			}
 		}
 		add(firstPrev-end-refreshNs, firstRead-start)
-		if val != nil && s.level > 0 {
+		// A long overshoot's one share range is as late as a bucket made
+		// its first drop, which one range cannot tell: its first and last
+		// drops' ranges only (wide, and true).
+		if val != nil && s.level > 0 && !longTraffic {
 			for _, r := range a.shareRanges(jumps[fc:l+1], s, val, 0, false, refreshNs) {
 				add(r.from, r.to)
 			}

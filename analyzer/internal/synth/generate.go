@@ -347,7 +347,11 @@ func (g *generator) shape(t int64, dt float64, flows, syns []*flowState) {
 		}
 		if dev.spec.PPS > 0 {
 			total := packets[0] + packets[1]
-			if ex := dev.pps.take(total, dev.spec.PPS, dev.spec.PPS*window, dt); ex > 0 && total > 0 {
+			depth := dev.spec.PPS * window
+			if dev.spec.PPSBurst > 0 {
+				depth = dev.spec.PPSBurst
+			}
+			if ex := dev.pps.take(total, dev.spec.PPS, depth, dt); ex > 0 && total > 0 {
 				dev.drop(counters.PPSAllowanceExceeded, ex, t)
 				pass[record.Ingress] *= 1 - ex/total
 			}

@@ -53,6 +53,9 @@ type Interface struct {
 	QueueBytes float64
 	// PPS is the bidirectional packets/s allowance; 0 disables it.
 	PPS float64
+	// PPSBurst is the depth of its bucket, packets (0: a window's worth):
+	// what an overshoot runs over by before the first drop.
+	PPSBurst float64
 	// LinkLocalPPS is the link-local limit (1024 when 0).
 	LinkLocalPPS float64
 	// Conntrack: capacity of the tracking table (0: no conntrack gauge)
