@@ -34,6 +34,12 @@ type counterLag struct {
 	// clusters is how many incidents an estimated lag was learned from.
 	clusters int
 	source   string
+	// overshootLevel is, with no allowance known, the level per fine
+	// window a long overshoot was located over (what passed over it,
+	// about the allowance), for the incidents to locate it by: its jitter
+	// stands out of its own level, and each jump would blame a 1 ms blip.
+	// 0 without one.
+	overshootLevel float64
 }
 
 // lagTraffic is the traffic a counter's lag is learned from: locate finds

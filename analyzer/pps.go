@@ -45,11 +45,17 @@ func (a *analysis) ppsFindings() []Finding {
 			}}
 		lag := a.counterLagFor(iface, jumps, lagTraffic{locate: spec.locate, val: packetsAt, perDrop: func(int, int) float64 { return 1 }})
 		spec.lag = lag
+		given := len(levels) > 0
+		if !given && lag.overshootLevel > 0 {
+			// A long overshoot the lag was learned from: located over
+			// what passed through it, as over an allowance given.
+			levels = append(levels, level{"learned_pps", lag.overshootLevel, lag.overshootLevel / sec})
+		}
 		if len(levels) > 0 {
 			spec.explained = overAllowance
 		}
 		incs := a.incidents(spec, jumps)
-		if len(levels) == 0 {
+		if !given {
 			if rate := a.passedWhileMoving(incs, packetsAt); rate > 0 {
 				// No allowance known: what passed while the counter kept
 				// moving stands for it, so an overshoot sent in batches
@@ -78,7 +84,7 @@ func (a *analysis) ppsFindings() []Finding {
 			f.FlowsRankedBy = rankPackets
 			f.Flows, f.Victims = a.incidentFlows(iface, bothDirections, inc, nil, rankPackets, nil)
 			learned := ""
-			if len(levels) == 0 {
+			if !given {
 				f.Incident.LearnedAllowance = a.learnAllowance(inc, packetsAt, func(d uint64) float64 { return float64(d) }, 1, "pps")
 				if l := f.Incident.LearnedAllowance; l != nil {
 					learned = learnedText(l, "--pps-allowance", fmt.Sprintf("%.0f", l.Value))

@@ -72,8 +72,9 @@ func (a *analysis) refreshOf(iface string, changes []change) (ns int64, known bo
 	// fits better by less than a quarter read (so half or a third of the
 	// period, which fits as well, is not taken). The guesses come from
 	// the shortest gaps and the median one: a busy host's reads put the
-	// shortest a read or more short. A period under three reads is no
-	// longer told from the reads' own jitter.
+	// shortest a read or more short. A period under three reads, or
+	// within twice the gaps' tolerance, is no longer told from the reads'
+	// own jitter (a 32 ms period fit gaps of a second read 15 ms apart).
 	maxNs := int64(MaxCounterRefresh)
 	type fit struct{ period, dev int64 }
 	var fits []fit
@@ -81,8 +82,13 @@ func (a *analysis) refreshOf(iface string, changes []change) (ns int64, known bo
 	for _, g := range gaps[:min(len(gaps), 4)] {
 		guesses = append(guesses, g.ns)
 	}
+	// A period within twice a gap's tolerance fits any gap by chance.
+	shortest := 3 * ri
+	for _, g := range gaps {
+		shortest = max(shortest, 2*g.tolNs+ri)
+	}
 	for _, g := range guesses {
-		for k := max((g+maxNs-1)/maxNs, 1); g/k >= 3*ri; k++ {
+		for k := max((g+maxNs-1)/maxNs, 1); g/k >= shortest; k++ {
 			if period, ok := fitPeriod(gaps, g/k); ok {
 				fits = append(fits, fit{period, periodDeviation(gaps, period)})
 			}
@@ -308,6 +314,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	locate, val := src.locate, src.val
 	fits = true
 	maxNs := int64(MaxCounterLag)
+	var levels []float64 // of the long overshoots located with no allowance known
 	var clusters []lagRange
 	for f := 0; f < len(jumps); {
 		l := f
@@ -328,9 +335,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			}
 		}
 		s := locate(lo, hi)
-		long := val != nil && l-fc+1 >= longIncidentReads
+		long := val != nil && l > fc && lastRead-firstPrev >= longIncidentReads*readNs
 		if long && s.levelName == levelIntervalOwn {
-			// No allowance known, and the counter moved at many reads:
+			// No allowance known, and the counter moved over many reads:
 			// an overshoot sustained so long that it is most of its own
 			// look-back, where what stands out of it is its jitter (the
 			// lab's pps-overshoot: a 1 ms catch-up of its sender, which
@@ -353,6 +360,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 							s.level = passed
 						}
 					}
+					levels = append(levels, s.level)
 				}
 			}
 		}
@@ -425,8 +433,13 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	}
 	point = min(max(point, r.from), r.to)
 	fits = fits && latestFrom-earliestTo <= readNs
-	return counterLag{lowNs: r.from, highNs: r.to, pointNs: point, refreshNs: refreshNs,
-		clusters: len(clusters), source: lagEstimated}, true, fits
+	lag = counterLag{lowNs: r.from, highNs: r.to, pointNs: point, refreshNs: refreshNs,
+		clusters: len(clusters), source: lagEstimated}
+	if len(levels) > 0 {
+		slices.Sort(levels)
+		lag.overshootLevel = levels[len(levels)/2]
+	}
+	return lag, true, fits
 }
 
 // shareRanges is the range of the lag that each jump of a cluster but its

@@ -233,7 +233,17 @@ func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err
 	truth, driveErr := s.Drive(ctx, l)
 	interrupted := ctx.Err() != nil
 	if !interrupted {
-		time.Sleep(300 * time.Millisecond)
+		// The tail also lets lagged counters show the last drop: a trace
+		// that ends before they do has an incident without its end (the
+		// lab's pps-overshoot behind a 1 s refresh lost its last jump).
+		tail := 300 * time.Millisecond
+		if lagged != nil {
+			tail += s.CounterLag + s.CounterRefresh
+		}
+		select {
+		case <-time.After(tail):
+		case <-ctx.Done():
+		}
 	}
 	stopTrace()
 	wg.Wait()
