@@ -336,6 +336,21 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		}
 		s := locate(lo, hi)
 		long := val != nil && l > fc && lastRead-firstPrev >= longIncidentReads*readNs
+		if !long && refreshNs == 0 && val != nil && s.levelName == levelIntervalOwn {
+			// A counter that changed at a read or two, with a long
+			// overshoot just before: a device that showed every change
+			// at the next read would have changed all through it (a
+			// trace that ended before a 1 s refresh showed its last
+			// drops: two changes a second apart, each with a 1 ms blip
+			// standing out of the overshoot as its cause, fit a refresh
+			// of 0 and stated a lag of 0 to 0).
+			if lv := splitLevel(val, lo, hi, int(max(readNs/a.g.widthNs, 1))); lv > 0 {
+				if x, y, ok := excessSpan(val, lo, hi, lv); ok && int64(y-x)*a.g.widthNs >= longIncidentReads*readNs &&
+					a.g.startNs(y) > firstPrev-maxNs && int64(y-x)*a.g.widthNs/max(readNs, 1)-int64(l-fc+1) > 2 {
+					fits = false
+				}
+			}
+		}
 		if long && s.levelName == levelIntervalOwn {
 			// No allowance known, and the counter moved over many reads:
 			// an overshoot sustained so long that it is most of its own
