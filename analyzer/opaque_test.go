@@ -226,6 +226,24 @@ func TestSustainedOvershoot(t *testing.T) {
 	checkLearned(t, res, KindPPSExceeded, 8000, true)
 }
 
+// eachTiming runs run under every counter refresh and lag, with the
+// allowance given and not, each a subtest generating spec's recording with
+// that timing (its RefreshPhase 37% of the refresh).
+func eachTiming(t *testing.T, spec synth.Spec, run func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool)) {
+	for _, refresh := range opaqueRefresh {
+		for _, lag := range opaqueLags {
+			for _, given := range []bool{true, false} {
+				t.Run(fmt.Sprintf("refresh=%v/lag=%v/given=%v", refresh, lag, given), func(t *testing.T) {
+					s := spec
+					s.CounterLag, s.CounterRefresh, s.RefreshPhase = lag, refresh, refresh*37/100
+					rec, truth := synth.Generate(s)
+					run(t, rec, truth, refresh, lag, given)
+				})
+			}
+		}
+	}
+}
+
 // TestBucketedOvershoot: 10 kpps of small packets for 2 s beside a steady
 // 2 kpps, over an 8 kpps allowance whose bucket holds 800 packets (200 ms
 // of the excess, as the lab's pps-overshoot): one incident from the
@@ -241,25 +259,17 @@ func TestBucketedOvershoot(t *testing.T) {
 		Dst: netip.AddrPortFrom(incPeer, 9002), Size: 64, Jitter: 0.2,
 		Phases: []synth.Phase{{From: time.Second, To: 3 * time.Second, Bps: 10000 * 64 * 8}}}
 	flows := []synth.Flow{steady(record.Egress, netip.AddrPortFrom(incHost, 40300), netip.AddrPortFrom(opaqueLAN, 8125), 100, 2000*100*8, d), over}
-	for _, refresh := range opaqueRefresh {
-		for _, lag := range opaqueLags {
-			for _, given := range []bool{true, false} {
-				t.Run(fmt.Sprintf("refresh=%v/lag=%v/given=%v", refresh, lag, given), func(t *testing.T) {
-					s := synth.Spec{Name: "bucketed_pps", Duration: d, Seed: 37, SampleNs: incSampleNs, CounterLag: lag,
-						CounterRefresh: refresh, RefreshPhase: refresh * 37 / 100,
-						Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000, PPSBurst: 800}}, Flows: flows}
-					rec, truth := synth.Generate(s)
-					opt := DefaultOptions()
-					if given {
-						opt.PPSAllowance = 8000
-					}
-					res := Analyze(rec, opt)
-					checkOneIncident(t, res, KindPPSExceeded, over.Src.String(), time.Second, truth.Drops["eth0"][counters.PPSAllowanceExceeded][0].From, refresh)
-					checkOvershootTiming(t, res, refresh, lag)
-				})
-			}
+	spec := synth.Spec{Name: "bucketed_pps", Duration: d, Seed: 37, SampleNs: incSampleNs,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000, PPSBurst: 800}}, Flows: flows}
+	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
+		opt := DefaultOptions()
+		if given {
+			opt.PPSAllowance = 8000
 		}
-	}
+		res := Analyze(rec, opt)
+		checkOneIncident(t, res, KindPPSExceeded, over.Src.String(), time.Second, truth.Drops["eth0"][counters.PPSAllowanceExceeded][0].From, refresh)
+		checkOvershootTiming(t, res, refresh, lag)
+	})
 }
 
 // checkOvershootTiming is checkTiming for an overshoot of seconds, where a
@@ -381,38 +391,30 @@ func TestQueueOverflow(t *testing.T) {
 		Dst: netip.AddrPortFrom(incPeer, 9000), Size: 1500,
 		Phases: []synth.Phase{{From: burstAt, To: burstAt + 7*time.Millisecond, Bps: 2e6 * 8 / 0.007}}}
 	victim := steady(record.Egress, netip.AddrPortFrom(incHost, 40100), netip.AddrPortFrom(opaqueLAN, 443), 1000, 4e6, d)
-	for _, refresh := range opaqueRefresh {
-		for _, lag := range opaqueLags {
-			for _, given := range []bool{true, false} {
-				t.Run(fmt.Sprintf("refresh=%v/lag=%v/given=%v", refresh, lag, given), func(t *testing.T) {
-					s := synth.Spec{Name: "queue", Duration: d, Seed: 38, SampleNs: incSampleNs, CounterLag: lag,
-						CounterRefresh: refresh, RefreshPhase: refresh * 37 / 100,
-						Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: 150e3}},
-						Flows:      []synth.Flow{victim, burst}}
-					rec, truth := synth.Generate(s)
-					drops := truth.Drops["eth0"][counters.BwOutAllowanceExceeded]
-					if last := drops[len(drops)-1].To; last < burstAt+30*time.Millisecond {
-						t.Fatalf("the device's drops end at %v: the queue did not drain after the burst", last)
-					}
-					opt := DefaultOptions()
-					if given {
-						opt.BaselineBps, opt.BurstBps = 40e6, 40e6
-					}
-					res := Analyze(rec, opt)
-					checkOneIncident(t, res, KindMicroburstOut, burst.Src.String(), 0, drops[0].From, refresh)
-					for _, f := range res.Findings {
-						if f.Kind != KindMicroburstOut || f.Severity == SeverityInfo {
-							continue
-						}
-						if refresh == 0 && (len(f.Victims) == 0 || f.Victims[0].Src != victim.Src.String()) {
-							t.Errorf("victims %+v, want %s", f.Victims, victim.Src)
-						}
-						checkTimingStated(t, f.Incident, refresh, lag)
-					}
-				})
-			}
+	spec := synth.Spec{Name: "queue", Duration: d, Seed: 38, SampleNs: incSampleNs,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: 150e3}},
+		Flows:      []synth.Flow{victim, burst}}
+	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
+		drops := truth.Drops["eth0"][counters.BwOutAllowanceExceeded]
+		if last := drops[len(drops)-1].To; last < burstAt+30*time.Millisecond {
+			t.Fatalf("the device's drops end at %v: the queue did not drain after the burst", last)
 		}
-	}
+		opt := DefaultOptions()
+		if given {
+			opt.BaselineBps, opt.BurstBps = 40e6, 40e6
+		}
+		res := Analyze(rec, opt)
+		checkOneIncident(t, res, KindMicroburstOut, burst.Src.String(), 0, drops[0].From, refresh)
+		for _, f := range res.Findings {
+			if f.Kind != KindMicroburstOut || f.Severity == SeverityInfo {
+				continue
+			}
+			if refresh == 0 && (len(f.Victims) == 0 || f.Victims[0].Src != victim.Src.String()) {
+				t.Errorf("victims %+v, want %s", f.Victims, victim.Src)
+			}
+			checkTimingStated(t, f.Incident, refresh, lag)
+		}
+	})
 }
 
 // TestIsolatedBursts: two or three bursts about a second apart, each shown
