@@ -88,7 +88,10 @@ func (a *analysis) refreshOf(iface string, changes []change) (ns int64, known bo
 		shortest = max(shortest, 2*g.tolNs+ri)
 	}
 	for _, g := range guesses {
-		for k := max((g+maxNs-1)/maxNs, 1); g/k >= shortest; k++ {
+		// Up to 5% over the longest refresh: a gap of a 1 s refresh read
+		// late is 1,000.2 ms (stated as 1 s).
+		longest := maxNs + maxNs/20
+		for k := max((g+longest-1)/longest, 1); g/k >= shortest; k++ {
 			if period, ok := fitPeriod(gaps, g/k); ok {
 				fits = append(fits, fit{period, periodDeviation(gaps, period)})
 			}
