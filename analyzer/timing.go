@@ -347,11 +347,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			// drops: two changes a second apart, each with a 1 ms blip
 			// standing out of the overshoot as its cause, fit a refresh
 			// of 0 and stated a lag of 0 to 0).
-			if lv := splitLevel(val, lo, hi, int(max(readNs/a.g.widthNs, 1))); lv > 0 {
-				if x, y, ok := excessSpan(val, lo, hi, lv); ok && int64(y-x)*a.g.widthNs >= longIncidentReads*readNs &&
-					a.g.startNs(y) > firstPrev-maxNs && int64(y-x)*a.g.widthNs/max(readNs, 1)-int64(l-fc+1) > 2 {
-					fits = false
-				}
+			if x, y, _, ok := a.longOvershoot(val, lo, hi, readNs); ok &&
+				a.g.startNs(y) > firstPrev-maxNs && int64(y-x)*a.g.widthNs/max(readNs, 1)-int64(l-fc+1) > 2 {
+				fits = false
 			}
 		}
 		if long && s.levelName == levelIntervalOwn {
@@ -360,26 +358,24 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			// look-back, where what stands out of it is its jitter (the
 			// lab's pps-overshoot: a 1 ms catch-up of its sender, which
 			// put the lag at 2 to 5 ms where it was 27).
-			if lv := splitLevel(val, lo, hi, int(max(readNs/a.g.widthNs, 1))); lv > 0 {
-				if x, y, ok := excessSpan(val, lo, hi, lv); ok && int64(y-x)*a.g.widthNs >= longIncidentReads*readNs {
-					s.lo, s.hi, s.level = x, y, lv
-					// What passed over it is about the allowance (what
-					// learnAllowance reports), a better level for the
-					// drops than the split, which lies below it: the
-					// lab's 8 kpps split at 5.6 to 6.8, and the drops
-					// of its sender's slower stretches came out early.
-					if src.perDrop != nil {
-						var rise uint64
-						for _, j := range jumps[fc : l+1] {
-							rise += j.Delta
-						}
-						passed := (sumIn(val, x, y) - float64(rise)*src.perDrop(x, y)) / float64(y-x)
-						if passed > lv && passed < sumIn(val, x, y)/float64(y-x) {
-							s.level = passed
-						}
+			if x, y, lv, ok := a.longOvershoot(val, lo, hi, readNs); ok {
+				s.lo, s.hi, s.level = x, y, lv
+				// What passed over it is about the allowance (what
+				// learnAllowance reports), a better level for the drops
+				// than the split, which lies below it: the lab's 8 kpps
+				// split at 5.6 to 6.8, and the drops of its sender's
+				// slower stretches came out early.
+				if src.perDrop != nil {
+					var rise uint64
+					for _, j := range jumps[fc : l+1] {
+						rise += j.Delta
 					}
-					levels = append(levels, s.level)
+					passed := (sumIn(val, x, y) - float64(rise)*src.perDrop(x, y)) / float64(y-x)
+					if passed > lv && passed < sumIn(val, x, y)/float64(y-x) {
+						s.level = passed
+					}
 				}
+				levels = append(levels, s.level)
 			}
 		}
 		// The latest traffic at the level the most excess stood out
@@ -532,6 +528,19 @@ func bucketDrops(val func(int) float64, s span, depth float64) []float64 {
 		carry = min(avail-used, depth)
 	}
 	return drops
+}
+
+// longOvershoot is the stretch of [lo, hi) over the level that splits its
+// rates per read interval into low and high (splitLevel), and that level,
+// when the stretch lasts longIncidentReads reads or more.
+func (a *analysis) longOvershoot(val func(int) float64, lo, hi int, readNs int64) (x, y int, level float64, ok bool) {
+	if level = splitLevel(val, lo, hi, int(max(readNs/a.g.widthNs, 1))); level <= 0 {
+		return 0, 0, 0, false
+	}
+	if x, y, ok = excessSpan(val, lo, hi, level); !ok || int64(y-x)*a.g.widthNs < longIncidentReads*readNs {
+		return 0, 0, 0, false
+	}
+	return x, y, level, true
 }
 
 // splitLevel is the level, per fine window, that best splits the rates of
