@@ -664,10 +664,10 @@ func (a *analysis) readUncertainty(cluster []counters.Jump, refreshNs int64) int
 // makes a refresh visible: the phase (mod period) that the most of a
 // cluster's jumps became visible at, each within its reads, over periods
 // within 0.5% of refreshNs (the device's clock is not the host's, and a
-// period learned from the gaps is a read or so off over many), the nearest
-// to refreshNs of those that fit the most. widen is
-// half the width of the phases they agree on. ok is false where fewer
-// than three quarters of the jumps agree.
+// period learned from the gaps is a read or so off over many), the
+// nearest to refreshNs of those that fit the most. widen is half the width
+// of the phases they agree on. ok is false where fewer than three quarters
+// of the jumps agree.
 func (a *analysis) refreshPhase(cluster []counters.Jump, refreshNs int64) (phase, periodNs, widen int64, ok bool) {
 	best, bestWidth := 0, int64(0)
 	// The learned period first, then the nearest: a period off by a
@@ -699,10 +699,10 @@ func (a *analysis) refreshPhase(cluster []counters.Jump, refreshNs int64) (phase
 		}
 		slices.SortFunc(bounds, func(u, v bound) int { return cmp.Or(cmp.Compare(u.at, v.at), cmp.Compare(v.open, u.open)) })
 		n := wrapped
-		for k, b := range bounds {
+		for i, b := range bounds {
 			n += b.open
-			if b.open > 0 && k+1 < len(bounds) {
-				width := bounds[k+1].at - b.at
+			if b.open > 0 && i+1 < len(bounds) {
+				width := bounds[i+1].at - b.at
 				if n > best || n == best && p == periodNs && width < bestWidth {
 					best, bestWidth = n, width
 					phase, periodNs = b.at+width/2, p
