@@ -208,7 +208,7 @@ func TestSustainedOvershoot(t *testing.T) {
 				rec, truth := synth.Generate(s)
 				res := Analyze(rec, DefaultOptions())
 				checkOneIncident(t, res, KindPPSExceeded, over.Src.String(), 0, truth.Drops["eth0"][counters.PPSAllowanceExceeded][0].From, refresh)
-				checkOvershootTiming(t, res, refresh, lag)
+				checkOvershootTiming(t, res, KindPPSExceeded, refresh, lag)
 			})
 		}
 	}
@@ -268,7 +268,30 @@ func TestBucketedOvershoot(t *testing.T) {
 		}
 		res := Analyze(rec, opt)
 		checkOneIncident(t, res, KindPPSExceeded, over.Src.String(), time.Second, truth.Drops["eth0"][counters.PPSAllowanceExceeded][0].From, refresh)
-		checkOvershootTiming(t, res, refresh, lag)
+		checkOvershootTiming(t, res, KindPPSExceeded, refresh, lag)
+	})
+}
+
+// TestSustainedBandwidth: an upload at 60 Mbit/s for 2 s beside a steady
+// 4 Mbit/s, over a 40 Mbit/s allowance with a 150 kB queue: one incident,
+// the upload first, its lag and refresh stated as for a packet-rate
+// overshoot, given the allowance or not.
+func TestSustainedBandwidth(t *testing.T) {
+	const d = 5 * time.Second
+	over := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 41500),
+		Dst: netip.AddrPortFrom(incPeer, 9003), Size: 1500, Jitter: 0.2,
+		Phases: []synth.Phase{{From: time.Second, To: 3 * time.Second, Bps: 60e6}}}
+	flows := []synth.Flow{steady(record.Egress, netip.AddrPortFrom(incHost, 40400), netip.AddrPortFrom(opaqueLAN, 443), 1000, 4e6, d), over}
+	spec := synth.Spec{Name: "sustained_bw", Duration: d, Seed: 39, SampleNs: incSampleNs,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: 150e3}}, Flows: flows}
+	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
+		opt := DefaultOptions()
+		if given {
+			opt.BaselineBps, opt.BurstBps = 40e6, 40e6
+		}
+		res := Analyze(rec, opt)
+		checkOneIncident(t, res, KindMicroburstOut, over.Src.String(), time.Second, truth.Drops["eth0"][counters.BwOutAllowanceExceeded][0].From, refresh)
+		checkOvershootTiming(t, res, KindMicroburstOut, refresh, lag)
 	})
 }
 
@@ -279,15 +302,15 @@ func TestBucketedOvershoot(t *testing.T) {
 // is all it claims. (Told the bucket held nothing, the analyzer placed such
 // an overshoot within 5 ms, and one behind an 800-packet bucket 65 ms late
 // with a range 10 ms wide.)
-func checkOvershootTiming(t *testing.T, res *Result, refresh, lag time.Duration) {
+func checkOvershootTiming(t *testing.T, res *Result, kind string, refresh, lag time.Duration) {
 	t.Helper()
 	if refresh < time.Second {
-		checkTiming(t, res, KindPPSExceeded, refresh, lag)
+		checkTiming(t, res, kind, refresh, lag)
 		return
 	}
 	for _, f := range res.Findings {
 		inc := f.Incident
-		if f.Kind != KindPPSExceeded || inc == nil {
+		if f.Kind != kind || inc == nil {
 			continue
 		}
 		if inc.CounterLagLowS > lag.Seconds() || inc.CounterLagHighS < lag.Seconds() {
