@@ -23,8 +23,7 @@ func (a *analysis) learnAllowance(inc incident, offered func(int) float64, dropp
 	sec := float64(a.g.widthNs) / 1e9
 	rate := func(lo, hi int) float64 {
 		lo, hi = max(lo, 0), min(hi, a.g.n)
-		passed := max(sumIn(offered, lo, hi)-dropped(inc.delta), 0)
-		return passed * scale / (float64(hi-lo) * sec)
+		return passedPerWindow(offered, lo, hi, dropped(inc.delta)) * scale / sec
 	}
 	v := rate(inc.lo, inc.hi)
 	low, high := v, v
@@ -37,6 +36,16 @@ func (a *analysis) learnAllowance(inc incident, offered func(int) float64, dropp
 		return nil
 	}
 	return &LearnedAllowance{Value: v, Unit: unit, Low: low, High: high}
+}
+
+// passedPerWindow is what passed of the traffic offered in [lo, hi) (val
+// per window) where dropped of it did not, per window: about the
+// allowance, over a stretch the counter kept moving through.
+func passedPerWindow(offered func(int) float64, lo, hi int, dropped float64) float64 {
+	if hi <= lo {
+		return 0
+	}
+	return max(sumIn(offered, lo, hi)-dropped, 0) / float64(hi-lo)
 }
 
 // learnedText says what the run taught of the allowance and how to give it

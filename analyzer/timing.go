@@ -370,7 +370,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 					for _, j := range jumps[fc : l+1] {
 						rise += j.Delta
 					}
-					passed := (sumIn(val, x, y) - float64(rise)*src.perDrop(x, y)) / float64(y-x)
+					passed := passedPerWindow(val, x, y, float64(rise)*src.perDrop(x, y))
 					if passed > lv && passed < sumIn(val, x, y)/float64(y-x) {
 						s.level = passed
 					}
