@@ -9,6 +9,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/internal/ena"
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 )
 
 // CounterNames lists the emulated counters in ethtool order.
@@ -28,44 +29,57 @@ var errLabClosed = errors.New("read lab counters: lab closed")
 
 func (counterSource) Kind() string { return "lab" }
 
-func (s counterSource) Read() (map[string]uint64, error) { return s.l.readCounters() }
+func (s counterSource) Read() (map[string]uint64, error) {
+	v, _, err := s.l.readCounters()
+	return v, err
+}
 
-func (l *Lab) readCounters() (map[string]uint64, error) {
+// readCounters reads every emulated counter; sampled is when each value
+// was taken (CLOCK_MONOTONIC), the middle of the dump that returned it
+// (of the two dumps' middles for a sum of two): under load a read takes
+// tens of ms, and a value is as old as its own dump, not the read's start.
+func (l *Lab) readCounters() (values map[string]uint64, sampled map[string]int64, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed.Load() {
-		return nil, errLabClosed
+		return nil, nil, errLabClosed
 	}
 	// The nftables and conntrack dumps take milliseconds each: overlap.
 	type nftResult struct {
 		counters map[string]uint64
+		sampled  map[string]int64
 		err      error
 	}
 	nftDone := make(chan nftResult, 1)
 	go func() {
-		c, err := l.nftCounters()
-		nftDone <- nftResult{c, err}
+		c, at, err := l.nftCounters()
+		nftDone <- nftResult{c, at, err}
 	}()
-	out, outErr := shaperHeldBack(l.instNl, l.instLink)
-	in, inErr := shaperHeldBack(l.vpcNl, l.vpcLink)
-	tracked, ctErr := l.trackedConnections()
+	timed := func(read func() (uint64, error)) (uint64, int64, error) {
+		start := monoclock.Now()
+		v, err := read()
+		return v, start + (monoclock.Now()-start)/2, err
+	}
+	out, outAt, outErr := timed(func() (uint64, error) { return shaperHeldBack(l.instNl, l.instLink) })
+	in, inAt, inErr := timed(func() (uint64, error) { return shaperHeldBack(l.vpcNl, l.vpcLink) })
+	tracked, trackedAt, ctErr := timed(l.trackedConnections)
 	nftRes := <-nftDone
 	if outErr != nil {
-		return nil, fmt.Errorf("read %s: %w", counters.BwOutAllowanceExceeded, outErr)
+		return nil, nil, fmt.Errorf("read %s: %w", counters.BwOutAllowanceExceeded, outErr)
 	}
 	if inErr != nil {
-		return nil, fmt.Errorf("read %s: %w", counters.BwInAllowanceExceeded, inErr)
+		return nil, nil, fmt.Errorf("read %s: %w", counters.BwInAllowanceExceeded, inErr)
 	}
 	if ctErr != nil {
-		return nil, fmt.Errorf("read %s: %w", counters.ConntrackAllowanceAvailable, ctErr)
+		return nil, nil, fmt.Errorf("read %s: %w", counters.ConntrackAllowanceAvailable, ctErr)
 	}
 	if nftRes.err != nil {
-		return nil, fmt.Errorf("read nftables counters: %w", nftRes.err)
+		return nil, nil, fmt.Errorf("read nftables counters: %w", nftRes.err)
 	}
-	nft := nftRes.counters
+	nft, nftAt := nftRes.counters, nftRes.sampled
 	for _, name := range []string{nftPPSExceeded, nftLinkLocalExceeded, nftConntrackExceeded, nftBWInExceeded, nftBWOutExceeded} {
 		if _, ok := nft[name]; !ok {
-			return nil, fmt.Errorf("read nftables counters: %s missing", name)
+			return nil, nil, fmt.Errorf("read nftables counters: %s missing", name)
 		}
 	}
 	available := uint64(0)
@@ -73,17 +87,24 @@ func (l *Lab) readCounters() (map[string]uint64, error) {
 		available = max - tracked
 	}
 	return map[string]uint64{
-		// Offered over the allowance (counted as the packets arrive, as an
-		// ENA counts them when it queues them), plus held back by the
-		// shaper: a local sender is throttled by the qdisc's backpressure,
-		// so a sustained overload shows there rather than as offered load.
-		counters.BwInAllowanceExceeded:       nft[nftBWInExceeded] + in,
-		counters.BwOutAllowanceExceeded:      nft[nftBWOutExceeded] + out,
-		counters.PPSAllowanceExceeded:        nft[nftPPSExceeded],
-		counters.ConntrackAllowanceExceeded:  nft[nftConntrackExceeded],
-		counters.LinklocalAllowanceExceeded:  nft[nftLinkLocalExceeded],
-		counters.ConntrackAllowanceAvailable: available,
-	}, nil
+			// Offered over the allowance (counted as the packets arrive, as an
+			// ENA counts them when it queues them), plus held back by the
+			// shaper: a local sender is throttled by the qdisc's backpressure,
+			// so a sustained overload shows there rather than as offered load.
+			counters.BwInAllowanceExceeded:       nft[nftBWInExceeded] + in,
+			counters.BwOutAllowanceExceeded:      nft[nftBWOutExceeded] + out,
+			counters.PPSAllowanceExceeded:        nft[nftPPSExceeded],
+			counters.ConntrackAllowanceExceeded:  nft[nftConntrackExceeded],
+			counters.LinklocalAllowanceExceeded:  nft[nftLinkLocalExceeded],
+			counters.ConntrackAllowanceAvailable: available,
+		}, map[string]int64{
+			counters.BwInAllowanceExceeded:       (nftAt[nftBWInExceeded] + inAt) / 2,
+			counters.BwOutAllowanceExceeded:      (nftAt[nftBWOutExceeded] + outAt) / 2,
+			counters.PPSAllowanceExceeded:        nftAt[nftPPSExceeded],
+			counters.ConntrackAllowanceExceeded:  nftAt[nftConntrackExceeded],
+			counters.LinklocalAllowanceExceeded:  nftAt[nftLinkLocalExceeded],
+			counters.ConntrackAllowanceAvailable: trackedAt,
+		}, nil
 }
 
 // FormatEthtool renders counters as `ethtool -S` prints them: a header line
@@ -103,7 +124,7 @@ func FormatEthtool(values map[string]uint64) string {
 // -S` format, for enaprobe's --counters-file. The file is replaced by a
 // rename, so a concurrent reader sees the old or the new reading, whole.
 func (l *Lab) WriteCountersFile(path string) error {
-	values, err := l.readCounters()
+	values, _, err := l.readCounters()
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,22 @@ type LaggedCounters struct {
 	// times are every poll's start and end, for ShownAt (at most
 	// maxPollTimes: an hour of polls a millisecond apart).
 	times []pollTime
+	// lastShown is what the last Read returned; jumps every change a
+	// Read showed (at most maxPollTimes).
+	lastShown map[string]uint64
+	jumps     []ShownJump
+}
+
+// ShownJump is a read of the source that showed a counter changed: when
+// (CLOCK_MONOTONIC), and how old the value was at the instant the source
+// made it visible (the read itself, or with a refresh the boundary it was
+// published at, plus the lag): from when the lab's dump took it. It is the
+// lag that jump had, which an analyzer learns per jump: a run's mean
+// delay (MeanDelay) counts from each poll's start, where under load a
+// poll takes tens of ms and its values are taken anywhere within it.
+type ShownJump struct {
+	Counter       string
+	ReadNs, AgeNs int64
 }
 
 // pollTime is when one poll began and ended (CLOCK_MONOTONIC).
@@ -58,6 +74,7 @@ const maxPollTimes = 1 << 22
 type polled struct {
 	startNs, atNs int64
 	values        map[string]uint64
+	sampledNs     map[string]int64 // when each value was taken (readCounters)
 }
 
 // maxCounterLag bounds the emulated lag, maxCounterRefresh the refresh.
@@ -88,7 +105,7 @@ func (l *Lab) LaggedCounters(lag, refresh time.Duration) (*LaggedCounters, error
 
 func (s *LaggedCounters) poll() error {
 	start := monoclock.Now()
-	v, err := s.l.readCounters()
+	v, sampled, err := s.l.readCounters()
 	if err != nil {
 		return err
 	}
@@ -103,7 +120,7 @@ func (s *LaggedCounters) poll() error {
 		s.firstNs = start
 	}
 	s.lastNs = start
-	s.history = append(s.history, polled{startNs: start, atNs: at, values: v})
+	s.history = append(s.history, polled{startNs: start, atNs: at, values: v, sampledNs: sampled})
 	if len(s.times) < maxPollTimes {
 		s.times = append(s.times, pollTime{start, at})
 	}
@@ -172,8 +189,19 @@ func (s *LaggedCounters) Read() (map[string]uint64, error) {
 	out := make(map[string]uint64, len(p.values))
 	for k, v := range p.values {
 		out[k] = v
+		if last, ok := s.lastShown[k]; ok && last != v && len(s.jumps) < maxPollTimes {
+			s.jumps = append(s.jumps, ShownJump{Counter: k, ReadNs: now, AgeNs: cut + int64(s.lag) - p.sampledNs[k]})
+		}
 	}
+	s.lastShown = p.values
 	return out, nil
+}
+
+// Jumps is every change a read of the source showed, oldest first.
+func (s *LaggedCounters) Jumps() []ShownJump {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.jumps)
 }
 
 // ShownAt is when a drop at ns was first shown: from the end of the first

@@ -63,6 +63,7 @@ func TestLaggedCounters(t *testing.T) {
 	if readTook > 5*time.Millisecond {
 		t.Errorf("a read of the lagged source took %v: too slow to sample every 10 ms", readTook)
 	}
+	checkJumps(t, src, counters.LinklocalAllowanceExceeded, lag, 1)
 	if _, err := l.LaggedCounters(-time.Second, 0); err == nil {
 		t.Error("a negative lag must fail")
 	}
@@ -125,7 +126,31 @@ func TestLaggedCountersRefresh(t *testing.T) {
 			t.Errorf("changes at most %v apart, the refresh is %v", most, refresh)
 		}
 	}
+	checkJumps(t, src, counters.LinklocalAllowanceExceeded, 0, len(changes))
 	if _, err := l.LaggedCounters(0, -time.Second); err == nil {
 		t.Error("a negative refresh must fail")
 	}
+}
+
+// checkJumps: the source recorded at least n jumps of counter, each as
+// old as the lag at least (a value is taken by the poll's end, and shown
+// a lag after it at the soonest) and as old as the oldest read served at
+// most (it was taken after that poll began, and made visible by the read).
+func checkJumps(t *testing.T, src *LaggedCounters, counter string, lag time.Duration, n int) {
+	t.Helper()
+	var got []ShownJump
+	for _, j := range src.Jumps() {
+		if j.Counter == counter {
+			got = append(got, j)
+		}
+	}
+	if len(got) < n {
+		t.Fatalf("%d jumps of %s recorded, want at least %d (all: %+v)", len(got), counter, n, src.Jumps())
+	}
+	for _, j := range got {
+		if age := time.Duration(j.AgeNs); age < lag || age > src.MaxAge() {
+			t.Errorf("jump at %d: shown %v old, want between the lag %v and the oldest read's %v", j.ReadNs, age, lag, src.MaxAge())
+		}
+	}
+	t.Logf("%d jumps of %s, the first shown %v old", len(got), counter, time.Duration(got[0].AgeNs))
 }

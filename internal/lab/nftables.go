@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/enaprobe/enaprobe/internal/limits"
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/internal/namedns"
 )
 
@@ -172,32 +173,35 @@ func (l *Lab) setupNftables() error {
 // nftCounters returns the packets of every named counter of the lab's
 // tables in both namespaces, over netlink: an `nft -j list counters` exec
 // took 25 ms and more on a busy 2-core host, most of a counter read, and
-// kept the lab from being read every 10 ms.
-func (l *Lab) nftCounters() (map[string]uint64, error) {
-	all := map[string]uint64{}
+// kept the lab from being read every 10 ms. sampled is when each was
+// read: the middle of the dump that returned it (CLOCK_MONOTONIC).
+func (l *Lab) nftCounters() (map[string]uint64, map[string]int64, error) {
+	all, sampled := map[string]uint64{}, map[string]int64{}
 	for _, ns := range []*namedns.NS{l.vpc, l.inst} {
 		conn, err := nftables.New(nftables.WithNetNSFd(int(ns.Handle)))
 		if err != nil {
-			return nil, fmt.Errorf("nftables in %s: %w", ns.Name, err)
+			return nil, nil, fmt.Errorf("nftables in %s: %w", ns.Name, err)
 		}
 		for _, family := range []nftables.TableFamily{nftables.TableFamilyNetdev, nftables.TableFamilyINet} {
+			start := monoclock.Now()
 			objs, err := conn.GetNamedObjects(&nftables.Table{Name: nftTableName, Family: family})
+			at := start + (monoclock.Now()-start)/2
 			if errors.Is(err, unix.ENOENT) {
 				continue // the instance has no inet table
 			}
 			if err != nil {
-				return nil, fmt.Errorf("list nftables counters in %s: %w", ns.Name, err)
+				return nil, nil, fmt.Errorf("list nftables counters in %s: %w", ns.Name, err)
 			}
 			for _, o := range objs {
 				if no, ok := o.(*nftables.NamedObj); ok {
 					if c, ok := no.Obj.(*expr.Counter); ok {
-						all[no.Name] = c.Packets
+						all[no.Name], sampled[no.Name] = c.Packets, at
 					}
 				}
 			}
 		}
 	}
-	return all, nil
+	return all, sampled, nil
 }
 
 // nftTableName is the name of the lab's tables in both namespaces.

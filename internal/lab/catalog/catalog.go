@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -79,7 +80,11 @@ type Truth struct {
 	// poll's duration and half the polls' spacing (lab.LaggedCounters
 	// MeanDelay). CounterRefreshNs is the refresh they were published at.
 	CounterLagNs, CounterRefreshNs int64
-	Notes                          []string
+	// CounterJumps is, with lagged counters, every change a read of them
+	// showed, with how old the value was where it became visible: the lag
+	// each jump had, per jump (JumpLag).
+	CounterJumps []lab.ShownJump `json:",omitempty"`
+	Notes        []string
 	// LinkLocal is what a link-local client asked, for the link-local
 	// detail of the finding.
 	LinkLocal *LinkLocalTruth
@@ -115,6 +120,27 @@ type Burst struct {
 	// end they showed its last drop (lab.LaggedCounters ShownAt): the lag
 	// of this burst, where CounterLagNs is the run's average.
 	ShownAfterNs int64 `json:",omitempty"`
+}
+
+// JumpLag is the median lag of counter's jumps read between fromNs and
+// toNs (CLOCK_MONOTONIC), and how many there were: the lag an incident
+// whose jumps those are had, where CounterLagNs is the run's mean delay.
+func (t Truth) JumpLag(counter string, fromNs, toNs int64) (time.Duration, int) {
+	var ages []int64
+	for _, j := range t.CounterJumps {
+		if j.Counter == counter && j.ReadNs >= fromNs && j.ReadNs <= toNs {
+			ages = append(ages, j.AgeNs)
+		}
+	}
+	if len(ages) == 0 {
+		return 0, 0
+	}
+	slices.Sort(ages)
+	mid := len(ages) / 2
+	if len(ages)%2 == 0 {
+		return time.Duration((ages[mid-1] + ages[mid]) / 2), len(ages)
+	}
+	return time.Duration(ages[mid]), len(ages)
 }
 
 // Outcome is a finished scenario.
@@ -262,6 +288,7 @@ func Run(ctx context.Context, s Scenario, cfg capture.Config) (out *Outcome, err
 	if lagged != nil {
 		truth.CounterAgeMaxNs = int64(lagged.MaxAge())
 		truth.CounterLagNs, truth.CounterRefreshNs = int64(lagged.MeanDelay()), int64(lagged.Refresh())
+		truth.CounterJumps = lagged.Jumps()
 		for i := range truth.Bursts {
 			if at, ok := lagged.ShownAt(truth.Bursts[i].EndNs); ok {
 				truth.Bursts[i].ShownAfterNs = at - truth.Bursts[i].EndNs
