@@ -599,10 +599,11 @@ const longIncidentReads = 10
 // read every 10 ms put every jump of a run at the same place in its read
 // interval, up to 5 ms off.
 func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(int) float64, refreshNs, maxNs int64) (lagRange, bool) {
-	var phase, phaseNs, widen int64
+	var visible []int64
+	var widen int64
 	locked := false
 	if refreshNs > 0 {
-		phase, phaseNs, widen, locked = a.refreshPhase(cluster, refreshNs)
+		visible, widen, locked = a.refreshPhase(cluster, refreshNs)
 	}
 	// lagsAt is each jump's lag (but the last's) under depth, and when
 	// its read showed it; a jump out of the refresh's rhythm has none.
@@ -617,8 +618,8 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 				// The instant at the refresh's phase within the
 				// jump's reads; r is those reads less the share's
 				// reach, widened evenly around its middle.
-				shown := to - floorMod(to-phase, phaseNs)
-				if shown <= from {
+				shown := visible[k]
+				if shown == 0 {
 					continue
 				}
 				lag = shown - (from+to)/2 + r.mid()
@@ -661,22 +662,29 @@ func (a *analysis) readUncertainty(cluster []counters.Jump, refreshNs int64) int
 }
 
 // refreshPhase finds when a device that refreshes about every refreshNs
-// makes a refresh visible: the phase (mod period) that the most of a
-// cluster's jumps became visible at, each within its reads, over periods
-// within 0.5% of refreshNs (the device's clock is not the host's, and a
-// period learned from the gaps is a read or so off over many), the
-// nearest to refreshNs of those that fit the most. widen is half the width
-// of the phases they agree on. ok is false where fewer than three quarters
-// of the jumps agree.
-func (a *analysis) refreshPhase(cluster []counters.Jump, refreshNs int64) (phase, periodNs, widen int64, ok bool) {
-	best, bestWidth := 0, int64(0)
-	// The learned period first, then the nearest: a period off by a
-	// little fits as many jumps, at a phase that drifts across them.
-	for k := 0; k <= 40; k++ {
-		step := (k + 1) / 2
-		if k%2 == 1 {
-			step = -step
-		}
+// made each of a cluster's jumps visible: at one phase of its period, each
+// within its reads. The period is known only roughly (the device's clock
+// is not the host's, and one learned from the gaps is a read or so off
+// over many: the lab's 100 ms came out 100.45), and over a 2 s incident a
+// period 0.45% off drifts the phase 9 ms across the jumps while every
+// jump's reads still hold it. So every period within 1.5% of refreshNs
+// that fits the most jumps counts: for each, the phases its jumps agree
+// on, and each jump's instant at their middle; a jump's instant is the
+// mean over those periods, weighted by how wide the agreement is (the
+// middle of the region of periods and phases that fit, where the period
+// nearest the learned one put the lab's jumps up to 6 ms off, its stated
+// uncertainty 0.3 ms). visible[k] is 0 for a jump out of that rhythm;
+// widen is how far any jump's instant may be from the one given, over
+// every period and phase that fit. ok is false where fewer than three
+// quarters of the jumps agree.
+func (a *analysis) refreshPhase(cluster []counters.Jump, refreshNs int64) (visible []int64, widen int64, ok bool) {
+	type fit struct {
+		period, phase, width int64
+		n                    int
+	}
+	var fits []fit
+	best := 0
+	for step := -60; step <= 60; step++ {
 		p := refreshNs + refreshNs*int64(step)/4000
 		// Each jump's reads as an arc of the circle of length p.
 		type bound struct {
@@ -698,22 +706,46 @@ func (a *analysis) refreshPhase(cluster []counters.Jump, refreshNs int64) (phase
 			}
 		}
 		slices.SortFunc(bounds, func(u, v bound) int { return cmp.Or(cmp.Compare(u.at, v.at), cmp.Compare(v.open, u.open)) })
+		f := fit{period: p}
 		n := wrapped
 		for i, b := range bounds {
 			n += b.open
 			if b.open > 0 && i+1 < len(bounds) {
 				width := bounds[i+1].at - b.at
-				if n > best || n == best && p == periodNs && width < bestWidth {
-					best, bestWidth = n, width
-					phase, periodNs = b.at+width/2, p
+				if n > f.n || n == f.n && width > f.width {
+					f.n, f.width, f.phase = n, width, b.at+width/2
 				}
 			}
 		}
+		fits = append(fits, f)
+		best = max(best, f.n)
 	}
 	if 4*best < 3*len(cluster) {
-		return 0, 0, 0, false
+		return nil, 0, false
 	}
-	return phase, periodNs, bestWidth / 2, true
+	visible = make([]int64, len(cluster))
+	for k, j := range cluster {
+		from, to := a.certain(j)
+		var sum, weight float64
+		earliest, latest := to, from
+		for _, f := range fits {
+			if f.n != best {
+				continue
+			}
+			shown := to - floorMod(to-f.phase, f.period)
+			if shown <= from {
+				continue
+			}
+			w := float64(f.width + 1)
+			sum, weight = sum+w*float64(shown-from), weight+w
+			earliest, latest = min(earliest, shown-f.width/2), max(latest, shown+f.width/2)
+		}
+		if weight > 0 {
+			visible[k] = from + int64(sum/weight)
+			widen = max(widen, visible[k]-earliest, latest-visible[k])
+		}
+	}
+	return visible, widen, true
 }
 
 // floorMod is x mod m in [0, m).
