@@ -665,9 +665,10 @@ func (a *analysis) readUncertainty(cluster []counters.Jump, refreshNs int64) int
 // made each of a cluster's jumps visible: at one phase of its period, each
 // within its reads. The period is known only roughly (the device's clock
 // is not the host's, and one learned from the gaps is a read or so off
-// over many: the lab's 100 ms came out 100.45), and over a 2 s incident a
+// over many: the lab's 100 ms came out 100.45, and 102.3 beside two
+// CPU-bound processes), and over a 2 s incident a
 // period 0.45% off drifts the phase 9 ms across the jumps while every
-// jump's reads still hold it. So every period within 1.5% of refreshNs
+// jump's reads still hold it. So every period within 3% of refreshNs
 // that fits the most jumps counts: for each, the phases its jumps agree
 // on, and each jump's instant at their middle; a jump's instant is the
 // mean over those periods, weighted by how wide the agreement is (the
@@ -684,7 +685,7 @@ func (a *analysis) refreshPhase(cluster []counters.Jump, refreshNs int64) (visib
 	}
 	var fits []fit
 	best := 0
-	for step := -60; step <= 60; step++ {
+	for step := -120; step <= 120; step++ {
 		p := refreshNs + refreshNs*int64(step)/4000
 		// Each jump's reads as an arc of the circle of length p.
 		type bound struct {
