@@ -82,7 +82,7 @@ type Truth struct {
 	CounterLagNs, CounterRefreshNs int64
 	// CounterJumps is, with lagged counters, every change a read of them
 	// showed, with how old the value was where it became visible: the lag
-	// each jump had, per jump (JumpLag).
+	// each jump had, per jump (JumpAges).
 	CounterJumps []lab.ShownJump `json:",omitempty"`
 	Notes        []string
 	// LinkLocal is what a link-local client asked, for the link-local
@@ -122,25 +122,18 @@ type Burst struct {
 	ShownAfterNs int64 `json:",omitempty"`
 }
 
-// JumpLag is the median lag of counter's jumps read between fromNs and
-// toNs (CLOCK_MONOTONIC), and how many there were: the lag an incident
-// whose jumps those are had, where CounterLagNs is the run's mean delay.
-func (t Truth) JumpLag(counter string, fromNs, toNs int64) (time.Duration, int) {
-	var ages []int64
+// JumpAges are the lags of counter's jumps read between fromNs and toNs
+// (CLOCK_MONOTONIC), shortest first: those an incident whose jumps they
+// are had, where CounterLagNs is the run's mean delay.
+func (t Truth) JumpAges(counter string, fromNs, toNs int64) []time.Duration {
+	var ages []time.Duration
 	for _, j := range t.CounterJumps {
 		if j.Counter == counter && j.ReadNs >= fromNs && j.ReadNs <= toNs {
-			ages = append(ages, j.AgeNs)
+			ages = append(ages, time.Duration(j.AgeNs))
 		}
 	}
-	if len(ages) == 0 {
-		return 0, 0
-	}
 	slices.Sort(ages)
-	mid := len(ages) / 2
-	if len(ages)%2 == 0 {
-		return time.Duration((ages[mid-1] + ages[mid]) / 2), len(ages)
-	}
-	return time.Duration(ages[mid]), len(ages)
+	return ages
 }
 
 // Outcome is a finished scenario.
