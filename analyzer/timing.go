@@ -2,6 +2,7 @@ package analyzer
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -485,9 +486,10 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 		return nil
 	}
 	// reached is when the modeled drops reached x: the first window to
-	// reach it, in proportion within it.
+	// reach it, in proportion within it; 0 is reached at the first drop,
+	// not at the span's start (a bucket's worth of traffic before it).
 	reached := func(x float64) int64 {
-		i := max(sort.SearchFloat64s(cum, x)-1, 0)
+		i := max(sort.SearchFloat64s(cum, max(x, math.SmallestNonzeroFloat64))-1, 0)
 		at := a.g.startNs(s.lo + i)
 		if i < len(drops) && drops[i] > 0 {
 			at += int64(min(max((x-cum[i])/drops[i], 0), 1) * float64(a.g.widthNs))
@@ -507,7 +509,12 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 		if long && refreshNs == 0 {
 			from = j.ToNs
 		}
-		out = append(out, lagRange{from - reached(target+half), to - reached(target-half)})
+		// Kept within the modeled drops, evenly: half a mean jump past
+		// the first or last drop would put the middle of the range late
+		// or early (a 1 s refresh's first jump, 9% of the rise, came out
+		// 30 ms early).
+		h := min(half, target, total-target)
+		out = append(out, lagRange{from - reached(target+h), to - reached(target-h)})
 	}
 	return out
 }
@@ -580,6 +587,14 @@ func splitLevel(val func(int) float64, lo, hi, coarse int) float64 {
 // be placed by longClusterRange.
 const longIncidentReads = 10
 
+// minLongLags is how many jumps' lags (all but the last jump's) place a
+// long incident: two say how deep its bucket was (the one under which
+// both lags agree) and so when its first drop came. Behind a 1 s refresh
+// a 2 s overshoot changes its counter three times: with five required, its
+// lag was its first and last drops' ranges only, 220 to 318 ms from the
+// lab's in four runs of five.
+const minLongLags = 2
+
 // longClusterRange is the lag of a long incident (its traffic over many
 // reads, a jump at most of them): the middle half of its jumps' lags,
 // under the depth of bucket and queue its jumps' timing shows
@@ -629,7 +644,7 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 		return lags, at
 	}
 	lags, _ := lagsAt(bucketDepth(s, val, lagsAt))
-	if len(lags) < longIncidentReads/2 {
+	if len(lags) < minLongLags {
 		return lagRange{}, false
 	}
 	for k := range lags {
@@ -639,6 +654,12 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 		// One jump's read interval (with a refresh) or read (without)
 		// is what each lag cannot tell apart.
 		widen = a.readUncertainty(cluster, refreshNs) / 2
+	}
+	if len(lags) < longIncidentReads/2 {
+		// Too few jumps to average out where the model's drops fall
+		// against the device's within a read of the traffic (sent in
+		// ticks, jittered): that much again.
+		widen += a.readUncertainty(cluster, refreshNs) / 2
 	}
 	slices.Sort(lags)
 	return lagRange{max(lags[len(lags)/4]-widen, 0), lags[3*len(lags)/4] + widen}, true
@@ -781,7 +802,7 @@ func bucketDepth(s span, val func(int) float64, lagsAt func(depth float64) (lags
 	falls := func(depth float64) (float64, bool) {
 		lags, at := lagsAt(depth)
 		n := len(lags) - len(lags)/10
-		if n < longIncidentReads/2 {
+		if n < minLongLags {
 			return 0, false
 		}
 		return -theilSen(at[:n], lags[:n]), true
