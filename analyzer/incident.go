@@ -86,18 +86,33 @@ func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, src lagTra
 			lag.lookNs += refresh
 			return lag
 		}
-	} else if lag, ok := a.estimateLag(jumps, refresh, known, a.readInterval(iface), src); ok {
-		// A refresh the run could not tell may be as long as any.
-		refreshLook := lag.refreshNs
-		if !lag.refreshKnown {
-			refreshLook = int64(MaxCounterRefresh)
-		}
-		lag.lookNs = lag.highNs + refreshLook + a.g.widthNs
-		lag.shiftNs = max(lag.lowNs-a.g.widthNs, 0)
-		return lag
 	}
+	var level float64
+	if src.seen == nil {
+		lag, ok := a.estimateLag(jumps, refresh, known, a.readInterval(iface), src)
+		if ok {
+			lag.lookNs = lag.highNs + refreshLook(lag.refreshNs, lag.refreshKnown) + a.g.widthNs
+			lag.shiftNs = max(lag.lowNs-a.g.widthNs, 0)
+			return lag
+		}
+		level = lag.overshootLevel
+	}
+	// No lag learned: a read's own duration, and the refresh, which where
+	// the run could not tell it may be as long as any (a trace that ended
+	// before a 1 s refresh showed an overshoot's last drops: its two
+	// changes a second apart, each looking back 0.7 ms, were two findings
+	// 1 ms long).
 	slow := min(a.slowestRead(iface), int64(MaxCounterLag))
-	return counterLag{lookNs: slow + refresh, refreshNs: refresh, refreshKnown: known, source: lagReadDuration}
+	return counterLag{lookNs: slow + refreshLook(refresh, known), refreshNs: refresh, refreshKnown: known, source: lagReadDuration, overshootLevel: level}
+}
+
+// refreshLook is how much of a counter's refresh a look-back before its
+// jumps allows: a refresh the run could not tell may be as long as any.
+func refreshLook(refreshNs int64, known bool) int64 {
+	if !known {
+		return int64(MaxCounterRefresh)
+	}
+	return refreshNs
 }
 
 // readInterval is the median time between the starts of two successive

@@ -272,6 +272,48 @@ func TestBucketedOvershoot(t *testing.T) {
 	})
 }
 
+// TestOvershootCutShort: the same overshoot, with no allowance given,
+// behind a 1 s refresh in a trace that ends 300 ms after it: the counter
+// changed twice, a second apart, and its last drops were never shown. Too
+// few changes to learn a lag from, but still one incident from the
+// overshoot's start to the last change, naming it, with the allowance
+// learned within 15%. Before, each change looked back only the slowest
+// read and blamed the batch before it: two findings, each 2 ms long (a lab
+// run whose trace ended early: 1 ms each).
+func TestOvershootCutShort(t *testing.T) {
+	const d = 3300 * time.Millisecond
+	over := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 42100),
+		Dst: netip.AddrPortFrom(incPeer, 9002), Size: 64, Jitter: 0.2,
+		Phases: []synth.Phase{{From: time.Second, To: 3 * time.Second, Bps: 10000 * 64 * 8}}}
+	// Sent as the lab's sender on a busy host sends it: in batches, 2 ms
+	// at five times the rate of every 10 ms.
+	over.Phases = nil
+	for tick := time.Second; tick < 3*time.Second; tick += 10 * time.Millisecond {
+		over.Phases = append(over.Phases, synth.Phase{From: tick, To: tick + 2*time.Millisecond, Bps: 50000 * 64 * 8})
+	}
+	flows := []synth.Flow{steady(record.Egress, netip.AddrPortFrom(incHost, 40300), netip.AddrPortFrom(opaqueLAN, 8125), 100, 2000*100*8, d), over}
+	spec := synth.Spec{Name: "cut_short_pps", Duration: d, Seed: 37, SampleNs: incSampleNs,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000, PPSBurst: 800}}, Flows: flows,
+		CounterRefresh: time.Second, RefreshPhase: 370 * time.Millisecond}
+	rec, truth := synth.Generate(spec)
+	res := Analyze(rec, DefaultOptions())
+	// Its start: where the traffic went over, before the bucket's 200 ms.
+	checkOneIncident(t, res, KindPPSExceeded, over.Src.String(), time.Second, truth.Drops["eth0"][counters.PPSAllowanceExceeded][0].From, time.Second)
+	for _, f := range res.Findings {
+		if f.Kind != KindPPSExceeded {
+			continue
+		}
+		// Its end: the last batch before the counter's last change (at
+		// 2.37 s); what the counter never showed it does not claim.
+		if f.EndOffsetS < 2.35 {
+			t.Errorf("ends at %.3f s, before the last batch ahead of the counter's last change at 2.37 s", f.EndOffsetS)
+		}
+		if la := f.Incident.LearnedAllowance; la == nil || math.Abs(la.Value-8000) > 0.15*8000 {
+			t.Errorf("learned allowance %+v, want within 15%% of 8000 pps", la)
+		}
+	}
+}
+
 // TestSustainedBandwidth: an upload at 60 Mbit/s for 2 s beside a steady
 // 4 Mbit/s, over a 40 Mbit/s allowance with a 150 kB queue: one incident,
 // the upload first, its lag and refresh stated as for a packet-rate

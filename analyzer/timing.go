@@ -428,8 +428,14 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			clusters = append(clusters, r)
 		}
 	}
+	if len(levels) > 0 {
+		slices.Sort(levels)
+		lag.overshootLevel = levels[len(levels)/2]
+	}
 	if len(clusters) == 0 {
-		return counterLag{}, false, false
+		// No lag, but a long overshoot's level, for its incidents to be
+		// located by all the same.
+		return lag, false, false
 	}
 	r, n := agreement(clusters)
 	mids := make([]int64, len(clusters))
@@ -449,11 +455,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	point = min(max(point, r.from), r.to)
 	fits = fits && latestFrom-earliestTo <= readNs
 	lag = counterLag{lowNs: r.from, highNs: r.to, pointNs: point, refreshNs: refreshNs,
-		clusters: len(clusters), source: lagEstimated}
-	if len(levels) > 0 {
-		slices.Sort(levels)
-		lag.overshootLevel = levels[len(levels)/2]
-	}
+		clusters: len(clusters), source: lagEstimated, overshootLevel: lag.overshootLevel}
 	return lag, true, fits
 }
 
