@@ -127,14 +127,32 @@ func setPacing(c *net.TCPConn, bps uint64) error {
 	return nil
 }
 
-// TCPRetransSegs is the kernel's count of TCP segments retransmitted in
-// the instance namespace (vpc false) or the VPC namespace, from
-// /proc/net/snmp as a thread inside it sees it.
-func (l *Lab) TCPRetransSegs(vpc bool) (uint64, error) {
-	var n uint64
+// TCPCounts are the kernel's TCP counters of one namespace that the
+// impact scenarios read around their traffic.
+type TCPCounts struct {
+	// RetransSegs is every segment sent again (Tcp RetransSegs), tail
+	// loss probes among them.
+	RetransSegs uint64
+	// LossProbes are the tail loss probes sent (TcpExt TCPLossProbes): a
+	// segment sent again, or a new one, after two srtt without an ACK,
+	// as when a queue holds the ACKs back, loss or not. RetransSegs over
+	// LossProbes is a segment sent again for something else: a loss.
+	LossProbes uint64
+}
+
+// Sub is what the counters rose by since before.
+func (c TCPCounts) Sub(before TCPCounts) TCPCounts {
+	return TCPCounts{RetransSegs: c.RetransSegs - before.RetransSegs, LossProbes: c.LossProbes - before.LossProbes}
+}
+
+// TCPCounts reads the kernel's TCP counters of the instance namespace
+// (vpc false) or the VPC namespace, from /proc/net as a thread inside it
+// sees it.
+func (l *Lab) TCPCounts(vpc bool) (TCPCounts, error) {
+	var c TCPCounts
 	read := func() error {
 		var err error
-		n, err = retransSegs("/proc/thread-self/net/snmp")
+		c, err = readTCPCounts()
 		return err
 	}
 	var err error
@@ -143,23 +161,34 @@ func (l *Lab) TCPRetransSegs(vpc bool) (uint64, error) {
 	} else {
 		err = l.InInstance(read)
 	}
-	return n, err
+	return c, err
 }
 
-// TCPRetransSegs is the kernel's count of TCP segments retransmitted in
-// the container's namespace.
-func (c *Container) TCPRetransSegs() (uint64, error) {
-	var n uint64
+// TCPCounts reads the kernel's TCP counters of the container's namespace.
+func (c *Container) TCPCounts() (TCPCounts, error) {
+	var out TCPCounts
 	err := c.Do(func() error {
 		var err error
-		n, err = retransSegs("/proc/thread-self/net/snmp")
+		out, err = readTCPCounts()
 		return err
 	})
-	return n, err
+	return out, err
 }
 
-// retransSegs reads RetransSegs from the Tcp lines of an snmp file.
-func retransSegs(path string) (uint64, error) {
+// readTCPCounts reads the calling thread's namespace's TCP counters.
+func readTCPCounts() (TCPCounts, error) {
+	var c TCPCounts
+	var err error
+	if c.RetransSegs, err = mibCounter("/proc/thread-self/net/snmp", "Tcp:", "RetransSegs"); err != nil {
+		return c, err
+	}
+	c.LossProbes, err = mibCounter("/proc/thread-self/net/netstat", "TcpExt:", "TCPLossProbes")
+	return c, err
+}
+
+// mibCounter reads one counter of a /proc/net MIB file, whose lines come
+// in pairs: the group's names, then its values.
+func mibCounter(path, group, name string) (uint64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
@@ -167,25 +196,27 @@ func retransSegs(path string) (uint64, error) {
 	defer f.Close()
 	var names []string
 	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20) // TcpExt's lines are long
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 || fields[0] != "Tcp:" {
+		if len(fields) == 0 || fields[0] != group {
 			continue
 		}
 		if names == nil {
 			names = fields
 			continue
 		}
-		for i, name := range names {
-			if name == "RetransSegs" && i < len(fields) {
+		for i, n := range names {
+			if n == name && i < len(fields) {
 				return strconv.ParseUint(fields[i], 10, 64)
 			}
 		}
+		names = nil
 	}
 	if err := sc.Err(); err != nil {
 		return 0, fmt.Errorf("read %s: %w", path, err)
 	}
-	return 0, fmt.Errorf("no Tcp RetransSegs in %s", path)
+	return 0, fmt.Errorf("no %s %s in %s", strings.TrimSuffix(group, ":"), name, path)
 }
 
 // DelayProbe measures the round trip from the instance to the VPC peer

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -142,4 +143,34 @@ func TestNTPReplyRejectsNonClients(t *testing.T) {
 	if _, ok := ntpReply(make([]byte, 20), time.Now()); ok {
 		t.Error("answered a short packet")
 	}
+}
+
+// TestMIBCounter: a counter of a /proc/net MIB file is read from its
+// group's pair of lines, whichever other groups come first, and a name
+// that is not there says so.
+func TestMIBCounter(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/netstat"
+	const netstat = "TcpExt: SyncookiesSent TCPLossProbes TCPLossProbeRecovery\n" +
+		"TcpExt: 0 17 3\n" +
+		"IpExt: InNoRoutes TCPLossProbes\n" +
+		"IpExt: 5 99\n"
+	if err := os.WriteFile(path, []byte(netstat), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := mibCounter(path, "TcpExt:", "TCPLossProbes"); err != nil || n != 17 {
+		t.Errorf("TcpExt TCPLossProbes = %d, %v; want 17", n, err)
+	}
+	if n, err := mibCounter(path, "IpExt:", "InNoRoutes"); err != nil || n != 5 {
+		t.Errorf("IpExt InNoRoutes = %d, %v; want 5", n, err)
+	}
+	if _, err := mibCounter(path, "Tcp:", "RetransSegs"); err == nil {
+		t.Error("a group the file does not have read as a value")
+	}
+	// The running kernel's own files, as the impact scenarios read them.
+	c, err := readTCPCounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("this namespace: %d segments sent again, %d tail loss probes", c.RetransSegs, c.LossProbes)
 }

@@ -68,6 +68,9 @@ type Truth struct {
 	// delay probe saw its round trip rise once the burst began.
 	Victim, VictimPeer           netip.AddrPort
 	RetransSegs, PeerRetransSegs uint64
+	// LossProbes and PeerLossProbes are the tail loss probes among them
+	// (TcpExt TCPLossProbes): sent when ACKs are late, loss or not.
+	LossProbes, PeerLossProbes uint64
 	QueueDelay                   time.Duration
 	// VictimPeakGap is how far from the queue's peak (the probe that
 	// waited longest, sent) the victim's nearest write was, an upload

@@ -106,22 +106,22 @@ const (
 // (the victim's namespace's in Truth.RetransSegs).
 func victimBesideBurst(ctx context.Context, l *lab.Lab, kind victimKind, burstRate uint64) (Truth, error) {
 	var t Truth
-	retrans := func() (uint64, error) { return l.TCPRetransSegs(false) }
+	retrans := func() (lab.TCPCounts, error) { return l.TCPCounts(false) }
 	var from *lab.Container
-	peerRetrans := func() (uint64, error) { return l.TCPRetransSegs(true) }
+	peerRetrans := func() (lab.TCPCounts, error) { return l.TCPCounts(true) }
 	switch kind {
 	case victimForwarded:
 		var err error
 		if from, err = l.AddContainer(); err != nil {
 			return t, err
 		}
-		retrans = from.TCPRetransSegs
+		retrans = from.TCPCounts
 	case victimRemote:
 		var err error
 		if from, err = l.AddRemoteHost(); err != nil {
 			return t, err
 		}
-		peerRetrans = from.TCPRetransSegs
+		peerRetrans = from.TCPCounts
 	}
 	before, err := retrans()
 	if err != nil {
@@ -188,12 +188,14 @@ func victimBesideBurst(ctx context.Context, l *lab.Lab, kind victimKind, burstRa
 	t.Culprit = burst.Src
 	t.Bursts = []Burst{{StartNs: burst.StartNs, EndNs: burst.EndNs, Src: burst.Src, PauseNs: burst.PauseNs}}
 	t.Victim, t.VictimPeer = victim.Instance, victim.Peer
-	t.RetransSegs, t.PeerRetransSegs = after-before, peerAfter-peerBefore
+	own, peer := after.Sub(before), peerAfter.Sub(peerBefore)
+	t.RetransSegs, t.PeerRetransSegs = own.RetransSegs, peer.RetransSegs
+	t.LossProbes, t.PeerLossProbes = own.LossProbes, peer.LossProbes
 	var peakNs int64
 	t.QueueDelay, peakNs = queueDelay(samples, burst.StartNs)
 	t.VictimPeakGap = nearestGap(victim.WritesNs, peakNs)
-	t.Notes = append(t.Notes, fmt.Sprintf("victim got %.1f Mbit/s; kernel TcpRetransSegs +%d in the instance (or its container), +%d at the peer; probe queueing delay %v",
-		victim.Bps()/1e6, t.RetransSegs, t.PeerRetransSegs, t.QueueDelay.Round(time.Millisecond)))
+	t.Notes = append(t.Notes, fmt.Sprintf("victim got %.1f Mbit/s; kernel TcpRetransSegs +%d in the instance (or its container, %d tail loss probes), +%d at the peer (%d); probe queueing delay %v",
+		victim.Bps()/1e6, t.RetransSegs, t.LossProbes, t.PeerRetransSegs, t.PeerLossProbes, t.QueueDelay.Round(time.Millisecond)))
 	if t.VictimPeakGap >= 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("the victim's write nearest the queue's peak came %v from it", t.VictimPeakGap.Round(time.Microsecond)))
 	}
