@@ -71,7 +71,7 @@ type Truth struct {
 	// LossProbes and PeerLossProbes are the tail loss probes among them
 	// (TcpExt TCPLossProbes): sent when ACKs are late, loss or not.
 	LossProbes, PeerLossProbes uint64
-	QueueDelay                   time.Duration
+	QueueDelay                 time.Duration
 	// VictimPeakGap is how far from the queue's peak (the probe that
 	// waited longest, sent) the victim's nearest write was, an upload
 	// paced by the application only (-1 for another victim, unset outside
