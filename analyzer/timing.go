@@ -689,18 +689,17 @@ func (a *analysis) readUncertainty(cluster []counters.Jump, refreshNs int64) int
 // within its reads. The period is known only roughly (the device's clock
 // is not the host's, and one learned from the gaps is a read or so off
 // over many: the lab's 100 ms came out 100.45, and 102.3 beside two
-// CPU-bound processes), and over a 2 s incident a
-// period 0.45% off drifts the phase 9 ms across the jumps while every
-// jump's reads still hold it. So every period within 3% of refreshNs
-// that fits the most jumps counts: for each, the phases its jumps agree
-// on, and each jump's instant at their middle; a jump's instant is the
-// mean over those periods, weighted by how wide the agreement is (the
-// middle of the region of periods and phases that fit, where the period
-// nearest the learned one put the lab's jumps up to 6 ms off, its stated
-// uncertainty 0.3 ms). visible[k] is 0 for a jump out of that rhythm;
-// widen is how far any jump's instant may be from the one given, over
-// every period and phase that fit. ok is false where fewer than three
-// quarters of the jumps agree.
+// CPU-bound processes), and over a 2 s incident a period 0.45% off drifts
+// the phase 9 ms across the jumps while every jump's reads still hold it.
+// So every period within 3% of refreshNs that fits the most jumps counts:
+// for each, the phases its jumps agree on, and each jump's instant at
+// their middle; a jump's instant is the mean over those periods, weighted
+// by how wide the agreement is (the middle of the region of periods and
+// phases that fit, where the period nearest the learned one put the lab's
+// jumps up to 6 ms off, its stated uncertainty 0.3 ms). visible[k] is 0
+// for a jump out of that rhythm; widen is how far any jump's instant may
+// be from the one given, over every period and phase that fit. ok is
+// false where fewer than three quarters of the jumps agree.
 func (a *analysis) refreshPhase(cluster []counters.Jump, refreshNs int64) (visible []int64, widen int64, ok bool) {
 	type fit struct {
 		period, phase, width int64
