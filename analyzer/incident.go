@@ -80,15 +80,14 @@ func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, src lagTra
 		return counterLag{lookNs: ns, pointNs: ns, lowNs: ns, highNs: ns, source: lagFromOption}
 	}
 	refresh, known := a.counterRefresh(iface, jumps)
+	var level float64
 	if src.seen != nil {
 		if lag, ok := a.shortestShift(iface, jumps, src.seen); ok {
 			lag.refreshNs, lag.refreshKnown = refresh, known
 			lag.lookNs += refresh
 			return lag
 		}
-	}
-	var level float64
-	if src.seen == nil {
+	} else {
 		lag, ok := a.estimateLag(jumps, refresh, known, a.readInterval(iface), src)
 		if ok {
 			lag.lookNs = lag.highNs + refreshLook(lag.refreshNs, lag.refreshKnown) + a.g.widthNs

@@ -428,14 +428,15 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			clusters = append(clusters, r)
 		}
 	}
+	var level float64
 	if len(levels) > 0 {
 		slices.Sort(levels)
-		lag.overshootLevel = levels[len(levels)/2]
+		level = levels[len(levels)/2]
 	}
 	if len(clusters) == 0 {
 		// No lag, but a long overshoot's level, for its incidents to be
 		// located by all the same.
-		return lag, false, false
+		return counterLag{overshootLevel: level}, false, false
 	}
 	r, n := agreement(clusters)
 	mids := make([]int64, len(clusters))
@@ -455,7 +456,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	point = min(max(point, r.from), r.to)
 	fits = fits && latestFrom-earliestTo <= readNs
 	lag = counterLag{lowNs: r.from, highNs: r.to, pointNs: point, refreshNs: refreshNs,
-		clusters: len(clusters), source: lagEstimated, overshootLevel: lag.overshootLevel}
+		clusters: len(clusters), source: lagEstimated, overshootLevel: level}
 	return lag, true, fits
 }
 
