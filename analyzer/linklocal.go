@@ -90,13 +90,13 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 		s := span{lo: lo, hi: hi, levelName: levelNone}
 		for i := hi - 1; i >= lo; i-- {
 			if over(i) {
-				s.hi, s.levelName = i+1, limit.name
+				s.hi, s.levelName, s.level = i+1, limit.name, limit.perWindow
 				break
 			}
 		}
 		return s
 	}
-	lag := a.counterLagFor(iface, jumps, lagTraffic{locate: lastOver})
+	lag := a.counterLagFor(iface, jumps, lagTraffic{locate: lastOver, val: packetsAt, perDrop: func(int, int) float64 { return 1 }})
 	spec.lag = lag
 	var out []Finding
 	for _, inc := range a.incidents(spec, jumps) {

@@ -59,9 +59,10 @@ type LaggedCounters struct {
 // lag that jump had, which an analyzer learns per jump: a run's mean
 // delay (MeanDelay) counts from each poll's start, where under load a
 // poll takes tens of ms and its values are taken anywhere within it.
+// ShownNs is that instant of making it visible.
 type ShownJump struct {
-	Counter       string
-	ReadNs, AgeNs int64
+	Counter                string
+	ReadNs, ShownNs, AgeNs int64
 }
 
 // pollTime is when one poll began and ended (CLOCK_MONOTONIC).
@@ -190,7 +191,7 @@ func (s *LaggedCounters) Read() (map[string]uint64, error) {
 	for k, v := range p.values {
 		out[k] = v
 		if last, ok := s.lastShown[k]; ok && last != v && len(s.jumps) < maxPollTimes {
-			s.jumps = append(s.jumps, ShownJump{Counter: k, ReadNs: now, AgeNs: cut + int64(s.lag) - p.sampledNs[k]})
+			s.jumps = append(s.jumps, ShownJump{Counter: k, ReadNs: now, ShownNs: cut + int64(s.lag), AgeNs: cut + int64(s.lag) - p.sampledNs[k]})
 		}
 	}
 	s.lastShown = p.values

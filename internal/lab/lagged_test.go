@@ -135,7 +135,8 @@ func TestLaggedCountersRefresh(t *testing.T) {
 // checkJumps: the source recorded at least n jumps of counter, each as
 // old as the lag at least (a value is taken by the poll's end, and shown
 // a lag after it at the soonest) and as old as the oldest read served at
-// most (it was taken after that poll began, and made visible by the read).
+// most (it was taken after that poll began, and made visible by the read),
+// made visible by its read at the latest.
 func checkJumps(t *testing.T, src *LaggedCounters, counter string, lag time.Duration, n int) {
 	t.Helper()
 	var got []ShownJump
@@ -150,6 +151,9 @@ func checkJumps(t *testing.T, src *LaggedCounters, counter string, lag time.Dura
 	for _, j := range got {
 		if age := time.Duration(j.AgeNs); age < lag || age > src.MaxAge() {
 			t.Errorf("jump at %d: shown %v old, want between the lag %v and the oldest read's %v", j.ReadNs, age, lag, src.MaxAge())
+		}
+		if j.ShownNs > j.ReadNs || j.ShownNs <= 0 {
+			t.Errorf("jump read at %d made visible at %d: after its read", j.ReadNs, j.ShownNs)
 		}
 	}
 	t.Logf("%d jumps of %s, the first shown %v old", len(got), counter, time.Duration(got[0].AgeNs))
