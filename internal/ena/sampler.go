@@ -37,6 +37,9 @@ type Sampler struct {
 	backoff  Backoff
 	guard    *guardState
 	current  atomic.Int64 // the interval in use, ns
+	// unlocked turns off the extra reads where a refresh is due
+	// (refreshLock): for tests that compare with it.
+	unlocked bool
 }
 
 // Backoff makes a sampler gentle on a slow device: when Slow reads in a
@@ -135,15 +138,23 @@ func (s *Sampler) Sample() record.CounterSample {
 // never overlap: when a read (or emit, which runs on the sampling goroutine
 // and should be quick) outlasts the interval, the intervals it covered are
 // dropped instead of queued, so a slow device is not flooded with catch-up
-// reads.
+// reads. Where the counters change on a period of their own, a few reads
+// more fall where the next change is due (refreshLock, lock.go).
 func (s *Sampler) Run(ctx context.Context, emit func(record.CounterSample)) {
 	if ctx.Err() != nil {
 		return
 	}
 	cur, fast := s.interval, 0
 	base, stopped := s.interval, false // base: the shortest interval allowed now
+	var lock *refreshLock
+	if !s.unlocked {
+		lock = newRefreshLock(int64(s.interval))
+	}
 	sample := func() {
 		cs := s.Sample()
+		if lock != nil {
+			lock.observe(cs)
+		}
 		emit(cs)
 		var backOff time.Duration
 		if backOff, stopped = s.guard.observe(cs, cur); stopped {
@@ -167,6 +178,17 @@ func (s *Sampler) Run(ctx context.Context, emit func(record.CounterSample)) {
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	// wait waits d, false when ctx is done first. When the timer and the
+	// cancellation are both ready, select picks either: stopping wins.
+	wait := func(d time.Duration) bool {
+		timer.Reset(d)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return ctx.Err() == nil
+		}
+	}
 	for {
 		was := cur
 		slot = slot.Add(cur)
@@ -175,23 +197,30 @@ func (s *Sampler) Run(ctx context.Context, emit func(record.CounterSample)) {
 			// falls in the one under way.
 			slot = slot.Add(now.Sub(slot) / cur * cur)
 		}
-		timer.Reset(time.Until(slot.Add(rand.N(cur / 2))))
-		select {
-		case <-ctx.Done():
+		at := slot.Add(rand.N(cur / 2))
+		// The lock's reads due before this one come first.
+		for lock != nil {
+			now := monoclock.Now()
+			x := lock.next(now, int64(cur))
+			if x == 0 || x >= now+int64(time.Until(at)) {
+				break
+			}
+			if !wait(time.Duration(x - now)) {
+				return
+			}
+			lock.read()
+			if sample(); stopped {
+				return
+			}
+		}
+		if !wait(time.Until(at)) {
 			return
-		case <-timer.C:
-			// When the timer and the cancellation are both ready, select
-			// picks either: stopping wins.
-			if ctx.Err() != nil {
-				return
-			}
-			sample()
-			if stopped {
-				return
-			}
-			if cur != was {
-				slot = time.Now() // a new interval starts from this read
-			}
+		}
+		if sample(); stopped {
+			return
+		}
+		if cur != was {
+			slot = time.Now() // a new interval starts from this read
 		}
 	}
 }
