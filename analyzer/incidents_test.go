@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -307,5 +308,27 @@ func TestLateRead(t *testing.T) {
 	}
 	if f.Incident.Delta != totalRise(res, name) {
 		t.Errorf("incident delta %d, the counter rose by %d", f.Incident.Delta, totalRise(res, name))
+	}
+}
+
+// TestLagText: a lag the run narrowed down is stated as such; one it only
+// bounded (a single burst behind a 1 s refresh) is stated as its bounds,
+// with no middle that would read as an estimate.
+func TestLagText(t *testing.T) {
+	for _, c := range []struct {
+		lag, low, high float64
+		want, not      string
+	}{
+		{0.0255, 0.0155, 0.0354, "drops shown about 25.5 ms after the traffic (15.5 ms to 35.4 ms)", "too few"},
+		{0.936, 0.9304, 0.9416, "drops shown about 936 ms after the traffic", "too few"},
+		{0.7237, 0, 0.7282, "drops shown 0 s to 728 ms after the traffic (too few changes to tell closer)", "about"},
+		{0.0311, 0, 0.0621, "drops shown 0 s to 62.1 ms after the traffic (too few changes", "about"},
+	} {
+		info := &Incident{Counter: counters.PPSAllowanceExceeded, CounterLagSource: lagEstimated, CounterRefreshKnown: true, CounterRefreshS: 1,
+			CounterLagS: c.lag, CounterLagLowS: c.low, CounterLagHighS: c.high, LookBackS: 1.1}
+		got := lagText(info)
+		if !strings.Contains(got, c.want) || strings.Contains(got, c.not) {
+			t.Errorf("lag %v (%v to %v): %q, want %q and not %q", c.lag, c.low, c.high, got, c.want, c.not)
+		}
 	}
 }
