@@ -431,11 +431,12 @@ func lagText(info *Incident) string {
 }
 
 // lagLearned tells a lag the run narrowed down from one it only bounded:
-// its range at most as wide as the lag itself, or 50 ms. A single burst
+// its range at most as wide as the lag itself, or 25 ms. A single burst
 // behind a 1 s refresh leaves 0 to 728 ms, whose middle is no estimate
-// (the lab's counters were 25 ms late).
+// (the lab's counters were 25 ms late); one behind a 100 ms refresh it
+// could not tell, 0 to 33 ms stated as 28 where the device had none.
 func lagLearned(info *Incident) bool {
-	return info.CounterLagHighS-info.CounterLagLowS <= max(info.CounterLagS, 0.05)
+	return info.CounterLagHighS-info.CounterLagLowS <= max(info.CounterLagS, 0.025)
 }
 
 // findingCost orders findings of one severity: the most packets dropped

@@ -323,6 +323,9 @@ func TestLagText(t *testing.T) {
 		{0.936, 0.9304, 0.9416, "drops shown about 936 ms after the traffic", "too few"},
 		{0.7237, 0, 0.7282, "drops shown 0 s to 728 ms after the traffic (too few changes to tell closer)", "about"},
 		{0.0311, 0, 0.0621, "drops shown 0 s to 62.1 ms after the traffic (too few changes", "about"},
+		{0.028, 0, 0.033, "drops shown 0 s to 33 ms after the traffic (too few changes", "about"},
+		{0.0204, 0.0095, 0.0313, "drops shown about 20.4 ms after the traffic", "too few"},
+		{0.0025, 0, 0.0051, "drops shown about 2.5 ms after the traffic", "too few"},
 	} {
 		info := &Incident{Counter: counters.PPSAllowanceExceeded, CounterLagSource: lagEstimated, CounterRefreshKnown: true, CounterRefreshS: 1,
 			CounterLagS: c.lag, CounterLagLowS: c.low, CounterLagHighS: c.high, LookBackS: 1.1}
