@@ -134,12 +134,13 @@ func (s *Sampler) Sample() record.CounterSample {
 // every time, and when it makes a change visible would stay unknown within
 // a whole interval however many changes the run saw; dithered, the reads
 // around the changes narrow it (the analyzer's refreshPhase). The reads
-// still average one an interval, and never more than one in it. Reads
-// never overlap: when a read (or emit, which runs on the sampling goroutine
-// and should be quick) outlasts the interval, the intervals it covered are
-// dropped instead of queued, so a slow device is not flooded with catch-up
-// reads. Where the counters change on a period of their own, a few reads
-// more fall where the next change is due (refreshLock, lock.go).
+// average one an interval, one in each. Where the counters change on a
+// period of half a second or more, a few reads more fall where the next
+// change is due (refreshLock, lock.go: at most an eighth more, and none
+// while backing off). Reads never overlap: when a read (or emit, which
+// runs on the sampling goroutine and should be quick) outlasts the
+// interval, the intervals it covered are dropped instead of queued, so a
+// slow device is not flooded with catch-up reads.
 func (s *Sampler) Run(ctx context.Context, emit func(record.CounterSample)) {
 	if ctx.Err() != nil {
 		return
