@@ -40,6 +40,10 @@ type counterLag struct {
 	// stands out of its own level, and each jump would blame a 1 ms blip.
 	// 0 without one.
 	overshootLevel float64
+	// bucketDepth is the depth, in the traffic's unit, of the bucket the
+	// jumps of long incidents showed (bucketDepth; the median over them),
+	// 0 where none was learned.
+	bucketDepth float64
 }
 
 // lagTraffic is the traffic a counter's lag is learned from: locate finds
@@ -172,6 +176,10 @@ type incidentSpec struct {
 	// val is the traffic per fine window the spans are located in, to
 	// grow a span that reaches the look-back's start (nil: not grown).
 	val func(int) float64
+	// start, where set, is where an incident whose traffic was located
+	// over fine windows [at, hi), in a look-back from lo, starts: its
+	// first drop, where the traffic began before the look-back did.
+	start func(at, hi, lo, floor int) int
 	// excess is, with no allowance known, how many of the counter's
 	// packets a located span's traffic above its level could explain
 	// (nil: not checked).
@@ -234,6 +242,13 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				s.lo--
 				lo--
 			}
+		}
+		if spec.start != nil && s.levelName != levelNone {
+			floor := 0
+			if n := len(out); n > 0 {
+				floor = out[n-1].hi
+			}
+			s.lo = min(spec.start(s.lo, s.hi, lo, floor), s.hi-1)
 		}
 		if spec.excess != nil && spec.explained == nil && spec.excess(s) < float64(j.Delta)/4 {
 			// What stands out here explains too little of the jump: a

@@ -72,6 +72,12 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 		lo, hi := max(i+1-lagWindow, 0), i+1
 		return packetsAt(i) > 0 && rolling[hi]-rolling[lo] >= a.opt.LinkLocalPPS*float64(hi-lo)*sec
 	}
+	refill := a.opt.LinkLocalPPS * a.opt.IncidentRefill.Seconds()
+	// leads: the window starts a lagWindow over the limit, as a flood's
+	// first packet does.
+	leads := func(i int) bool {
+		return packetsAt(i) > 0 && rolling[min(i+lagWindow, a.g.n)]-rolling[i] >= a.opt.LinkLocalPPS*float64(lagWindow)*sec
+	}
 	jumps := a.jumps(iface, counters.LinklocalAllowanceExceeded)
 	spec := incidentSpec{counter: counters.LinklocalAllowanceExceeded,
 		locate:    func(lo, hi int) span { return a.locate(packetsAt, lo, hi, limit) },
@@ -98,6 +104,23 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 	}
 	lag := a.counterLagFor(iface, jumps, lagTraffic{locate: lastOver, val: packetsAt, perDrop: func(int, int) float64 { return 1 }})
 	spec.lag = lag
+	if lag.bucketDepth > 0 {
+		// The incident starts at the flood's first drop, where the
+		// bucket the jumps' timing showed ran dry: not where the flood
+		// began (125 ms before at 1,500 pps, 800 ms at 1,100), nor where
+		// a look-back from a jump a refresh later cut it.
+		spec.start = func(at, hi, lo, floor int) int {
+			began := at // the flood began within the look-back
+			if b := floorOver(packetsAt, lo, floor, limit.perWindow, refill); lo-b >= lagWindow {
+				for began = b; began < lo && !leads(began); began++ {
+				}
+			}
+			if i := firstDrop(packetsAt, began, hi, limit.perWindow, lag.bucketDepth); i >= 0 {
+				return i
+			}
+			return at
+		}
+	}
 	var out []Finding
 	for _, inc := range a.incidents(spec, jumps) {
 		f := a.newFinding(KindLinkLocalExceeded, a.incidentSeverity(inc), iface, []record.Direction{fs.dir}, inc.lo, inc.hi)
@@ -260,6 +283,37 @@ func (a *analysis) linkLocalFlows(iface string, dir record.Direction, lo, hi int
 		return countrules.ServiceOf(f.key.Dst.Addr(), a.rec.Meta.VPCResolver) != record.ServiceNone
 	}
 	return a.culprits(iface, []record.Direction{dir}, lo, hi, nil, rankPackets, toService)
+}
+
+// floorOver is the earliest fine window, not before floor, from which
+// the traffic up to window lo stayed at perWindow give or take most (as
+// shortOfAtMost): scanned back from lo, no stretch fell short by more.
+func floorOver(val func(int) float64, lo, floor int, perWindow, most float64) int {
+	var sum, least float64 // the deficit of [i, lo), the least of [j, lo) for j > i
+	for i := lo - 1; i >= floor; i-- {
+		sum += perWindow - val(i)
+		if sum-least > most {
+			return i + 1
+		}
+		least = min(least, sum)
+	}
+	return floor
+}
+
+// firstDrop is the first fine window of [lo, hi) where a bucket refilled
+// at perWindow and holding depth beyond it, full at lo, drops (as
+// bucketDrops), -1 where none does.
+func firstDrop(val func(int) float64, lo, hi int, perWindow, depth float64) int {
+	carry := depth
+	for i := lo; i < hi; i++ {
+		avail := perWindow + carry
+		if v := val(i); v > avail {
+			return i
+		} else {
+			carry = min(avail-v, depth)
+		}
+	}
+	return -1
 }
 
 // shortOfAtMost tells whether the traffic of fine windows [lo, hi) fell

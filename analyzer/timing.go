@@ -319,6 +319,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	fits = true
 	maxNs := int64(MaxCounterLag)
 	var levels []float64 // of the long overshoots located with no allowance known
+	var depths []float64 // the buckets long incidents' timing showed
 	var clusters []lagRange
 	for f := 0; f < len(jumps); {
 		l := f
@@ -409,8 +410,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		}
 		longTraffic := val != nil && s.level > 0 && end-start >= longIncidentReads*max(readNs, 1)
 		if longTraffic {
-			if r, ok := a.longClusterRange(jumps[fc:l+1], s, val, refreshNs, maxNs); ok {
+			if r, depth, ok := a.longClusterRange(jumps[fc:l+1], s, val, refreshNs, maxNs); ok {
 				clusters = append(clusters, r)
+				depths = append(depths, depth)
 				continue
 			}
 		}
@@ -455,8 +457,13 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	}
 	point = min(max(point, r.from), r.to)
 	fits = fits && latestFrom-earliestTo <= readNs
+	var depth float64
+	if len(depths) > 0 {
+		slices.Sort(depths)
+		depth = depths[len(depths)/2]
+	}
 	lag = counterLag{lowNs: r.from, highNs: r.to, pointNs: point, refreshNs: refreshNs,
-		clusters: len(clusters), source: lagEstimated, overshootLevel: level}
+		clusters: len(clusters), source: lagEstimated, overshootLevel: level, bucketDepth: depth}
 	return lag, true, fits
 }
 
@@ -616,7 +623,7 @@ const minLongLags = 2
 // less when its share was reached. Without it, the lab's 100 ms refresh
 // read every 10 ms put every jump of a run at the same place in its read
 // interval, up to 5 ms off.
-func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(int) float64, refreshNs, maxNs int64) (lagRange, bool) {
+func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(int) float64, refreshNs, maxNs int64) (lagRange, float64, bool) {
 	var visible []int64
 	var widen int64
 	locked := false
@@ -646,9 +653,10 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 		}
 		return lags, at
 	}
-	lags, _ := lagsAt(bucketDepth(s, val, lagsAt))
+	depth := bucketDepth(s, val, lagsAt)
+	lags, _ := lagsAt(depth)
 	if len(lags) < minLongLags {
-		return lagRange{}, false
+		return lagRange{}, 0, false
 	}
 	for k := range lags {
 		lags[k] = min(max(lags[k], 0), maxNs)
@@ -665,7 +673,7 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 		widen += a.readUncertainty(cluster, refreshNs) / 2
 	}
 	slices.Sort(lags)
-	return lagRange{max(lags[len(lags)/4]-widen, 0), lags[3*len(lags)/4] + widen}, true
+	return lagRange{max(lags[len(lags)/4]-widen, 0), lags[3*len(lags)/4] + widen}, depth, true
 }
 
 // readUncertainty is the median width of the span a cluster's jumps
