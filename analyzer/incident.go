@@ -243,13 +243,6 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				lo--
 			}
 		}
-		if spec.start != nil && s.levelName != levelNone {
-			floor := 0
-			if n := len(out); n > 0 {
-				floor = out[n-1].hi
-			}
-			s.lo = min(spec.start(s.lo, s.hi, lo, floor), s.hi-1)
-		}
 		if spec.excess != nil && spec.explained == nil && spec.excess(s) < float64(j.Delta)/4 {
 			// What stands out here explains too little of the jump: a
 			// read later than the lag (a busy device, a stalled poll).
@@ -270,6 +263,13 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 			if w := spec.locate(wlo, whi); spec.explained(w) {
 				s, unexplained = w, false
 			}
+		}
+		if spec.start != nil && s.levelName != levelNone {
+			floor := 0
+			if n := len(out); n > 0 {
+				floor = out[n-1].hi
+			}
+			s.lo = min(spec.start(s.lo, s.hi, lo, floor), s.hi-1)
 		}
 		if n := len(out); n > 0 && spec.explained == nil && !spec.unseen && (s.levelName == levelNone || s.peak < out[n-1].level) {
 			// No allowance known, and nothing after the incident stands
