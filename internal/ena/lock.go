@@ -82,29 +82,22 @@ func (l *refreshLock) observe(cs record.CounterSample) {
 	if cs.Err != "" || cs.Values == nil {
 		return
 	}
-	changed := false
-	if l.last != nil {
-		for _, name := range counters.DeviceCounters {
-			if v, ok := cs.Values[name]; ok {
-				if w, ok := l.last[name]; ok && w != v {
-					changed = true
-					break
-				}
-			}
-		}
-	}
 	if l.last == nil {
 		l.last = make(map[string]uint64, len(counters.DeviceCounters))
 	}
+	changed := false
 	for _, name := range counters.DeviceCounters {
 		if v, ok := cs.Values[name]; ok {
+			if w, seen := l.last[name]; seen && w != v {
+				changed = true
+			}
 			l.last[name] = v
 		}
 	}
 	before := l.lastBefore
 	l.lastBefore = cs.BeforeNs
-	if !changed || before == 0 {
-		return
+	if !changed {
+		return // a change needs a read before it: before is set
 	}
 	a := arc{before, cs.AfterNs}
 	if l.periodNs > 0 && l.window.hi > 0 && (a.hi <= l.window.lo || a.lo >= l.window.hi) && !l.anyWindowHolds(a) {
