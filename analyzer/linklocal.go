@@ -68,16 +68,21 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 	// that the last windows of the overshoot count; short, so that the
 	// windows after it do not (at 1,500 pps, 7 ms of them would).
 	lagWindow := max(int(int64(20*time.Millisecond)/a.g.widthNs), 1)
-	over := func(i int) bool {
-		lo, hi := max(i+1-lagWindow, 0), i+1
-		return packetsAt(i) > 0 && rolling[hi]-rolling[lo] >= a.opt.LinkLocalPPS*float64(hi-lo)*sec
+	// overIn: the link-local packets of [lo, hi) are over the limit, for
+	// a stretch of n windows.
+	overIn := func(lo, hi, n int) bool {
+		return rolling[hi]-rolling[lo] >= a.opt.LinkLocalPPS*float64(n)*sec
 	}
-	refill := a.opt.LinkLocalPPS * a.opt.IncidentRefill.Seconds()
+	over := func(i int) bool {
+		lo := max(i+1-lagWindow, 0)
+		return packetsAt(i) > 0 && overIn(lo, i+1, i+1-lo)
+	}
 	// leads: the window starts a lagWindow over the limit, as a flood's
 	// first packet does.
 	leads := func(i int) bool {
-		return packetsAt(i) > 0 && rolling[min(i+lagWindow, a.g.n)]-rolling[i] >= a.opt.LinkLocalPPS*float64(lagWindow)*sec
+		return packetsAt(i) > 0 && overIn(i, min(i+lagWindow, a.g.n), lagWindow)
 	}
+	refill := a.opt.LinkLocalPPS * a.opt.IncidentRefill.Seconds()
 	jumps := a.jumps(iface, counters.LinklocalAllowanceExceeded)
 	spec := incidentSpec{counter: counters.LinklocalAllowanceExceeded,
 		locate:    func(lo, hi int) span { return a.locate(packetsAt, lo, hi, limit) },
@@ -301,16 +306,12 @@ func floorOver(val func(int) float64, lo, floor int, perWindow, most float64) in
 }
 
 // firstDrop is the first fine window of [lo, hi) where a bucket refilled
-// at perWindow and holding depth beyond it, full at lo, drops (as
-// bucketDrops), -1 where none does.
+// at perWindow and holding depth beyond it, full at lo, drops
+// (bucketDrops), -1 where none does.
 func firstDrop(val func(int) float64, lo, hi int, perWindow, depth float64) int {
-	carry := depth
-	for i := lo; i < hi; i++ {
-		avail := perWindow + carry
-		if v := val(i); v > avail {
-			return i
-		} else {
-			carry = min(avail-v, depth)
+	for i, d := range bucketDrops(val, span{lo: lo, hi: hi, level: perWindow}, depth) {
+		if d > 0 {
+			return lo + i
 		}
 	}
 	return -1
