@@ -35,6 +35,24 @@ func (a *analysis) synSeries(iface string) func(int) float64 {
 	return func(i int) float64 { return float64(in.syns[i] + eg.syns[i]) }
 }
 
+// tableDrops is the SYNs a table that filled and stayed full refused: all
+// those past what the gauge's last read at its high before the first jump
+// said was available. That read showed the table up to the longest lag
+// and refresh before it: the SYNs are counted from there. Where earlier
+// connections' SYNs lie there, or the table freed some while full, the
+// drops come out early and the jumps disagree (exactRange).
+func (a *analysis) tableDrops(gauges []counters.GaugeValue, synsAt func(int) float64) func(first counters.Jump, hi int) exactDrops {
+	return func(first counters.Jump, hi int) exactDrops {
+		k := fillRead(gauges, first.FromNs, int64(a.opt.ConntrackFallWindow))
+		if k < 0 || gauges[k].Value == 0 {
+			return exactDrops{}
+		}
+		lo := a.g.index(gauges[k].BeforeNs - int64(MaxCounterLag) - int64(MaxCounterRefresh))
+		return exactDrops{lo: lo, perWin: bucketDrops(synsAt, span{lo: lo, hi: hi}, float64(gauges[k].Value)),
+			sinceNs: gauges[k].AfterNs, ok: true}
+	}
+}
+
 func (a *analysis) conntrackExceeded(iface string) []Finding {
 	synsAt := a.synSeries(iface)
 	gauges := a.gaugeValues(iface)
@@ -70,7 +88,7 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 	if in, eg := a.seriesOrEmpty(iface, record.Ingress), a.seriesOrEmpty(iface, record.Egress); sumUint(in.syns, 0, a.g.n) > sumUint(eg.syns, 0, a.g.n) {
 		seen = func(i int) bool { return synsAt(i) > 0 }
 	}
-	lag = a.counterLagFor(iface, jumps, lagTraffic{locate: spec.locate, seen: seen})
+	lag = a.counterLagFor(iface, jumps, lagTraffic{locate: spec.locate, seen: seen, drops: a.tableDrops(gauges, synsAt)})
 	spec.lag = lag
 	sec := float64(a.g.widthNs) / 1e9
 	var out []Finding
@@ -95,18 +113,21 @@ func (a *analysis) conntrackExceeded(iface string) []Finding {
 			alo = a.g.index(gauges[k].BeforeNs - lag.lookNs)
 			var sum float64
 			for i := a.g.index(gauges[k].AfterNs - lag.lookNs); i < inc.hi; i++ {
+				// The first drop is in the window that took the sum past
+				// what was available, not the one after the last SYN let
+				// in: the next SYN may come milliseconds later. Inbound
+				// SYNs the device refused the host never sees: there the
+				// table was full from that window after.
 				sum += synsAt(i)
-				if sum < float64(availBefore) {
-					continue
+				if sum > float64(availBefore) || seen != nil && sum == float64(availBefore) {
+					if sum == float64(availBefore) {
+						i++
+					}
+					if i < inc.hi {
+						inc.lo = i
+					}
+					break
 				}
-				fill := i
-				if sum == float64(availBefore) {
-					fill = i + 1
-				}
-				if fill < inc.hi {
-					inc.lo = fill
-				}
-				break
 			}
 		}
 		alo = min(alo, inc.lo)

@@ -52,12 +52,25 @@ type counterLag struct {
 // how much of it one drop the counter counts stands for over [lo, hi)
 // (packets: 1; bytes: the mean packet size; unset where the host never
 // sees the drops). seen, when set, marks the windows with the traffic that
-// moves a counter whose drops the host may not see (shortestShift).
+// moves a counter whose drops the host may not see (shortestShift). drops,
+// when set, says which of the traffic the counter counted, one by one
+// (exactRange).
 type lagTraffic struct {
 	locate  func(lo, hi int) span
 	val     func(int) float64
 	perDrop func(lo, hi int) float64
 	seen    func(int) bool
+	drops   func(first counters.Jump, hi int) exactDrops
+}
+
+// exactDrops is the drops a counter counted, per fine window from lo on,
+// since the read ending at sinceNs (the counter's rise since that read is
+// their number); ok is false where the model cannot tell.
+type exactDrops struct {
+	lo      int
+	perWin  []float64
+	sinceNs int64
+	ok      bool
 }
 
 // counterLagFor learns the timing of one counter of one interface and the
@@ -437,7 +450,7 @@ func lagText(info *Incident) string {
 		lag = fmt.Sprintf("drops shown about %s after the traffic (%s to %s)", units.Seconds(info.CounterLagS),
 			units.Seconds(info.CounterLagLowS), units.Seconds(info.CounterLagHighS))
 	case src == lagEstimated:
-		lag = fmt.Sprintf("drops shown %s to %s after the traffic (too few changes to tell closer)",
+		lag = fmt.Sprintf("drops shown %s to %s after the traffic (its changes tell no closer)",
 			units.Seconds(info.CounterLagLowS), units.Seconds(info.CounterLagHighS))
 	default:
 		lag = "no lag learned (the slowest read)"

@@ -321,9 +321,9 @@ func TestLagText(t *testing.T) {
 	}{
 		{0.0255, 0.0155, 0.0354, "drops shown about 25.5 ms after the traffic (15.5 ms to 35.4 ms)", "too few"},
 		{0.936, 0.9304, 0.9416, "drops shown about 936 ms after the traffic", "too few"},
-		{0.7237, 0, 0.7282, "drops shown 0 s to 728 ms after the traffic (too few changes to tell closer)", "about"},
-		{0.0311, 0, 0.0621, "drops shown 0 s to 62.1 ms after the traffic (too few changes", "about"},
-		{0.028, 0, 0.033, "drops shown 0 s to 33 ms after the traffic (too few changes", "about"},
+		{0.7237, 0, 0.7282, "drops shown 0 s to 728 ms after the traffic (its changes tell no closer)", "about"},
+		{0.0311, 0, 0.0621, "drops shown 0 s to 62.1 ms after the traffic (its changes tell", "about"},
+		{0.028, 0, 0.033, "drops shown 0 s to 33 ms after the traffic (its changes tell", "about"},
 		{0.0204, 0.0095, 0.0313, "drops shown about 20.4 ms after the traffic", "too few"},
 		{0.0025, 0, 0.0051, "drops shown about 2.5 ms after the traffic", "too few"},
 	} {

@@ -103,6 +103,53 @@ func opaqueCases() []opaqueCase {
 				return synth.Spec{Name: "opaque_conntrack", Duration: d, Seed: 34,
 					Interfaces: []synth.Interface{{Name: "eth0", ENA: true, ConntrackCapacity: 150}}, Flows: lan(), SYNFloods: []synth.SYNFlood{flood}}
 			}},
+		// The lab's connection flood: 300 connections over a second, half
+		// of them refused and sent again 1, 2 and 3 s later. Every SYN past
+		// the free connections is a drop, so each jump tells when its
+		// snapshot was taken to a SYN's spacing (exactRange); the flood
+		// starts at a phase of the device's 1 s refresh that its retries
+		// keep, within their waves. (Before, its lag came from its first
+		// and last drops only: 0 to 942 ms behind a 1 s refresh.)
+		{name: "conntrack-retries", kind: KindConntrackExceeded, culprit: incHost.String() + ":*", start: firstDrop(counters.ConntrackAllowanceExceeded),
+			timed: true,
+			spec: func() synth.Spec {
+				flood := synth.SYNFlood{Interface: "eth0", Dir: record.Egress, Src: incHost, Dst: incDB, PerSecond: 300,
+					From: 1600 * time.Millisecond, To: 2600 * time.Millisecond, RetryAfter: []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}}
+				return synth.Spec{Name: "opaque_conntrack_retries", Duration: 9 * time.Second, Seed: 35,
+					Interfaces: []synth.Interface{{Name: "eth0", ENA: true, ConntrackCapacity: 150}}, Flows: lan(), SYNFloods: []synth.SYNFlood{flood}}
+			}},
+	}
+}
+
+// TestConntrackBetweenWaves: the connection flood of conntrack-retries,
+// started where every snapshot of a 1 s refresh falls between its waves
+// (the new SYNs, then their retries a second apart), so each jump says
+// only that its drops came before it: the lag is stated as the bounds
+// that holds the device's, not as a middle, and the start is the first
+// refused SYN all the same.
+func TestConntrackBetweenWaves(t *testing.T) {
+	for _, lag := range []time.Duration{30 * time.Millisecond, 250 * time.Millisecond} {
+		t.Run(fmt.Sprintf("lag=%v", lag), func(t *testing.T) {
+			flood := synth.SYNFlood{Interface: "eth0", Dir: record.Egress, Src: incHost, Dst: incDB, PerSecond: 300,
+				From: 2 * time.Second, To: 3 * time.Second, RetryAfter: []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}}
+			s := synth.Spec{Name: "conntrack_between_waves", Duration: 9 * time.Second, Seed: 36,
+				SampleNs: incSampleNs, CounterLag: lag, CounterRefresh: time.Second, RefreshPhase: 370 * time.Millisecond,
+				Interfaces: []synth.Interface{{Name: "eth0", ENA: true, ConntrackCapacity: 150}}, SYNFloods: []synth.SYNFlood{flood}}
+			rec, truth := synth.Generate(s)
+			res := Analyze(rec, DefaultOptions())
+			checkOneIncident(t, res, KindConntrackExceeded, incHost.String()+":*", 0,
+				truth.Drops["eth0"][counters.ConntrackAllowanceExceeded][0].From, time.Second)
+			for _, f := range res.Findings {
+				if inc := f.Incident; f.Kind == KindConntrackExceeded && inc != nil {
+					if inc.CounterLagLowS > lag.Seconds() || inc.CounterLagHighS < lag.Seconds() {
+						t.Errorf("lag range stated %.4f to %.4f s, the device's %v", inc.CounterLagLowS, inc.CounterLagHighS, lag)
+					}
+					if lagLearned(inc) {
+						t.Errorf("lag stated as about %.4f s (%.4f to %.4f): the jumps only bound it", inc.CounterLagS, inc.CounterLagLowS, inc.CounterLagHighS)
+					}
+				}
+			}
+		})
 	}
 }
 

@@ -339,6 +339,13 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				own = append(own, r)
 			}
 		}
+		if src.drops != nil {
+			r, ok := a.exactRange(jumps, fc, l, hi, refreshNs, readNs, src.drops)
+			if ok {
+				clusters = append(clusters, r)
+				continue
+			}
+		}
 		s := locate(lo, hi)
 		long := val != nil && l > fc && lastRead-firstPrev >= longIncidentReads*readNs
 		if !long && refreshNs == 0 && val != nil && s.levelName == levelIntervalOwn {
@@ -455,6 +462,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	if len(mids)%2 == 0 {
 		point = (mids[len(mids)/2-1] + point) / 2
 	}
+	r.to = min(r.to, int64(MaxCounterLag))
 	point = min(max(point, r.from), r.to)
 	fits = fits && latestFrom-earliestTo <= readNs
 	var depth float64
@@ -527,6 +535,100 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 		out = append(out, lagRange{from - reached(target+h), to - reached(target-h)})
 	}
 	return out
+}
+
+// exactRange is the lag of a cluster whose drops the traffic tells one by
+// one (drops; a full connection-tracking table refuses every SYN past what
+// was available): the jump that brought the counter's rise to C showed a
+// snapshot the device took after the C-th drop and before the next, and
+// became visible between the reads around it (at the refresh's phase where
+// one is learned: refreshPhase). Each jump gives a range; with a refresh of
+// 0 the read before each jump gives one more, since it showed the drops
+// until it less the lag. They agree on one lag where the model holds and
+// the device's lag is steady: the range they all share. Where the lag
+// varies from read to read, the ranges of the jumps (a tenth of the
+// outermost left out) fall within tol of each other, and the lag is
+// between their edges. Otherwise the model is wrong here (the table
+// freed connections, SYNs counted against it the host did not see), and
+// ok is false. A snapshot taken where no drop came for long (between a
+// flood and its retries a second later) gives a range as long.
+func (a *analysis) exactRange(jumps []counters.Jump, fc, l, hi int, refreshNs, readNs int64, dropsIn func(first counters.Jump, hi int) exactDrops) (lagRange, bool) {
+	cluster := jumps[fc : l+1]
+	d := dropsIn(cluster[0], hi)
+	if !d.ok {
+		return lagRange{}, false
+	}
+	cum := make([]float64, len(d.perWin)+1)
+	for i, v := range d.perWin {
+		cum[i+1] = cum[i] + v
+	}
+	// window is the fine window the n-th modeled drop fell in, false
+	// past the last.
+	window := func(n uint64) (int, bool) {
+		i := sort.SearchFloat64s(cum, float64(n)) - 1
+		return d.lo + i, n > 0 && i < len(d.perWin)
+	}
+	// The rise since the model's read, before the cluster.
+	var shown uint64
+	for _, j := range jumps[:fc] {
+		if j.FromNs >= d.sinceNs {
+			shown += j.Delta
+		}
+	}
+	var visible []int64
+	var widen int64
+	locked := false
+	if refreshNs > 0 {
+		visible, widen, locked = a.refreshPhase(cluster, refreshNs)
+	}
+	froms := make([]int64, 0, len(cluster))
+	tos := make([]int64, 0, len(cluster))
+	for k, j := range cluster {
+		before := shown
+		shown += j.Delta
+		at, ok := window(shown)
+		if !ok {
+			return lagRange{}, false // more shown than the model dropped
+		}
+		vFrom, vTo := a.certain(j)
+		switch {
+		case refreshNs == 0:
+			vFrom = j.ToNs
+		case locked && visible[k] != 0:
+			vFrom, vTo = visible[k]-widen, visible[k]+widen
+		}
+		from := int64(math.MinInt64)
+		if next, ok := window(shown + 1); ok {
+			from = vFrom - a.g.startNs(next+1)
+		}
+		if refreshNs == 0 {
+			// The read before showed the drops before this jump's only.
+			prev, _ := a.certain(j)
+			if next, ok := window(before + 1); ok {
+				from = max(from, prev-a.g.startNs(next+1))
+			}
+		}
+		froms, tos = append(froms, from), append(tos, vTo-a.g.startNs(at))
+	}
+	slices.Sort(froms)
+	slices.Sort(tos)
+	if from, to := froms[len(froms)-1], tos[0]; from <= to {
+		return keepExactLag(from, to)
+	}
+	trim := len(cluster) / 10
+	from, to := froms[len(froms)-1-trim], tos[trim]
+	if from-to > max(readNs, int64(10*time.Millisecond)) {
+		return lagRange{}, false
+	}
+	return keepExactLag(min(from, to), max(from, to))
+}
+
+// keepExactLag is keepLag for exactRange, its top not cut at the longest
+// lag: a lag at it, told to a read, is the middle of a range that ends a
+// read past it, and estimateLagWith cuts the range it states there.
+func keepExactLag(from, to int64) (lagRange, bool) {
+	r, ok := keepLag(from, to, int64(MaxCounterLag))
+	return lagRange{r.from, max(r.to, to)}, ok
 }
 
 // bucketDrops is what a token bucket would drop of the traffic in s's
