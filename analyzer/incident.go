@@ -42,8 +42,11 @@ type counterLag struct {
 	overshootLevel float64
 	// bucketDepth is the depth, in the traffic's unit, of the bucket the
 	// jumps of long incidents showed (bucketDepth; the median over them),
-	// 0 where none was learned.
+	// 0 where none was learned. depthRough: some incident's depth came
+	// from too few jumps' lags (under longIncidentReads/2) to place a
+	// first drop by.
 	bucketDepth float64
+	depthRough  bool
 }
 
 // lagTraffic is the traffic a counter's lag is learned from: locate finds
@@ -161,6 +164,17 @@ func (a *analysis) slowestRead(iface string) int64 {
 		}
 	}
 	return slow
+}
+
+// lastReadNs is when the last good read of an interface's counters began.
+func (a *analysis) lastReadNs(iface string) int64 {
+	var last int64
+	for _, s := range a.rec.Counters {
+		if s.Interface == iface && s.Err == "" {
+			last = max(last, s.BeforeNs)
+		}
+	}
+	return last
 }
 
 // incidentSpec is how one counter's jumps on one interface become

@@ -9,6 +9,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/limits"
 	"github.com/enaprobe/enaprobe/internal/record"
 )
 
@@ -150,6 +151,49 @@ func TestConntrackBetweenWaves(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLinkLocalFirstDropCounted: a flood over the limit through a bucket
+// of 64 packets (the lab's), behind a 1 s refresh, the first drop 840 ms
+// into a mild one (76 packets/s over) and 135 ms into a 1,500 packets/s
+// one. Three or four jumps' timing learned the depth too roughly (the
+// lab's mild first drops were placed up to 45 ms early); their count
+// tells it to a packet: the depths that give it span one packet's worth
+// of the excess, and the incident starts at their middle. So it starts
+// within half that and a window of the first drop: 7.6 ms for the mild
+// flood (where in that span the depth lies, the count cannot tell), 5 ms
+// (the bound) for the other.
+func TestLinkLocalFirstDropCounted(t *testing.T) {
+	for _, pps := range []float64{1100, 1500} {
+		for _, lag := range []time.Duration{30 * time.Millisecond, 250 * time.Millisecond} {
+			t.Run(fmt.Sprintf("pps=%v/lag=%v", pps, lag), func(t *testing.T) {
+				dns := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 53535),
+					Dst: netip.AddrPortFrom(incDNS, 53), Size: 80, Phases: []synth.Phase{{From: 2 * time.Second, To: 6 * time.Second, Bps: pps * 80 * 8}}}
+				s := synth.Spec{Name: "linklocal_counted", Duration: 9 * time.Second, Seed: 38,
+					SampleNs: incSampleNs, CounterLag: lag, CounterRefresh: time.Second, RefreshPhase: 370 * time.Millisecond,
+					Interfaces: []synth.Interface{{Name: "eth0", ENA: true, LinkLocalBurst: 64}}, Flows: []synth.Flow{dns}}
+				rec, truth := synth.Generate(s)
+				res := Analyze(rec, DefaultOptions())
+				first := truth.Drops["eth0"][counters.LinklocalAllowanceExceeded][0].From
+				var above []Finding
+				for _, f := range res.Findings {
+					if f.Severity != SeverityInfo {
+						above = append(above, f)
+					}
+				}
+				if len(above) != 1 || above[0].Kind != KindLinkLocalExceeded {
+					t.Fatalf("%d findings above info, want one %s", len(above), KindLinkLocalExceeded)
+				}
+				slack := 0.005
+				if excess := pps - limits.LinkLocalPPSPerInterface; 0.5/excess+0.001 > slack {
+					slack = 0.5/excess + 0.001
+				}
+				if d := math.Abs(above[0].StartOffsetS - first.Seconds()); d > slack {
+					t.Errorf("starts at %.4f s, the first drop at %.4f s: %.1f ms off, more than %.1f", above[0].StartOffsetS, first.Seconds(), d*1e3, slack*1e3)
+				}
+			})
+		}
 	}
 }
 

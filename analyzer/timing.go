@@ -245,6 +245,23 @@ func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known boo
 	return lag, ok
 }
 
+// lagClusters are the jumps shown at successive refreshes, each as the
+// indexes of its first and last jump. Reads that come late on a busy host,
+// or a read the drops missed, do not split one: up to two refreshes or
+// reads between.
+func lagClusters(jumps []counters.Jump, refreshNs, readNs int64) [][2]int {
+	var out [][2]int
+	for f := 0; f < len(jumps); {
+		l := f
+		for l+1 < len(jumps) && jumps[l+1].FromNs-jumps[l].ToNs <= 2*max(refreshNs, readNs)+readNs/2 {
+			l++
+		}
+		out = append(out, [2]int{f, l})
+		f = l + 1
+	}
+	return out
+}
+
 // lagRange is a span of lags, (from, to].
 type lagRange struct{ from, to int64 }
 
@@ -320,18 +337,12 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	maxNs := int64(MaxCounterLag)
 	var levels []float64 // of the long overshoots located with no allowance known
 	var depths []float64 // the buckets long incidents' timing showed
+	rough := false       // some from few lags
 	var clusters []lagRange
-	for f := 0; f < len(jumps); {
-		l := f
-		// Reads that come late on a busy host, or a read the drops
-		// missed, do not split a cluster: up to two refreshes or reads.
-		for l+1 < len(jumps) && jumps[l+1].FromNs-jumps[l].ToNs <= 2*max(refreshNs, readNs)+readNs/2 {
-			l++
-		}
-		firstPrev, firstRead := a.certain(jumps[f])
+	for _, c := range lagClusters(jumps, refreshNs, readNs) {
+		fc, l := c[0], c[1]
+		firstPrev, firstRead := a.certain(jumps[fc])
 		prevRead, lastRead := a.certain(jumps[l])
-		fc := f
-		f = l + 1
 		lo, hi := a.g.span(firstPrev-maxNs-max(refreshNs, int64(MaxCounterRefresh)), lastRead)
 		var own []lagRange
 		add := func(from, to int64) {
@@ -417,9 +428,10 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		}
 		longTraffic := val != nil && s.level > 0 && end-start >= longIncidentReads*max(readNs, 1)
 		if longTraffic {
-			if r, depth, ok := a.longClusterRange(jumps[fc:l+1], s, val, refreshNs, maxNs); ok {
+			if r, depth, n, ok := a.longClusterRange(jumps[fc:l+1], s, val, refreshNs, maxNs); ok {
 				clusters = append(clusters, r)
 				depths = append(depths, depth)
+				rough = rough || n < longIncidentReads/2
 				continue
 			}
 		}
@@ -471,7 +483,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		depth = depths[len(depths)/2]
 	}
 	lag = counterLag{lowNs: r.from, highNs: r.to, pointNs: point, refreshNs: refreshNs,
-		clusters: len(clusters), source: lagEstimated, overshootLevel: level, bucketDepth: depth}
+		clusters: len(clusters), source: lagEstimated, overshootLevel: level, bucketDepth: depth, depthRough: rough}
 	return lag, true, fits
 }
 
@@ -725,7 +737,7 @@ const minLongLags = 2
 // less when its share was reached. Without it, the lab's 100 ms refresh
 // read every 10 ms put every jump of a run at the same place in its read
 // interval, up to 5 ms off.
-func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(int) float64, refreshNs, maxNs int64) (lagRange, float64, bool) {
+func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(int) float64, refreshNs, maxNs int64) (lagRange, float64, int, bool) {
 	var visible []int64
 	var widen int64
 	locked := false
@@ -758,7 +770,7 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 	depth := bucketDepth(s, val, lagsAt)
 	lags, _ := lagsAt(depth)
 	if len(lags) < minLongLags {
-		return lagRange{}, 0, false
+		return lagRange{}, 0, 0, false
 	}
 	for k := range lags {
 		lags[k] = min(max(lags[k], 0), maxNs)
@@ -775,7 +787,7 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 		widen += a.readUncertainty(cluster, refreshNs) / 2
 	}
 	slices.Sort(lags)
-	return lagRange{max(lags[len(lags)/4]-widen, 0), lags[3*len(lags)/4] + widen}, depth, true
+	return lagRange{max(lags[len(lags)/4]-widen, 0), lags[3*len(lags)/4] + widen}, depth, len(lags), true
 }
 
 // readUncertainty is the median width of the span a cluster's jumps

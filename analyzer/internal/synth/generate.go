@@ -35,6 +35,16 @@ func (tb *tokenBucket) take(demand, rate, depth, dt float64) float64 {
 	return excess
 }
 
+// takePackets is take for whole packets: one passes where the bucket holds
+// one, and the rest of the bucket stays (a limiter of packets, such as the
+// link-local one, drops no fraction of one).
+func (tb *tokenBucket) takePackets(demand, rate, depth, dt float64) float64 {
+	tb.tokens = math.Min(depth, tb.tokens+rate*dt)
+	pass := math.Min(demand, math.Floor(tb.tokens))
+	tb.tokens -= pass
+	return demand - pass
+}
+
 type flowState struct {
 	iface   string
 	dir     record.Direction
@@ -147,7 +157,7 @@ func newGenerator(s Spec) *generator {
 			dev.resets = dev.start[counters.TotalResets]
 			slices.Sort(dev.spec.Resets)
 			slices.SortFunc(dev.spec.FailedReads, func(a, b FailedRead) int { return int(a.At - b.At) })
-			dev.ll.tokens = g.linkLocalPPS(ifc) * 0.01
+			dev.ll.tokens = linkLocalBurst(ifc, g.linkLocalPPS(ifc))
 			g.devs[ifc.Name] = dev
 		}
 	}
@@ -167,6 +177,14 @@ func tcpFlags(proto uint8, flags uint8) uint8 {
 		return flags
 	}
 	return 0
+}
+
+// linkLocalBurst is the depth of an interface's link-local bucket.
+func linkLocalBurst(ifc Interface, rate float64) float64 {
+	if ifc.LinkLocalBurst > 0 {
+		return ifc.LinkLocalBurst
+	}
+	return rate * 0.01
 }
 
 func (g *generator) linkLocalPPS(ifc Interface) float64 {
@@ -357,7 +375,7 @@ func (g *generator) shape(t int64, dt float64, flows, syns []*flowState) {
 			}
 		}
 		llRate := g.linkLocalPPS(dev.spec)
-		if ex := dev.ll.take(linkLocal, llRate, llRate*0.01, dt); ex > 0 {
+		if ex := dev.ll.takePackets(linkLocal, llRate, linkLocalBurst(dev.spec, llRate), dt); ex > 0 {
 			dev.drop(counters.LinklocalAllowanceExceeded, ex, t)
 		}
 		for _, f := range syns {

@@ -56,8 +56,11 @@ type Interface struct {
 	// PPSBurst is the depth of its bucket, packets (0: a window's worth):
 	// what an overshoot runs over by before the first drop.
 	PPSBurst float64
-	// LinkLocalPPS is the link-local limit (1024 when 0).
-	LinkLocalPPS float64
+	// LinkLocalPPS is the link-local limit (1024 when 0), and
+	// LinkLocalBurst the depth of its bucket in packets (10 ms of the
+	// limit when 0).
+	LinkLocalPPS   float64
+	LinkLocalBurst float64
 	// Conntrack: capacity of the tracking table (0: no conntrack gauge)
 	// and connections tracked before the trace.
 	ConntrackCapacity    int
