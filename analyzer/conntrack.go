@@ -48,6 +48,9 @@ func (a *analysis) tableDrops(gauges []counters.GaugeValue, synsAt func(int) flo
 			return exactDrops{}
 		}
 		lo := a.g.index(gauges[k].BeforeNs - int64(MaxCounterLag) - int64(MaxCounterRefresh))
+		if lo >= hi {
+			return exactDrops{}
+		}
 		return exactDrops{lo: lo, perWin: bucketDrops(synsAt, span{lo: lo, hi: hi}, float64(gauges[k].Value)),
 			sinceNs: gauges[k].AfterNs, ok: true}
 	}

@@ -444,6 +444,9 @@ func (a *analysis) linkLocalDrops(fs *fineSeries, counted depthRange, lag counte
 	return func(first counters.Jump, hi int) exactDrops {
 		from, _ := a.certain(first)
 		lo := floorOver(val, a.g.index(from-lag.highNs-lag.refreshNs), 0, perWindow, refill)
+		if lo >= hi {
+			return exactDrops{}
+		}
 		perWin := make([]float64, hi-lo)
 		for _, t := range packetDrops(a.linkLocalTimes(fs, a.g.startNs(lo), a.g.startNs(hi)), a.opt.LinkLocalPPS, (counted.from+counted.to)/2) {
 			if i := a.g.index(t); i >= lo && i < hi {
