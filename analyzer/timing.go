@@ -550,8 +550,10 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 }
 
 // exactRange is the lag of a cluster whose drops the traffic tells one by
-// one (drops; a full connection-tracking table refuses every SYN past what
-// was available): the jump that brought the counter's rise to C showed a
+// one (drops: a full connection-tracking table refuses every SYN past what
+// was available; a link-local bucket of a counted depth, refilled at the
+// published limit, drops every packet that finds less than one in it):
+// the jump that brought the counter's rise to C showed a
 // snapshot the device took after the C-th drop and before the next, and
 // became visible between the reads around it (at the refresh's phase where
 // one is learned: refreshPhase). Each jump gives a range; with a refresh of
@@ -559,8 +561,8 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 // until it less the lag. They agree on one lag where the model holds and
 // the device's lag is steady: the range they all share. Where the lag
 // varies from read to read, the ranges of the jumps (a tenth of the
-// outermost left out) fall within tol of each other, and the lag is
-// between their edges. Otherwise the model is wrong here (the table
+// outermost left out) fall within a read interval or 10 ms of each other,
+// and the lag is between their edges. Otherwise the model is wrong here (the table
 // freed connections, SYNs counted against it the host did not see), and
 // ok is false. A snapshot taken where no drop came for long (between a
 // flood and its retries a second later) gives a range as long.
