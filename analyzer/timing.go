@@ -428,7 +428,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		}
 		longTraffic := val != nil && s.level > 0 && end-start >= longIncidentReads*max(readNs, 1)
 		if longTraffic {
-			if r, depth, n, ok := a.longClusterRange(jumps[fc:l+1], s, val, refreshNs, maxNs); ok {
+			if r, depth, n, ok := a.longClusterRange(jumps[fc:l+1], s, val, refreshNs, readNs, maxNs); ok {
 				clusters = append(clusters, r)
 				depths = append(depths, depth)
 				rough = rough || n < longIncidentReads/2
@@ -739,7 +739,7 @@ const minLongLags = 2
 // less when its share was reached. Without it, the lab's 100 ms refresh
 // read every 10 ms put every jump of a run at the same place in its read
 // interval, up to 5 ms off.
-func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(int) float64, refreshNs, maxNs int64) (lagRange, float64, int, bool) {
+func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(int) float64, refreshNs, readNs, maxNs int64) (lagRange, float64, int, bool) {
 	var visible []int64
 	var widen int64
 	locked := false
@@ -784,9 +784,13 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 	}
 	if len(lags) < longIncidentReads/2 {
 		// Too few jumps to average out where the model's drops fall
-		// against the device's within a read of the traffic (sent in
-		// ticks, jittered): that much again.
-		widen += a.readUncertainty(cluster, refreshNs) / 2
+		// against the device's within a read interval of the traffic
+		// (sent in ticks, jittered): half a read interval more. The
+		// interval the sampler reads at, not the reads around the
+		// jumps: reads locked onto a refresh narrow those to a
+		// millisecond or two, where the lab's sender ticks every 10 ms
+		// (two lags put the lab's lag at 31 to 36 ms, where it was 23).
+		widen += readNs / 2
 	}
 	slices.Sort(lags)
 	return lagRange{max(lags[len(lags)/4]-widen, 0), lags[3*len(lags)/4] + widen}, depth, len(lags), true
