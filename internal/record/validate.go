@@ -1,6 +1,7 @@
 package record
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -109,9 +110,22 @@ func Validate(r *Recording) error {
 			return fmt.Errorf("size slice of %s: width %d ns, direction %d", s.Interface, s.WidthNs, s.Direction)
 		}
 	}
+	reads := map[string][]CounterSample{}
 	for _, c := range r.Counters {
 		if c.AfterNs < c.BeforeNs {
 			return fmt.Errorf("counter read of %s ends (%d ns) before it begins (%d ns)", c.Interface, c.AfterNs, c.BeforeNs)
+		}
+		reads[c.Interface] = append(reads[c.Interface], c)
+	}
+	// An interface's counters are read one read after another: a read that
+	// begins before the one before it ended is no read of this tool's, and
+	// a change between the two would span backwards.
+	for iface, rs := range reads {
+		slices.SortFunc(rs, func(x, y CounterSample) int { return cmp.Compare(x.BeforeNs, y.BeforeNs) })
+		for k := 1; k < len(rs); k++ {
+			if rs[k].BeforeNs < rs[k-1].AfterNs {
+				return fmt.Errorf("counter reads of %s overlap: one begins at %d ns, before the one before it ended (%d ns)", iface, rs[k].BeforeNs, rs[k-1].AfterNs)
+			}
 		}
 	}
 	for _, t := range r.Totals {

@@ -90,6 +90,11 @@ func TestReadRejectsImplausibleRecordings(t *testing.T) {
 		{"read ends before it begins", func(m map[string]any) {
 			m["counters"].([]any)[0].(map[string]any)["AfterNs"] = 1
 		}, "ends"},
+		{"reads overlap", func(m map[string]any) {
+			second := maps.Clone(m["counters"].([]any)[0].(map[string]any))
+			second["BeforeNs"], second["AfterNs"] = 5e9+500, 5e9+2000
+			m["counters"] = append(m["counters"].([]any), second)
+		}, "overlap"},
 		{"direction 7", func(m map[string]any) { m["series"].([]any)[0].(map[string]any)["direction"] = 7 }, "direction"},
 		{"imds event of no known kind", func(m map[string]any) { m["imds"].([]any)[0].(map[string]any)["Kind"] = 9 }, "imds event"},
 		{"imds event of a udp flow", func(m map[string]any) {
