@@ -109,7 +109,8 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 		}
 		return s
 	}
-	lag := a.counterLagFor(iface, jumps, lagTraffic{locate: lastOver, val: packetsAt, perDrop: func(int, int) float64 { return 1 }})
+	src := lagTraffic{locate: lastOver, val: packetsAt, perDrop: func(int, int) float64 { return 1 }}
+	lag := a.counterLagFor(iface, jumps, src)
 	counted, countedOK := a.countedDepth(fs, jumps, lag, packetsAt, limit.perWindow, refill)
 	if countedOK {
 		// With the depth counted, the drops are known packet by packet,
@@ -119,8 +120,8 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 		// fails. Where in its range the depth lies the count cannot
 		// tell, and that shifts every drop alike: the range is widened
 		// by as much (7 ms at 76 packets/s over, 1 ms at 476).
-		drops := a.linkLocalDrops(fs, counted, lag, packetsAt, limit.perWindow, refill)
-		if exact := a.counterLagFor(iface, jumps, lagTraffic{locate: lastOver, val: packetsAt, perDrop: func(int, int) float64 { return 1 }, drops: drops}); exact.source == lagEstimated {
+		src.drops = a.linkLocalDrops(fs, counted, lag, packetsAt, limit.perWindow, refill)
+		if exact := a.counterLagFor(iface, jumps, src); exact.source == lagEstimated {
 			shift := int64((counted.to - counted.from) / 2 / counted.excessPerSecond * 1e9)
 			exact.lowNs, exact.highNs = max(exact.lowNs-shift, 0), min(exact.highNs+shift, int64(MaxCounterLag))
 			exact.lookNs += shift
@@ -377,10 +378,8 @@ func (a *analysis) countedDepth(fs *fineSeries, jumps []counters.Jump, lag count
 	var depths []depthRange
 	floor := 0
 	for _, c := range lagClusters(jumps, lag.refreshNs, a.readInterval(fs.iface)) {
-		first, _ := a.certain(jumps[c[0]])
 		lastPrev, lastRead := a.certain(jumps[c[1]])
-		lo := max(a.g.index(first-lag.highNs-lag.refreshNs), floor)
-		lo = floorOver(val, lo, floor, perWindow, refill)
+		lo := a.floodStart(jumps[c[0]], lag, floor, val, perWindow, refill)
 		hi := a.g.index(lastRead)
 		floor = hi
 		var rise uint64
@@ -420,9 +419,10 @@ func (a *analysis) countedDepth(fs *fineSeries, jumps []counters.Jump, lag count
 		depth := depthRange{least(int(rise)), least(int(rise) - 1), excess}
 		// Or the last drop came before the last jump's snapshot at the
 		// earliest (the read before it less the longest lag).
-		if drops := packetDrops(times, a.opt.LinkLocalPPS, depth.from); stillTo-lastRead < need &&
-			(lag.source != lagEstimated || len(drops) == 0 || drops[len(drops)-1] > lastPrev-lag.highNs) {
-			continue
+		if stillTo-lastRead < need {
+			if drops := packetDrops(times, a.opt.LinkLocalPPS, depth.from); lag.source != lagEstimated || len(drops) == 0 || drops[len(drops)-1] > lastPrev-lag.highNs {
+				continue
+			}
 		}
 		depths = append(depths, depth)
 	}
@@ -431,6 +431,15 @@ func (a *analysis) countedDepth(fs *fineSeries, jumps []counters.Jump, lag count
 	}
 	slices.SortFunc(depths, func(x, y depthRange) int { return cmp.Compare(x.from+x.to, y.from+y.to) })
 	return depths[len(depths)/2], true
+}
+
+// floodStart is where the flood before a cluster of jumps (first its
+// first) began, not before window floor: from the longest lag and a
+// refresh before the read ahead of first, followed back while the traffic
+// stayed at the limit, give or take refill (floorOver).
+func (a *analysis) floodStart(first counters.Jump, lag counterLag, floor int, val func(int) float64, perWindow, refill float64) int {
+	from, _ := a.certain(first)
+	return floorOver(val, max(a.g.index(from-lag.highNs-lag.refreshNs), floor), floor, perWindow, refill)
 }
 
 // depthRange is the depths of a bucket, [from, to), that give one count,
@@ -442,8 +451,7 @@ type depthRange struct{ from, to, excessPerSecond float64 }
 // of its range), full where the flood began (found as countedDepth does).
 func (a *analysis) linkLocalDrops(fs *fineSeries, counted depthRange, lag counterLag, val func(int) float64, perWindow, refill float64) func(first counters.Jump, hi int) exactDrops {
 	return func(first counters.Jump, hi int) exactDrops {
-		from, _ := a.certain(first)
-		lo := floorOver(val, a.g.index(from-lag.highNs-lag.refreshNs), 0, perWindow, refill)
+		lo := a.floodStart(first, lag, 0, val, perWindow, refill)
 		if lo >= hi {
 			return exactDrops{}
 		}
