@@ -140,9 +140,14 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 		// gave it, places the drop within those bounds (a mild flood's
 		// first drop moves 13 ms for each packet of depth).
 		spec.start = func(at, hi, lo, floor int) int {
-			began := at // the flood began within the look-back
-			if b := floorOver(packetsAt, lo, floor, limit.perWindow, refill); lo-b >= lagWindow {
-				for began = b; began < lo && !leads(began); began++ {
+			// The flood began within the look-back, or before it where
+			// it stayed at the limit. A span located further back than
+			// the look-back (a read later than the lag) is followed back
+			// from its own start: from the look-back's, the flood's
+			// start came out after the span's end (found by FuzzCounters).
+			began, from := at, min(lo, at)
+			if b := floorOver(packetsAt, from, floor, limit.perWindow, refill); from-b >= lagWindow {
+				for began = b; began < from && !leads(began); began++ {
 				}
 			}
 			timed := -1
