@@ -25,19 +25,39 @@ func fuzzRecording() *record.Recording {
 	return rec
 }
 
+// fuzzOvershoot is TestOvershootThenBurst's trace, its counters 30 ms
+// late: the long overshoot's models (the bucket's depth from two lags, the
+// refresh's phase, the level split from its jitter, the clusters parted
+// between two causes) and the burst's look-back over a refresh.
+func fuzzOvershoot() *record.Recording {
+	rec, _ := synth.Generate(overshootThenBurst(30 * time.Millisecond))
+	return rec
+}
+
+// overshootMark leads an input of FuzzCounters that perturbs fuzzOvershoot.
+const overshootMark = 0xfe
+
 // FuzzCounters: counters a device or a bundle got wrong (values that jump
 // anywhere, go back, reads out of order or overlapping) never make the
 // analysis panic, and its findings stay well formed: the learned timing's
 // models (a conntrack table's refused SYNs, a link-local bucket's count)
 // take whatever the reads say.
 func FuzzCounters(f *testing.F) {
-	base := fuzzRecording()
+	bases := []*record.Recording{fuzzRecording(), fuzzOvershoot()}
 	f.Add([]byte{0})
 	f.Add([]byte{1, 200, 3, 0, 255, 17, 9})
 	f.Add([]byte{255, 255, 255, 255, 0, 0, 0, 128})
+	f.Add([]byte{overshootMark})
+	f.Add([]byte{overshootMark, 9, 2, 16, 1, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) == 0 {
 			return
+		}
+		// A first byte of overshootMark picks the second trace (the
+		// inputs kept before it came keep their meaning).
+		base := bases[0]
+		if b[0] == overshootMark {
+			base = bases[1]
 		}
 		rec := *base
 		rec.Counters = slices.Clone(base.Counters)

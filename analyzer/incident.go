@@ -472,13 +472,11 @@ func lagText(info *Incident) string {
 	return fmt.Sprintf("%s %s; %s; traffic looked for up to %s before each read", info.Counter, refresh, lag, units.Seconds(info.LookBackS))
 }
 
-// lagLearned tells a lag the run narrowed down from one it only bounded:
-// its range at most as wide as the lag itself, or 25 ms. A single burst
-// behind a 1 s refresh leaves 0 to 728 ms, whose middle is no estimate
-// (the lab's counters were 25 ms late); one behind a 100 ms refresh it
-// could not tell, 0 to 33 ms stated as 28 where the device had none.
+// lagLearned tells a lag the run narrowed down from one it only bounded
+// (boundsLag).
 func lagLearned(info *Incident) bool {
-	return info.CounterLagHighS-info.CounterLagLowS <= max(info.CounterLagS, 0.025)
+	ns := func(s float64) int64 { return int64(s * 1e9) }
+	return !boundsLag(ns(info.CounterLagLowS), ns(info.CounterLagS), ns(info.CounterLagHighS))
 }
 
 // findingCost orders findings of one severity: the most packets dropped

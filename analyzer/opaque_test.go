@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -416,6 +417,58 @@ func TestOvershootCutShort(t *testing.T) {
 			t.Errorf("learned allowance %+v, want within 15%% of 8000 pps", la)
 		}
 	}
+}
+
+// TestOvershootThenBurst: two causes a refresh apart behind a 1 s
+// refresh. A packet-rate overshoot over a bucketed allowance, then, after
+// its last drops were shown, a 7 ms burst of full-size packets that goes
+// over the packet rate and the bandwidth allowances both: the counter's
+// jumps at successive refreshes are one cluster, and the burst stands out
+// over the overshoot's 2.5 s. The overshoot's lag is learned from its own
+// jumps all the same, and the burst's packet-rate finding states it too.
+// Before, the burst was taken as the cause of every jump, and both
+// stated 0 to 723 ms.
+func TestOvershootThenBurst(t *testing.T) {
+	// The lags whose snapshots show the overshoot three times and the
+	// burst once within the trace.
+	for _, lag := range []time.Duration{0, 30 * time.Millisecond, 250 * time.Millisecond} {
+		for _, given := range []bool{true, false} {
+			t.Run(fmt.Sprintf("lag=%v/given=%v", lag, given), func(t *testing.T) {
+				spec := overshootThenBurst(lag)
+				rec, _ := synth.Generate(spec)
+				opt := DefaultOptions()
+				if given {
+					opt.PPSAllowance = 8000
+				}
+				res := Analyze(rec, opt)
+				var culprits []string
+				for _, f := range res.Findings {
+					if f.Kind == KindPPSExceeded && len(f.Flows) > 0 {
+						culprits = append(culprits, f.Flows[0].Src)
+					}
+				}
+				if want := []string{spec.Flows[0].Src.String(), spec.Flows[1].Src.String()}; !slices.Equal(culprits, want) {
+					t.Fatalf("pps_exceeded culprits %v, want %v", culprits, want)
+				}
+				checkOvershootTiming(t, res, KindPPSExceeded, time.Second, lag)
+			})
+		}
+	}
+}
+
+// overshootThenBurst is TestOvershootThenBurst's trace: its flows the
+// overshoot's, then the burst's.
+func overshootThenBurst(lag time.Duration) synth.Spec {
+	over := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 42100),
+		Dst: netip.AddrPortFrom(incPeer, 9002), Size: 64, Jitter: 0.2,
+		Phases: []synth.Phase{{From: time.Second, To: 3500 * time.Millisecond, Bps: 10000 * 64 * 8}}}
+	burst := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 41500),
+		Dst: netip.AddrPortFrom(incPeer, 9003), Size: 1500,
+		Phases: []synth.Phase{{From: 4500 * time.Millisecond, To: 4507 * time.Millisecond, Bps: 2e6 * 8 / 0.007}}}
+	return synth.Spec{Name: "overshoot_then_burst", Duration: 6 * time.Second, Seed: 41, SampleNs: incSampleNs,
+		CounterLag: lag, CounterRefresh: time.Second, RefreshPhase: 200 * time.Millisecond,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000, PPSBurst: 800, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: 150e3}},
+		Flows:      []synth.Flow{over, burst}}
 }
 
 // TestSustainedBandwidth: an upload at 60 Mbit/s for 2 s beside a steady

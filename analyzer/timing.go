@@ -267,6 +267,22 @@ type lagRange struct{ from, to int64 }
 
 func (r lagRange) mid() int64 { return r.from + (r.to-r.from)/2 }
 
+// learnedLagSpread is the widest range of lags that states a lag, however
+// short: wider, a range only bounds it where it is wider than the lag too.
+const learnedLagSpread = 25 * time.Millisecond
+
+// boundsLag tells a range of lags the run only bounded from one it
+// narrowed down: wider than its middle and than learnedLagSpread. A
+// single burst behind a 1 s refresh leaves 0 to 728 ms, whose middle is
+// no estimate (the lab's counters were 25 ms late); one behind a 100 ms
+// refresh it could not tell, 0 to 33 ms, stated as 28 where the device
+// had none.
+func boundsLag(from, mid, to int64) bool {
+	return to-from > max(mid, int64(learnedLagSpread))
+}
+
+func (r lagRange) boundedOnly() bool { return boundsLag(r.from, r.mid(), r.to) }
+
 // agreement is the range that most of rs share (the earliest where
 // several do) and how many share it.
 func agreement(rs []lagRange) (lagRange, int) {
@@ -339,8 +355,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	var depths []float64 // the buckets long incidents' timing showed
 	rough := false       // some from few lags
 	var clusters []lagRange
-	for _, c := range lagClusters(jumps, refreshNs, readNs) {
-		fc, l := c[0], c[1]
+	queue := lagClusters(jumps, refreshNs, readNs)
+	for qi := 0; qi < len(queue); qi++ {
+		fc, l := queue[qi][0], queue[qi][1]
 		firstPrev, firstRead := a.certain(jumps[fc])
 		prevRead, lastRead := a.certain(jumps[l])
 		lo, hi := a.g.span(firstPrev-maxNs-max(refreshNs, int64(MaxCounterRefresh)), lastRead)
@@ -398,6 +415,38 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				levels = append(levels, s.level)
 			}
 		}
+		// after is the first of the cluster's jumps read after window x
+		// began, where some were read before it: those showed none of
+		// the drops of what began there. -1 where none or all were.
+		after := func(x int) int {
+			for k := fc; k <= l; k++ {
+				if _, read := a.certain(jumps[k]); read > a.g.startNs(x) {
+					if k == fc {
+						return -1
+					}
+					return k
+				}
+			}
+			return -1
+		}
+		// Two causes a refresh apart (an overshoot, then a burst whose
+		// drops a later refresh showed) have their jumps at successive
+		// refreshes, one cluster. Each part is a cluster of its own.
+		parted := false
+		part := func(k int) {
+			queue = append(queue, [2]int{fc, k - 1}, [2]int{k, l})
+			parted = true
+		}
+		if long && s.levelName != levelNone && int64(s.hi-s.lo)*a.g.widthNs < longIncidentReads*readNs {
+			// A counter that moved at many reads, whose look-back's
+			// traffic standing out most is short (the burst stood out
+			// over the overshoot's 2 s, whose lag went unlearned): the
+			// jumps read before it began showed something else.
+			if k := after(s.lo); k > fc {
+				part(k)
+				continue
+			}
+		}
 		// The latest traffic at the level the most excess stood out
 		// from, before the read, is the cause: the most over so long a
 		// look-back may be an earlier incident's, as large or larger.
@@ -413,14 +462,30 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			}
 			if x-s.hi > a.mergeGapWindows() {
 				if long && int64(y-x)*a.g.widthNs < longIncidentReads*readNs && int64(s.hi-s.lo)*a.g.widthNs >= longIncidentReads*readNs {
+					// A blip after a long cause is not it. Where its
+					// excess could have made every drop of the jumps
+					// read after it began (a burst, not the lab's
+					// sender catching up 14 ms after its overshoot),
+					// those are its own: with them, the overshoot's
+					// shares were matched to the burst's drops too,
+					// and its lag stated 639 ms where it was 30.
+					if k := after(x); k > fc {
+						var rise uint64
+						for _, j := range jumps[k : l+1] {
+							rise += j.Delta
+						}
+						if sumIn(func(i int) float64 { return max(val(i)-s.level, 0) }, x, y) >= float64(rise) {
+							part(k)
+						}
+					}
 					break
 				}
 				s.lo = x
 			}
 			s.hi = y
 		}
-		if s.levelName == levelNone || s.hi >= hi {
-			continue // nothing there, or still going at the read: no end seen
+		if parted || s.levelName == levelNone || s.hi >= hi {
+			continue // parted, nothing there, or still going at the read: no end seen
 		}
 		start, end := a.g.startNs(s.lo), a.g.startNs(s.hi)
 		if (end-start)/max(readNs, 1)-int64(l-fc+1) > 2 {
@@ -460,14 +525,25 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		return counterLag{overshootLevel: level}, false, false
 	}
 	r, n := agreement(clusters)
-	mids := make([]int64, len(clusters))
+	// A cluster that only bounded the lag (a single burst behind a 1 s
+	// refresh: 0 to 723 ms) has no middle worth a vote where others
+	// narrowed it down (beside an overshoot's 26 ms, one put the lag at
+	// 193).
+	var mids, bounded []int64
 	latestFrom, earliestTo := clusters[0].from, clusters[0].to
-	for k, c := range clusters {
-		mids[k] = c.mid()
+	for _, c := range clusters {
+		if c.boundedOnly() {
+			bounded = append(bounded, c.mid())
+		} else {
+			mids = append(mids, c.mid())
+		}
 		latestFrom, earliestTo = max(latestFrom, c.from), min(earliestTo, c.to)
 		if n < len(clusters) {
 			r.from, r.to = min(r.from, c.from), max(r.to, c.to)
 		}
+	}
+	if len(mids) == 0 {
+		mids = bounded
 	}
 	slices.Sort(mids)
 	point := mids[len(mids)/2]
