@@ -355,12 +355,19 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	var depths []float64 // the buckets long incidents' timing showed
 	rough := false       // some from few lags
 	var clusters []lagRange
-	queue := lagClusters(jumps, refreshNs, readNs)
+	// Each cluster's jumps, fc to l, and the window its traffic cannot
+	// lie before (a cluster parted from one whose cause came first).
+	type part struct{ fc, l, floor int }
+	var queue []part
+	for _, c := range lagClusters(jumps, refreshNs, readNs) {
+		queue = append(queue, part{c[0], c[1], 0})
+	}
 	for qi := 0; qi < len(queue); qi++ {
-		fc, l := queue[qi][0], queue[qi][1]
+		fc, l, floor := queue[qi].fc, queue[qi].l, queue[qi].floor
 		firstPrev, firstRead := a.certain(jumps[fc])
 		prevRead, lastRead := a.certain(jumps[l])
 		lo, hi := a.g.span(firstPrev-maxNs-max(refreshNs, int64(MaxCounterRefresh)), lastRead)
+		lo = min(max(lo, floor), hi)
 		var own []lagRange
 		add := func(from, to int64) {
 			if r, ok := keepLag(from, to, maxNs); ok {
@@ -429,21 +436,43 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			}
 			return -1
 		}
-		// Two causes a refresh apart (an overshoot, then a burst whose
-		// drops a later refresh showed) have their jumps at successive
-		// refreshes, one cluster. Each part is a cluster of its own.
+		// Two causes a refresh apart (an overshoot and a burst) have
+		// their jumps at successive refreshes, one cluster. Each part is
+		// a cluster of its own, the later's traffic after floor.
 		parted := false
-		part := func(k int) {
-			queue = append(queue, [2]int{fc, k - 1}, [2]int{k, l})
+		partAt := func(k, floor int) {
+			queue = append(queue, part{fc, k - 1, queue[qi].floor}, part{k, l, floor})
 			parted = true
+		}
+		rise := func(from, to int) (n uint64) {
+			for _, j := range jumps[from : to+1] {
+				n += j.Delta
+			}
+			return n
+		}
+		excess := func(x, y int) float64 {
+			return sumIn(func(i int) float64 { return max(val(i)-s.level, 0) }, x, y)
 		}
 		if long && s.levelName != levelNone && int64(s.hi-s.lo)*a.g.widthNs < longIncidentReads*readNs {
 			// A counter that moved at many reads, whose look-back's
-			// traffic standing out most is short (the burst stood out
-			// over the overshoot's 2 s, whose lag went unlearned): the
+			// traffic standing out most is short: the burst stood out
+			// over the overshoot's 2 s, whose lag went unlearned. The
 			// jumps read before it began showed something else.
 			if k := after(s.lo); k > fc {
-				part(k)
+				partAt(k, floor)
+				continue
+			}
+			// Those read after it showed its drops for as long as its
+			// excess could have made them all, and then another's (a
+			// burst, then an overshoot a refresh later: every jump put
+			// on the burst, the lag stated 724 ms, 719 to 729, where it
+			// was 30).
+			h := fc - 1
+			for h < l && excess(s.lo, s.hi) >= float64(rise(fc, h+1)) {
+				h++
+			}
+			if h >= fc && h < l {
+				partAt(h+1, s.hi)
 				continue
 			}
 		}
@@ -469,14 +498,8 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 					// those are its own: with them, the overshoot's
 					// shares were matched to the burst's drops too,
 					// and its lag stated 639 ms where it was 30.
-					if k := after(x); k > fc {
-						var rise uint64
-						for _, j := range jumps[k : l+1] {
-							rise += j.Delta
-						}
-						if sumIn(func(i int) float64 { return max(val(i)-s.level, 0) }, x, y) >= float64(rise) {
-							part(k)
-						}
+					if k := after(x); k > fc && excess(x, y) >= float64(rise(k, l)) {
+						partAt(k, s.hi)
 					}
 					break
 				}
