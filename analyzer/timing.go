@@ -355,18 +355,23 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	var depths []float64 // the buckets long incidents' timing showed
 	rough := false       // some from few lags
 	var clusters []lagRange
-	// Each cluster's jumps, fc to l, and the window its traffic cannot
-	// lie before (a cluster parted from one whose cause came first).
-	type part struct{ fc, l, floor int }
+	// Each cluster's jumps, fc to l, and the windows its traffic lies
+	// within, where it was parted from another's: from floor (the
+	// other's cause came first) and before ceil (it came after), where
+	// set.
+	type part struct{ fc, l, floor, ceil int }
 	var queue []part
 	for _, c := range lagClusters(jumps, refreshNs, readNs) {
-		queue = append(queue, part{c[0], c[1], 0})
+		queue = append(queue, part{c[0], c[1], 0, 0})
 	}
 	for qi := 0; qi < len(queue); qi++ {
 		fc, l, floor := queue[qi].fc, queue[qi].l, queue[qi].floor
 		firstPrev, firstRead := a.certain(jumps[fc])
 		prevRead, lastRead := a.certain(jumps[l])
 		lo, hi := a.g.span(firstPrev-maxNs-max(refreshNs, int64(MaxCounterRefresh)), lastRead)
+		if c := queue[qi].ceil; c > 0 {
+			hi = min(hi, c)
+		}
 		lo = min(max(lo, floor), hi)
 		var own []lagRange
 		add := func(from, to int64) {
@@ -422,10 +427,25 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				levels = append(levels, s.level)
 			}
 		}
-		// after is the first of the cluster's jumps read after window x
-		// began, where some were read before it: those showed none of
-		// the drops of what began there. -1 where none or all were.
-		after := func(x int) int {
+		// Two causes a refresh apart (an overshoot and a burst) have
+		// their jumps at successive refreshes, one cluster. Each part is
+		// a cluster of its own: the earlier's traffic before ceil, the
+		// later's after floor.
+		parted := false
+		partAt := func(k, ceil, floor int) {
+			queue = append(queue, part{fc, k - 1, queue[qi].floor, ceil}, part{k, l, floor, queue[qi].ceil})
+			parted = true
+		}
+		rise := func(from, to int) (n uint64) {
+			for _, j := range jumps[from : to+1] {
+				n += j.Delta
+			}
+			return n
+		}
+		// firstReadAfter is the first of the jumps read after window x
+		// began, where some were read before it; -1 where none or all
+		// were.
+		firstReadAfter := func(x int) int {
 			for k := fc; k <= l; k++ {
 				if _, read := a.certain(jumps[k]); read > a.g.startNs(x) {
 					if k == fc {
@@ -436,43 +456,52 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			}
 			return -1
 		}
-		// Two causes a refresh apart (an overshoot and a burst) have
-		// their jumps at successive refreshes, one cluster. Each part is
-		// a cluster of its own, the later's traffic after floor.
-		parted := false
-		partAt := func(k, floor int) {
-			queue = append(queue, part{fc, k - 1, queue[qi].floor}, part{k, l, floor})
-			parted = true
+		// explains tells whether the traffic of windows [x, y) could
+		// have made n drops (maxCountsPerPacket).
+		explains := func(x, y int, n uint64) bool {
+			return y > x && maxCountsPerPacket*sumIn(val, x, y) >= float64(n)*src.perDrop(x, y)
 		}
-		rise := func(from, to int) (n uint64) {
-			for _, j := range jumps[from : to+1] {
-				n += j.Delta
-			}
-			return n
-		}
-		excess := func(x, y int) float64 {
-			return sumIn(func(i int) float64 { return max(val(i)-s.level, 0) }, x, y)
-		}
-		if long && s.levelName != levelNone && int64(s.hi-s.lo)*a.g.widthNs < longIncidentReads*readNs {
-			// A counter that moved at many reads, whose look-back's
-			// traffic standing out most is short: the burst stood out
-			// over the overshoot's 2 s, whose lag went unlearned. The
-			// jumps read before it began showed something else.
-			if k := after(s.lo); k > fc {
-				partAt(k, floor)
+		// Only where the host saw the traffic before the device counted
+		// it: inbound traffic over its allowance reaches the host after
+		// the device's queue, up to its delay late (the lab's
+		// impact-inbound: 20 ms), and the jumps read before it came may
+		// show its drops.
+		partable := long && s.levelName != levelNone && src.perDrop != nil
+		short := int64(s.hi-s.lo)*a.g.widthNs < longIncidentReads*readNs
+		if partable && !short {
+			// A long cause's jumps are the latest ones its traffic
+			// could have made: those before showed something else's
+			// drops (a burst's, read 20 ms after an overshoot over an
+			// allowance given began: 2,068 drops, and the overshoot's
+			// lag stated as 0 to 125 ms, where it was 250).
+			if k := a.firstOwn(jumps, fc, l, s, val, src.perDrop); k > fc && k <= l {
+				partAt(k, s.lo, floor)
 				continue
 			}
-			// Those read after it showed its drops for as long as its
-			// excess could have made them all, and then another's (a
+		}
+		if partable && short {
+			// A counter that moved at many reads, whose look-back's
+			// traffic standing out most is short (a burst stood out
+			// over an overshoot's 2 s, whose lag went unlearned). The
+			// jumps read before it began showed something else.
+			if k := firstReadAfter(s.lo); k > fc {
+				partAt(k, s.lo, floor)
+				continue
+			}
+			// The first jump read after it showed its drops, where it
+			// could have made them all, and the rest another's (a
 			// burst, then an overshoot a refresh later: every jump put
 			// on the burst, the lag stated 724 ms, 719 to 729, where it
-			// was 30).
-			h := fc - 1
-			for h < l && excess(s.lo, s.hi) >= float64(rise(fc, h+1)) {
-				h++
-			}
-			if h >= fc && h < l {
-				partAt(h+1, s.hi)
+			// was 30). Not the next too while the burst could have made
+			// theirs: a burst of 3,000 packets explained the
+			// overshoot's first 240 drops with its own, and that put
+			// the lag at 1 s, where it was 250 ms. (A snapshot taken
+			// within the burst leaves some of its drops to the next
+			// jump, which the overshoot's model then counts as its own.)
+			// Only where such a cause came after it: the jump after a
+			// burst's may show its queue draining.
+			if _, _, _, after := a.longOvershoot(val, s.hi, hi, readNs); after && fc < l && explains(s.lo, s.hi, rise(fc, fc)) {
+				partAt(fc+1, queue[qi].ceil, s.hi)
 				continue
 			}
 		}
@@ -491,15 +520,15 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			}
 			if x-s.hi > a.mergeGapWindows() {
 				if long && int64(y-x)*a.g.widthNs < longIncidentReads*readNs && int64(s.hi-s.lo)*a.g.widthNs >= longIncidentReads*readNs {
-					// A blip after a long cause is not it. Where its
-					// excess could have made every drop of the jumps
+					// A blip after a long cause is not it. Where it
+					// could have made every drop of the jumps
 					// read after it began (a burst, not the lab's
 					// sender catching up 14 ms after its overshoot),
 					// those are its own: with them, the overshoot's
 					// shares were matched to the burst's drops too,
 					// and its lag stated 639 ms where it was 30.
-					if k := after(x); k > fc && excess(x, y) >= float64(rise(k, l)) {
-						partAt(k, s.hi)
+					if k := firstReadAfter(x); partable && k > fc && explains(x, y, rise(k, l)) {
+						partAt(k, queue[qi].ceil, s.hi)
 					}
 					break
 				}
@@ -551,13 +580,14 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	// A cluster that only bounded the lag (a single burst behind a 1 s
 	// refresh: 0 to 723 ms) has no middle worth a vote where others
 	// narrowed it down (beside an overshoot's 26 ms, one put the lag at
-	// 193).
-	var mids, bounded []int64
+	// 193); where none did, the lag is the middle of the range they
+	// agree on (two overshoots each shown in two changes: 0 to 900 and
+	// 0 to 200 ms, whose middles' mean, 275, put the lag at the range's
+	// edge, where it read as learned).
+	var mids []int64
 	latestFrom, earliestTo := clusters[0].from, clusters[0].to
 	for _, c := range clusters {
-		if c.boundedOnly() {
-			bounded = append(bounded, c.mid())
-		} else {
+		if !c.boundedOnly() {
 			mids = append(mids, c.mid())
 		}
 		latestFrom, earliestTo = max(latestFrom, c.from), min(earliestTo, c.to)
@@ -565,15 +595,15 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			r.from, r.to = min(r.from, c.from), max(r.to, c.to)
 		}
 	}
-	if len(mids) == 0 {
-		mids = bounded
-	}
-	slices.Sort(mids)
-	point := mids[len(mids)/2]
-	if len(mids)%2 == 0 {
-		point = (mids[len(mids)/2-1] + point) / 2
-	}
 	r.to = min(r.to, int64(MaxCounterLag))
+	point := r.mid()
+	if len(mids) > 0 {
+		slices.Sort(mids)
+		point = mids[len(mids)/2]
+		if len(mids)%2 == 0 {
+			point = (mids[len(mids)/2-1] + point) / 2
+		}
+	}
 	point = min(max(point, r.from), r.to)
 	fits = fits && latestFrom-earliestTo <= readNs
 	var depth float64
@@ -584,6 +614,48 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	lag = counterLag{lowNs: r.from, highNs: r.to, pointNs: point, refreshNs: refreshNs,
 		clusters: len(clusters), source: lagEstimated, overshootLevel: level, bucketDepth: depth, depthRough: rough}
 	return lag, true, fits
+}
+
+// maxCountsPerPacket is how many times a counter may count one packet of
+// the traffic that made its drops, when telling whether that traffic could
+// have made them: an ENA counts packets "queued or dropped", and one
+// queued and then dropped may count twice; which packets it counts it
+// does not say. (Where every packet over an allowance waits in a full
+// queue, as in the synthetic device, the counter counts about every packet
+// sent: 2,027 by a read, where the traffic had sent 2,010 by the window
+// before it.)
+const maxCountsPerPacket = 2
+
+// firstOwn is the first of jumps fc..l from which on a cause (span s)
+// could have made every drop: each jump's rise, with those from the first
+// to it, no more than its traffic before the jump's read could have made
+// (maxCountsPerPacket; perDrop is its unit per drop). l+1 where it could
+// not have made even the last's.
+func (a *analysis) firstOwn(jumps []counters.Jump, fc, l int, s span, val func(int) float64, perDrop func(lo, hi int) float64) int {
+	per := perDrop(s.lo, s.hi)
+	// could[k]: the drops the cause could have made before jump fc+k's
+	// read; cum[k]: the rise of the jumps before it.
+	n := l - fc + 1
+	could, cum := make([]float64, n), make([]float64, n+1)
+	sum, w := 0.0, s.lo
+	for k := range n {
+		_, read := a.certain(jumps[fc+k])
+		for end := min(a.g.index(read), s.hi); w < end; w++ {
+			sum += val(w)
+		}
+		could[k] = maxCountsPerPacket * sum / per
+		cum[k+1] = cum[k] + float64(jumps[fc+k].Delta)
+	}
+	// From t on, every jump j: cum[j+1]-cum[t] <= could[j].
+	first, need := l+1, math.Inf(-1)
+	for t := n - 1; t >= 0; t-- {
+		need = max(need, cum[t+1]-could[t])
+		if cum[t] < need {
+			break
+		}
+		first = fc + t
+	}
+	return first
 }
 
 // shareRanges is the range of the lag that each jump of a cluster but its
