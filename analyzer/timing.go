@@ -355,14 +355,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	var depths []float64 // the buckets long incidents' timing showed
 	rough := false       // some from few lags
 	var clusters []lagRange
-	// Each cluster's jumps, fc to l, and the windows its traffic lies
-	// within, where it was parted from another's: from floor (the
-	// other's cause came first) and before ceil (it came after), where
-	// set.
-	type part struct{ fc, l, floor, ceil int }
-	var queue []part
+	var queue []lagPart
 	for _, c := range lagClusters(jumps, refreshNs, readNs) {
-		queue = append(queue, part{c[0], c[1], 0, 0})
+		queue = append(queue, lagPart{fc: c[0], l: c[1]})
 	}
 	for qi := 0; qi < len(queue); qi++ {
 		fc, l, floor := queue[qi].fc, queue[qi].l, queue[qi].floor
@@ -428,87 +423,17 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			}
 		}
 		// Two causes a refresh apart (an overshoot and a burst) have
-		// their jumps at successive refreshes, one cluster. Each part is
-		// a cluster of its own: the earlier's traffic before ceil, the
-		// later's after floor.
-		parted := false
-		partAt := func(k, ceil, floor int) {
-			queue = append(queue, part{fc, k - 1, queue[qi].floor, ceil}, part{k, l, floor, queue[qi].ceil})
-			parted = true
-		}
-		rise := func(from, to int) (n uint64) {
-			for _, j := range jumps[from : to+1] {
-				n += j.Delta
-			}
-			return n
-		}
-		// firstReadAfter is the first of the jumps read after window x
-		// began, where some were read before it; -1 where none or all
-		// were.
-		firstReadAfter := func(x int) int {
-			for k := fc; k <= l; k++ {
-				if _, read := a.certain(jumps[k]); read > a.g.startNs(x) {
-					if k == fc {
-						return -1
-					}
-					return k
-				}
-			}
-			return -1
-		}
-		// explains tells whether the traffic of windows [x, y) could
-		// have made n drops (maxCountsPerPacket).
-		explains := func(x, y int, n uint64) bool {
-			return y > x && maxCountsPerPacket*sumIn(val, x, y) >= float64(n)*src.perDrop(x, y)
-		}
-		// Only where the host saw the traffic before the device counted
-		// it: inbound traffic over its allowance reaches the host after
-		// the device's queue, up to its delay late (the lab's
-		// impact-inbound: 20 ms), and the jumps read before it came may
-		// show its drops.
-		partable := long && s.levelName != levelNone && src.perDrop != nil
-		short := int64(s.hi-s.lo)*a.g.widthNs < longIncidentReads*readNs
-		if partable && !short {
-			// A long cause's jumps are the latest ones its traffic
-			// could have made: those before showed something else's
-			// drops (a burst's, read 20 ms after an overshoot over an
-			// allowance given began: 2,068 drops, and the overshoot's
-			// lag stated as 0 to 125 ms, where it was 250).
-			if k := a.firstOwn(jumps, fc, l, s, val, src.perDrop); k > fc && k <= l {
-				partAt(k, s.lo, floor)
-				continue
-			}
-		}
-		if partable && short {
-			// A counter that moved at many reads, whose look-back's
-			// traffic standing out most is short (a burst stood out
-			// over an overshoot's 2 s, whose lag went unlearned). Where
-			// some jumps were read before it began, its jumps are the
-			// latest it could have made, as a long cause's: not the
-			// jumps read after it that showed the overshoot's last drops
-			// a second late (1 s behind a 1 s refresh: 3,149 drops put
-			// on a burst of 1,333 packets, the lag stated 155 to
-			// 165 ms).
-			if firstReadAfter(s.lo) > fc {
-				if k := a.firstOwn(jumps, fc, l, s, val, src.perDrop); k > fc && k <= l {
-					partAt(k, s.lo, floor)
-					continue
-				}
-			}
-			// The first jump read after it showed its drops, where it
-			// could have made them all, and the rest another's (a
-			// burst, then an overshoot a refresh later: every jump put
-			// on the burst, the lag stated 724 ms, 719 to 729, where it
-			// was 30). Not the next too while the burst could have made
-			// theirs: a burst of 3,000 packets explained the
-			// overshoot's first 240 drops with its own, and that put
-			// the lag at 1 s, where it was 250 ms. (A snapshot taken
-			// within the burst leaves some of its drops to the next
-			// jump, which the overshoot's model then counts as its own.)
-			// Only where such a cause came after it: the jump after a
-			// burst's may show its queue draining.
-			if _, _, _, after := a.longOvershoot(val, s.hi, hi, readNs); after && fc < l && explains(s.lo, s.hi, rise(fc, fc)) {
-				partAt(fc+1, queue[qi].ceil, s.hi)
+		// their jumps at successive refreshes, one cluster: each part is
+		// a cluster of its own. Only where the host saw the traffic
+		// before the device counted it: inbound traffic over its
+		// allowance reaches the host after the device's queue, up to its
+		// delay late (the lab's impact-inbound: 20 ms), and the jumps
+		// read before it came may show its drops.
+		var parts *parting
+		if long && s.levelName != levelNone && src.perDrop != nil {
+			parts = &parting{a: a, jumps: jumps, c: queue[qi], val: val, perDrop: src.perDrop}
+			if earlier, later, ok := parts.ofCause(s, hi, readNs); ok {
+				queue = append(queue, earlier, later)
 				continue
 			}
 		}
@@ -520,6 +445,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		// counter that moved at many reads has a long cause: a blip
 		// after it (the lab's sender catching up 14 ms after its 2 s
 		// overshoot) is not it.
+		parted := false
 		for val != nil && s.level > 0 && s.hi < hi {
 			x, y, ok := excessSpan(val, s.hi, hi, s.level)
 			if !ok {
@@ -534,8 +460,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 					// those are its own: with them, the overshoot's
 					// shares were matched to the burst's drops too,
 					// and its lag stated 639 ms where it was 30.
-					if k := firstReadAfter(x); partable && k > fc && explains(x, y, rise(k, l)) {
-						partAt(k, queue[qi].ceil, s.hi)
+					if earlier, later, ok := parts.ofBlip(s, x, y); ok {
+						queue = append(queue, earlier, later)
+						parted = true
 					}
 					break
 				}
@@ -621,48 +548,6 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	lag = counterLag{lowNs: r.from, highNs: r.to, pointNs: point, refreshNs: refreshNs,
 		clusters: len(clusters), source: lagEstimated, overshootLevel: level, bucketDepth: depth, depthRough: rough}
 	return lag, true, fits
-}
-
-// maxCountsPerPacket is how many drops a counter may count for each packet
-// of the traffic located as their cause, when telling whether it could
-// have made them: an ENA counts packets "queued or dropped" (one queued
-// and then dropped may count twice), and the packets that queued behind
-// the cause, after it, count too; which it counts it does not say.
-// (TestSustainedBandwidth, behind a 1 s refresh: the counter rose by
-// 10,995 over an upload whose span held 10,988 packets, a steady flow's
-// among them.)
-const maxCountsPerPacket = 2
-
-// firstOwn is the first of jumps fc..l from which on a cause (span s)
-// could have made every drop: each jump's rise, with those from the first
-// to it, no more than its traffic before the jump's read could have made
-// (maxCountsPerPacket; perDrop is its unit per drop). l+1 where it could
-// not have made even the last's.
-func (a *analysis) firstOwn(jumps []counters.Jump, fc, l int, s span, val func(int) float64, perDrop func(lo, hi int) float64) int {
-	per := perDrop(s.lo, s.hi)
-	// could[k]: the drops the cause could have made before jump fc+k's
-	// read; cum[k]: the rise of the jumps before it.
-	n := l - fc + 1
-	could, cum := make([]float64, n), make([]float64, n+1)
-	sum, w := 0.0, s.lo
-	for k := range n {
-		_, read := a.certain(jumps[fc+k])
-		for end := min(a.g.index(read), s.hi); w < end; w++ {
-			sum += val(w)
-		}
-		could[k] = maxCountsPerPacket * sum / per
-		cum[k+1] = cum[k] + float64(jumps[fc+k].Delta)
-	}
-	// From t on, every jump j: cum[j+1]-cum[t] <= could[j].
-	first, need := l+1, math.Inf(-1)
-	for t := n - 1; t >= 0; t-- {
-		need = max(need, cum[t+1]-could[t])
-		if cum[t] < need {
-			break
-		}
-		first = fc + t
-	}
-	return first
 }
 
 // shareRanges is the range of the lag that each jump of a cluster but its
