@@ -387,10 +387,7 @@ func (a *analysis) countedDepth(fs *fineSeries, jumps []counters.Jump, lag count
 		lo := a.floodStart(jumps[c[0]], lag, floor, val, perWindow, refill)
 		hi := a.g.index(lastRead)
 		floor = hi
-		var rise uint64
-		for _, j := range jumps[c[0] : c[1]+1] {
-			rise += j.Delta
-		}
+		rise := riseOf(jumps[c[0] : c[1]+1])
 		// The count is the flood's whole if the counter stayed still for
 		// the longest lag and a refresh after its last jump.
 		stillTo := a.lastReadNs(fs.iface)

@@ -33,8 +33,11 @@ func (p *parting) at(k, ceil, floor int) (earlier, later lagPart) {
 }
 
 // rise is the counter's rise over jumps from to to.
-func (p *parting) rise(from, to int) (n uint64) {
-	for _, j := range p.jumps[from : to+1] {
+func (p *parting) rise(from, to int) uint64 { return riseOf(p.jumps[from : to+1]) }
+
+// riseOf is a counter's rise over jumps.
+func riseOf(jumps []counters.Jump) (n uint64) {
+	for _, j := range jumps {
 		n += j.Delta
 	}
 	return n
@@ -65,7 +68,7 @@ func (p *parting) explains(x, y int, n uint64) bool {
 // of its look-back).
 func (p *parting) ofCause(s span, hi int, readNs int64) (earlier, later lagPart, ok bool) {
 	fc, l := p.c.fc, p.c.l
-	long := int64(s.hi-s.lo)*p.a.g.widthNs >= longIncidentReads*readNs
+	long := p.a.lastsLong(s.lo, s.hi, readNs)
 	if long || p.firstReadAfter(s.lo) > fc {
 		// A cause's jumps are the latest ones its traffic could have
 		// made: those before showed something else's drops. A long

@@ -410,11 +410,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				// split at 5.6 to 6.8, and the drops of its sender's
 				// slower stretches came out early.
 				if src.perDrop != nil {
-					var rise uint64
-					for _, j := range jumps[fc : l+1] {
-						rise += j.Delta
-					}
-					passed := passedPerWindow(val, x, y, float64(rise)*src.perDrop(x, y))
+					passed := passedPerWindow(val, x, y, float64(riseOf(jumps[fc:l+1]))*src.perDrop(x, y))
 					if passed > lv && passed < sumIn(val, x, y)/float64(y-x) {
 						s.level = passed
 					}
@@ -452,14 +448,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				break
 			}
 			if x-s.hi > a.mergeGapWindows() {
-				if long && int64(y-x)*a.g.widthNs < longIncidentReads*readNs && int64(s.hi-s.lo)*a.g.widthNs >= longIncidentReads*readNs {
-					// A blip after a long cause is not it. Where it
-					// could have made every drop of the jumps
-					// read after it began (a burst, not the lab's
-					// sender catching up 14 ms after its overshoot),
-					// those are its own: with them, the overshoot's
-					// shares were matched to the burst's drops too,
-					// and its lag stated 639 ms where it was 30.
+				if long && !a.lastsLong(x, y, readNs) && a.lastsLong(s.lo, s.hi, readNs) {
+					// A blip after a long cause is not it; it may be
+					// the cause of the jumps after it (ofBlip).
 					if earlier, later, ok := parts.ofBlip(s, x, y); ok {
 						queue = append(queue, earlier, later)
 						parted = true
@@ -571,10 +562,7 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 		cum[i+1] = cum[i] + d
 	}
 	total := cum[len(drops)]
-	var rise uint64
-	for _, j := range cluster {
-		rise += j.Delta
-	}
+	rise := riseOf(cluster)
 	if total <= 0 || rise == 0 {
 		return nil
 	}
@@ -726,6 +714,12 @@ func bucketDrops(val func(int) float64, s span, depth float64) []float64 {
 	return drops
 }
 
+// lastsLong tells whether fine windows [lo, hi) last longIncidentReads
+// reads or more.
+func (a *analysis) lastsLong(lo, hi int, readNs int64) bool {
+	return int64(hi-lo)*a.g.widthNs >= longIncidentReads*readNs
+}
+
 // longOvershoot is the stretch of [lo, hi) over the level that splits its
 // rates per read interval into low and high (splitLevel), and that level,
 // when the stretch lasts longIncidentReads reads or more.
@@ -733,7 +727,7 @@ func (a *analysis) longOvershoot(val func(int) float64, lo, hi int, readNs int64
 	if level = splitLevel(val, lo, hi, int(max(readNs/a.g.widthNs, 1))); level <= 0 {
 		return 0, 0, 0, false
 	}
-	if x, y, ok = excessSpan(val, lo, hi, level); !ok || int64(y-x)*a.g.widthNs < longIncidentReads*readNs {
+	if x, y, ok = excessSpan(val, lo, hi, level); !ok || !a.lastsLong(x, y, readNs) {
 		return 0, 0, 0, false
 	}
 	return x, y, level, true
