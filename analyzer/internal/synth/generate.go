@@ -342,11 +342,12 @@ func (g *generator) shape(t int64, dt float64, flows, syns []*flowState) {
 		pass := [record.NumDirections]float64{1, 1}
 		window := float64(g.s.WindowNs) / 1e9
 		if rate := g.bandwidth(dev.spec, time.Duration(t-g.startNs)); rate > 0 {
+			depth := max(rate/8*window, dev.spec.BucketBytes)
 			for dir, counter := range []string{counters.BwInAllowanceExceeded, counters.BwOutAllowanceExceeded} {
 				if q := dev.spec.QueueBytes; q > 0 {
 					// The queue is served first; arrivals that do not
 					// pass at once wait or are dropped, and count.
-					ex := dev.bw[dir].take(bytes[dir]+dev.queue[dir], rate/8, rate/8*window, dt)
+					ex := dev.bw[dir].take(bytes[dir]+dev.queue[dir], rate/8, depth, dt)
 					dev.queue[dir] = min(ex, q)
 					if late := min(ex, bytes[dir]); late > 0 {
 						dev.drop(counter, late/bytes[dir]*packets[dir], t)
@@ -356,7 +357,7 @@ func (g *generator) shape(t int64, dt float64, flows, syns []*flowState) {
 					}
 					continue
 				}
-				ex := dev.bw[dir].take(bytes[dir], rate/8, rate/8*window, dt)
+				ex := dev.bw[dir].take(bytes[dir], rate/8, depth, dt)
 				if ex > 0 && bytes[dir] > 0 {
 					dev.drop(counter, ex/bytes[dir]*packets[dir], t)
 					pass[dir] *= 1 - ex/bytes[dir]

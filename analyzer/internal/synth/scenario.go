@@ -51,6 +51,10 @@ type Interface struct {
 	// dropped) counts, as the ENA counters count packets "queued or
 	// dropped". 0: no queue, the excess is dropped.
 	QueueBytes float64
+	// BucketBytes is the depth of the bandwidth shaper's bucket (0: a
+	// window's worth): what passes at once over the allowance, full after
+	// a quiet spell (the lab's tbf: 1 MiB).
+	BucketBytes float64
 	// PPS is the bidirectional packets/s allowance; 0 disables it.
 	PPS float64
 	// PPSBurst is the depth of its bucket, packets (0: a window's worth):

@@ -104,6 +104,26 @@ func runImpact(t *testing.T, name, kind string) (analyzer.Finding, catalog.Truth
 		}
 		break
 	}
+	// One incident, one finding: the victim's packets, queued behind the
+	// burst while its queue drained, are its victims, not the culprits of
+	// findings of their own (before the analyzer's drains: 4 to 7 of them,
+	// 4 runs of 4 one since). Not yet for the others: after the shallow
+	// queue dropped, the victim's recovery, 30 to 130 ms later, runs over
+	// the bucket the burst emptied in a few jumps of 2 to 10 packets, and
+	// stands as findings of its own in 4 runs of 6; inbound, the host sees
+	// the burst only after the device's queue.
+	above := 0
+	for _, f := range res.Findings {
+		if f.Kind == kind && f.Severity != analyzer.SeverityInfo {
+			above++
+		}
+	}
+	if name == "impact-queued" && above != 1 {
+		for _, f := range res.Findings {
+			t.Logf("%s %s [%.3f, %.3f] %s", f.Kind, f.Severity, f.StartOffsetS, f.EndOffsetS, f.Summary)
+		}
+		t.Errorf("%d %s findings above info, want one: the burst's", above, kind)
+	}
 	if found == nil {
 		for _, f := range res.Findings {
 			t.Logf("%s %s [%.3f, %.3f] %s", f.Kind, f.Severity, f.StartOffsetS, f.EndOffsetS, f.Summary)
