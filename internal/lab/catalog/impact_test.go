@@ -106,7 +106,7 @@ func runImpact(t *testing.T, name, kind string) (analyzer.Finding, catalog.Truth
 	}
 	// One incident, one finding: the victim's packets, queued behind the
 	// burst while its queue drained, are its victims, not the culprits of
-	// findings of their own (before the analyzer's drains: 4 to 7 of them,
+	// findings of their own (before the analyzer's drains: 5 or 6 in all,
 	// 4 runs of 4 one since). Not yet for the others: after the shallow
 	// queue dropped, the victim's recovery, 30 to 130 ms later, runs over
 	// the bucket the burst emptied in a few jumps of 2 to 10 packets, and
