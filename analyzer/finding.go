@@ -84,7 +84,7 @@ func (a *analysis) culprits(iface string, dirs []record.Direction, lo, hi int, s
 		}
 		return inDir && (keep == nil || keep(f))
 	}
-	tallies := a.flows.snapshotTallies(iface, a.g.startNs(lo), a.g.startNs(hi), dirKeep)
+	tallies := a.flows.spreadTallies(iface, a.g.startNs(lo), a.g.startNs(hi), dirKeep)
 	var total float64
 	for _, t := range tallies {
 		total += rankValue(t, rankBy)
@@ -93,6 +93,15 @@ func (a *analysis) culprits(iface string, dirs []record.Direction, lo, hi int, s
 }
 
 func rankValue(t flowTally, rankBy string) float64 {
+	if t.spread != nil {
+		switch rankBy {
+		case rankPackets:
+			return t.spread[1]
+		case rankSYNs:
+			return t.spread[2]
+		}
+		return t.spread[0]
+	}
 	switch rankBy {
 	case rankPackets:
 		return float64(t.packets)

@@ -880,3 +880,46 @@ func TestDeepQueueDrain(t *testing.T) {
 		}
 	})
 }
+
+// TestSnapshotCulprit: a 200 kB burst at 200 Mbit/s over a 40 Mbit/s
+// allowance beside a flow at 25 Mbit/s, no flow moving enough in a
+// window for window events (the lab's impact-inbound, whose burst the host
+// saw at up to 515 Mbit/s under a 62.5 kB threshold): the culprit comes
+// from the flow snapshots, where the steady flow moved 312 kB in the
+// burst's 100 ms drain interval and the burst 200 kB. Ranked by what each
+// moved within the finding, had it sent evenly over when it was seen, the
+// burst is first, its share most of the finding's (the steady flow was
+// named first before, with 61%).
+func TestSnapshotCulprit(t *testing.T) {
+	const d = 5 * time.Second
+	burstAt := 2*time.Second + 30*time.Millisecond
+	burst := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 41000),
+		Dst: netip.AddrPortFrom(incPeer, 9), Size: 1472,
+		Phases: []synth.Phase{{From: burstAt, To: burstAt + 8*time.Millisecond, Bps: 200e3 * 8 / 0.008}}}
+	upload := steady(record.Egress, netip.AddrPortFrom(incHost, 40100), netip.AddrPortFrom(opaqueLAN, 443), 1500, 25e6, d)
+	spec := synth.Spec{Name: "snapshot-culprit", Duration: d, Seed: 43, SampleNs: incSampleNs, HeavyBytes: 1 << 40,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6}},
+		Flows:      []synth.Flow{upload, burst}}
+	rec, _ := synth.Generate(spec)
+	for _, given := range []bool{true, false} {
+		opt := DefaultOptions()
+		if given {
+			opt.BaselineBps, opt.BurstBps = 40e6, 40e6
+		}
+		res := Analyze(rec, opt)
+		n := 0
+		for _, f := range res.Findings {
+			if f.Kind != KindMicroburstOut || f.Severity == SeverityInfo {
+				continue
+			}
+			n++
+			t.Logf("%s [%.4f, %.4f) %s", f.Severity, f.StartOffsetS, f.EndOffsetS, f.Summary)
+			if len(f.Flows) == 0 || f.Flows[0].Src != burst.Src.String() || f.Flows[0].Source != "snapshots" || f.Flows[0].Share < 0.5 {
+				t.Errorf("given=%v: culprits %+v, want %s first from the snapshots, over half the finding's", given, f.Flows, burst.Src)
+			}
+		}
+		if n != 1 {
+			t.Errorf("given=%v: %d microburst_in findings above info, want one", given, n)
+		}
+	}
+}

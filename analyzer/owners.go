@@ -199,7 +199,7 @@ func (a *analysis) attachOwners(findings []Finding) {
 		if f.Kind == KindConntrackExceeded || f.Kind == KindConntrackNearLimit {
 			rankBy = rankSYNs
 		}
-		f.Owners = a.ownersFromTallies(a.flows.snapshotTallies(f.Interface, fromNs, toNs, keep), rankBy)
+		f.Owners = a.ownersFromTallies(a.flows.spreadTallies(f.Interface, fromNs, toNs, keep), rankBy)
 	}
 	for i := range findings {
 		if f := &findings[i]; len(f.Owners) > 0 {

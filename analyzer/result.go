@@ -336,8 +336,9 @@ type FlowShare struct {
 	MinSize  uint32        `json:"min_size,omitempty"` // smallest packet of the flow so far
 	MaxSize  uint32        `json:"max_size,omitempty"`
 	// Share is of the window's total by Finding.FlowsRankedBy; for Source
-	// "snapshots", of all flows' traffic in the drain intervals overlapping
-	// the window.
+	// "snapshots", of what all flows moved within the window had each sent
+	// its drain intervals' traffic evenly over when it was seen in them
+	// (Bytes and Packets are those intervals' whole).
 	Share float64 `json:"share"`
 	// Flows is how many 5-tuples the row sums, when more than one: SYN
 	// sources are grouped per source address and destination, and a source
