@@ -212,7 +212,7 @@ type incidentSpec struct {
 	// (nil: not checked).
 	excess func(s span) float64
 	// queued, when set, tells whether a rise of delta counts at least
-	// half the packets offered over fine windows [lo, hi): most of them
+	// queuedShare of the packets offered over fine windows [lo, hi): they
 	// waited, in a queue that had not emptied (a counter of packets
 	// "queued or dropped"). readNs is the read interval.
 	queued func(lo, hi int, delta uint64) bool
@@ -328,10 +328,10 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 			p := &out[n-1]
 			drains, full := a.drains(spec, p, j, to)
 			if drains && s.lo-p.hi > gap {
-				// The counter has moved at every read (or refresh) since
-				// the incident, counting most of what was offered: the
-				// incident's queue still draining, what stands out here
-				// (a TCP flow's bunch) queued behind it, its victim.
+				// The counter has kept moving since the incident,
+				// counting most of what was offered: the incident's
+				// queue still draining, what stands out here (a TCP
+				// flow's bunch) queued behind it, its victim.
 				p.toNs = max(p.toNs, s.toNs)
 				p.delta += s.delta
 				p.jumps = append(p.jumps, j)
