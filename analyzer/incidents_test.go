@@ -334,4 +334,11 @@ func TestLagText(t *testing.T) {
 			t.Errorf("lag %v (%v to %v): %q, want %q and not %q", c.lag, c.low, c.high, got, c.want, c.not)
 		}
 	}
+	// Inbound, the host saw the traffic past the device's queue: the lag
+	// it states is from then.
+	info := &Incident{Counter: counters.BwInAllowanceExceeded, CounterLagSource: lagEstimated, CounterRefreshKnown: true,
+		CounterLagS: 0.0104, CounterLagLowS: 0.0052, CounterLagHighS: 0.0156, LookBackS: 0.02}
+	if got, want := lagText(info), "drops shown about 10.4 ms after the traffic reached the host (5.2 ms to 15.6 ms)"; !strings.Contains(got, want) {
+		t.Errorf("inbound: %q, want %q", got, want)
+	}
 }
