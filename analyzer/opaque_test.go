@@ -579,11 +579,7 @@ func TestSustainedBandwidth(t *testing.T) {
 	spec := synth.Spec{Name: "sustained_bw", Duration: d, Seed: 39, SampleNs: incSampleNs,
 		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: 150e3}}, Flows: flows}
 	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
-		opt := DefaultOptions()
-		if given {
-			opt.BaselineBps, opt.BurstBps = 40e6, 40e6
-		}
-		res := Analyze(rec, opt)
+		res := analyzeBW40(rec, given)
 		checkOneIncident(t, res, KindMicroburstOut, over.Src.String(), time.Second, truth.Drops["eth0"][counters.BwOutAllowanceExceeded][0].From, refresh)
 		checkOvershootTiming(t, res, KindMicroburstOut, refresh, lag)
 	})
@@ -647,9 +643,7 @@ func checkTiming(t *testing.T, res *Result, kind string, refresh, lag time.Durat
 func TestTwoCauses(t *testing.T) {
 	const d = 5 * time.Second
 	burstAt := 2*time.Second + 500*time.Millisecond + 300*time.Microsecond
-	burst := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 41000),
-		Dst: netip.AddrPortFrom(incPeer, 9000), Size: 1500,
-		Phases: []synth.Phase{{From: burstAt, To: burstAt + 7*time.Millisecond, Bps: 2e6 * 8 / 0.007}}}
+	burst := egressBurst(6, 9000, 1500, burstAt, 7*time.Millisecond, 2e6)
 	dns := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 53535),
 		Dst: netip.AddrPortFrom(incDNS, 53), Size: 80, Phases: []synth.Phase{{From: 2 * time.Second, To: 3500 * time.Millisecond, Bps: 1500 * 80 * 8}}}
 	flows := []synth.Flow{steady(record.Egress, netip.AddrPortFrom(incHost, 40100), netip.AddrPortFrom(opaqueLAN, 443), 1000, 640e3, d), burst, dns}
@@ -660,11 +654,7 @@ func TestTwoCauses(t *testing.T) {
 					CounterRefresh: refresh, RefreshPhase: refresh * 37 / 100,
 					Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6}}, Flows: flows}
 				rec, truth := synth.Generate(s)
-				opt := DefaultOptions()
-				if given {
-					opt.BaselineBps, opt.BurstBps = 40e6, 40e6
-				}
-				res := Analyze(rec, opt)
+				res := analyzeBW40(rec, given)
 				slack := 2 * time.Millisecond
 				if refresh >= time.Second {
 					slack = 5 * time.Millisecond
@@ -710,9 +700,7 @@ func TestTwoCauses(t *testing.T) {
 func TestQueueOverflow(t *testing.T) {
 	const d = 5 * time.Second
 	burstAt := 2*time.Second + 300*time.Microsecond
-	burst := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 41000),
-		Dst: netip.AddrPortFrom(incPeer, 9000), Size: 1500,
-		Phases: []synth.Phase{{From: burstAt, To: burstAt + 7*time.Millisecond, Bps: 2e6 * 8 / 0.007}}}
+	burst := egressBurst(6, 9000, 1500, burstAt, 7*time.Millisecond, 2e6)
 	victim := steady(record.Egress, netip.AddrPortFrom(incHost, 40100), netip.AddrPortFrom(opaqueLAN, 443), 1000, 4e6, d)
 	spec := synth.Spec{Name: "queue", Duration: d, Seed: 38, SampleNs: incSampleNs,
 		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: 150e3}},
@@ -722,16 +710,9 @@ func TestQueueOverflow(t *testing.T) {
 		if last := drops[len(drops)-1].To; last < burstAt+30*time.Millisecond {
 			t.Fatalf("the device's drops end at %v: the queue did not drain after the burst", last)
 		}
-		opt := DefaultOptions()
-		if given {
-			opt.BaselineBps, opt.BurstBps = 40e6, 40e6
-		}
-		res := Analyze(rec, opt)
+		res := analyzeBW40(rec, given)
 		checkOneIncident(t, res, KindMicroburstOut, burst.Src.String(), 0, drops[0].From, refresh)
-		for _, f := range res.Findings {
-			if f.Kind != KindMicroburstOut || f.Severity == SeverityInfo {
-				continue
-			}
+		for _, f := range aboveInfo(res, KindMicroburstOut) {
 			if refresh == 0 && (len(f.Victims) == 0 || f.Victims[0].Src != victim.Src.String()) {
 				t.Errorf("victims %+v, want %s", f.Victims, victim.Src)
 			}
@@ -779,21 +760,13 @@ func isolatedBursts(t *testing.T, flows []synth.Flow, bursts int) {
 						CounterRefresh: refresh, RefreshPhase: refresh * 37 / 100,
 						Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: c.queue}}, Flows: flows}
 					rec, _ := synth.Generate(s)
-					opt := DefaultOptions()
-					if given {
-						opt.BaselineBps, opt.BurstBps = 40e6, 40e6
-					}
-					res := Analyze(rec, opt)
-					n := 0
-					for _, f := range res.Findings {
-						if f.Kind != KindMicroburstOut || f.Severity == SeverityInfo {
-							continue
-						}
-						n++
+					res := analyzeBW40(rec, given)
+					found := aboveInfo(res, KindMicroburstOut)
+					for _, f := range found {
 						checkTimingStated(t, f.Incident, refresh, lag)
 					}
-					if n != bursts {
-						t.Errorf("%d microburst_out findings above info, want one per burst (%d)", n, bursts)
+					if len(found) != bursts {
+						t.Errorf("%d microburst_out findings above info, want one per burst (%d)", len(found), bursts)
 					}
 					if t.Failed() {
 						for _, f := range res.Findings {
@@ -804,6 +777,35 @@ func isolatedBursts(t *testing.T, flows []synth.Flow, bursts int) {
 			}
 		}
 	}
+}
+
+// egressBurst is one flow from the host sending bytes in packets of size
+// over [at, at+d).
+func egressBurst(proto uint8, dstPort uint16, size int, at, d time.Duration, bytes float64) synth.Flow {
+	return synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: proto, Src: netip.AddrPortFrom(incHost, 41000),
+		Dst: netip.AddrPortFrom(incPeer, dstPort), Size: size,
+		Phases: []synth.Phase{{From: at, To: at + d, Bps: bytes * 8 / d.Seconds()}}}
+}
+
+// analyzeBW40 analyzes rec with the synthetic device's 40 Mbit/s
+// bandwidth allowance given, or with none.
+func analyzeBW40(rec *record.Recording, given bool) *Result {
+	opt := DefaultOptions()
+	if given {
+		opt.BaselineBps, opt.BurstBps = 40e6, 40e6
+	}
+	return Analyze(rec, opt)
+}
+
+// aboveInfo is the findings of kind above info.
+func aboveInfo(res *Result, kind string) []Finding {
+	var out []Finding
+	for _, f := range res.Findings {
+		if f.Kind == kind && f.Severity != SeverityInfo {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // checkTimingStated: a refresh stated as known is the device's within 10%;
@@ -844,9 +846,7 @@ func checkTimingStated(t *testing.T, inc *Incident, refresh, lag time.Duration) 
 func TestDeepQueueDrain(t *testing.T) {
 	const d = 5 * time.Second
 	burstAt := 2*time.Second + 300*time.Microsecond
-	burst := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 41000),
-		Dst: netip.AddrPortFrom(incPeer, 9), Size: 1472,
-		Phases: []synth.Phase{{From: burstAt, To: burstAt + 15*time.Millisecond, Bps: 2e6 * 8 / 0.015}}}
+	burst := egressBurst(17, 9, 1472, burstAt, 15*time.Millisecond, 2e6)
 	var bunches []synth.Phase
 	for at := 307 * time.Millisecond; at < d; at += 20 * time.Millisecond { // after the bucket filled
 		bunches = append(bunches, synth.Phase{From: at, To: at + time.Millisecond, Bps: 60e3 * 8 / 0.001})
@@ -864,16 +864,9 @@ func TestDeepQueueDrain(t *testing.T) {
 		if given && (refresh > 0 || lag > 0) || refresh >= time.Second && lag >= time.Second {
 			return // open: see above
 		}
-		opt := DefaultOptions()
-		if given {
-			opt.BaselineBps, opt.BurstBps = 40e6, 40e6
-		}
-		res := Analyze(rec, opt)
+		res := analyzeBW40(rec, given)
 		checkOneIncident(t, res, KindMicroburstOut, burst.Src.String(), burstAt, drops[0].From, refresh)
-		for _, f := range res.Findings {
-			if f.Kind != KindMicroburstOut || f.Severity == SeverityInfo {
-				continue
-			}
+		for _, f := range aboveInfo(res, KindMicroburstOut) {
 			if refresh < time.Second && (len(f.Victims) == 0 || f.Victims[0].Src != victim.Src.String()) {
 				t.Errorf("victims %+v, want %s", f.Victims, victim.Src)
 			}
@@ -893,33 +886,22 @@ func TestDeepQueueDrain(t *testing.T) {
 func TestSnapshotCulprit(t *testing.T) {
 	const d = 5 * time.Second
 	burstAt := 2*time.Second + 30*time.Millisecond
-	burst := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 41000),
-		Dst: netip.AddrPortFrom(incPeer, 9), Size: 1472,
-		Phases: []synth.Phase{{From: burstAt, To: burstAt + 8*time.Millisecond, Bps: 200e3 * 8 / 0.008}}}
+	burst := egressBurst(17, 9, 1472, burstAt, 8*time.Millisecond, 200e3)
 	upload := steady(record.Egress, netip.AddrPortFrom(incHost, 40100), netip.AddrPortFrom(opaqueLAN, 443), 1500, 25e6, d)
 	spec := synth.Spec{Name: "snapshot-culprit", Duration: d, Seed: 43, SampleNs: incSampleNs, HeavyBytes: 1 << 40,
 		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6}},
 		Flows:      []synth.Flow{upload, burst}}
 	rec, _ := synth.Generate(spec)
 	for _, given := range []bool{true, false} {
-		opt := DefaultOptions()
-		if given {
-			opt.BaselineBps, opt.BurstBps = 40e6, 40e6
+		res := analyzeBW40(rec, given)
+		found := aboveInfo(res, KindMicroburstOut)
+		if len(found) != 1 {
+			t.Errorf("given=%v: %d microburst_out findings above info, want one", given, len(found))
 		}
-		res := Analyze(rec, opt)
-		n := 0
-		for _, f := range res.Findings {
-			if f.Kind != KindMicroburstOut || f.Severity == SeverityInfo {
-				continue
-			}
-			n++
-			t.Logf("%s [%.4f, %.4f) %s", f.Severity, f.StartOffsetS, f.EndOffsetS, f.Summary)
+		for _, f := range found {
 			if len(f.Flows) == 0 || f.Flows[0].Src != burst.Src.String() || f.Flows[0].Source != "snapshots" || f.Flows[0].Share < 0.5 {
 				t.Errorf("given=%v: culprits %+v, want %s first from the snapshots, over half the finding's", given, f.Flows, burst.Src)
 			}
-		}
-		if n != 1 {
-			t.Errorf("given=%v: %d microburst_in findings above info, want one", given, n)
 		}
 	}
 }
