@@ -52,8 +52,8 @@ type Interface struct {
 	// dropped". 0: no queue, the excess is dropped.
 	QueueBytes float64
 	// BucketBytes is the depth of the bandwidth shaper's bucket (0: a
-	// window's worth): what passes at once over the allowance, full after
-	// a quiet spell (the lab's tbf: 1 MiB).
+	// window's worth): what passes at once over the allowance, empty at
+	// the start and full after a quiet spell (the lab's tbf: 1 MiB).
 	BucketBytes float64
 	// PPS is the bidirectional packets/s allowance; 0 disables it.
 	PPS float64
