@@ -367,12 +367,7 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				continue
 			}
 		}
-		inc := incident{span: s, jumps: []counters.Jump{j}}
-		if spec.queued != nil {
-			plo, phi := a.g.span(from-spec.lag.pointNs, to-spec.lag.pointNs)
-			inc.queueFull = phi > plo && spec.queued(plo, phi, j.Delta)
-		}
-		out = append(out, inc)
+		out = append(out, incident{span: s, jumps: []counters.Jump{j}, queueFull: a.queuedOver(spec, from, to, j.Delta)})
 	}
 	return out
 }
@@ -398,9 +393,19 @@ func (a *analysis) drains(spec incidentSpec, p *incident, j counters.Jump, to in
 		// is counted as close to the last as the queue's rest would be.
 		return false, false
 	}
-	lo, hi := a.g.span(last.ToNs-spec.lag.pointNs, to-spec.lag.pointNs)
-	full = hi > lo && spec.queued(lo, hi, j.Delta)
+	full = a.queuedOver(spec, last.ToNs, to, j.Delta)
 	return full || p.queueFull, full
+}
+
+// queuedOver tells whether a rise of delta, read over [fromNs, toNs),
+// counts at least queuedShare of the packets offered where the lag puts
+// that stretch (spec.queued; false where it is unset).
+func (a *analysis) queuedOver(spec incidentSpec, fromNs, toNs int64, delta uint64) bool {
+	if spec.queued == nil {
+		return false
+	}
+	lo, hi := a.g.span(fromNs-spec.lag.pointNs, toNs-spec.lag.pointNs)
+	return hi > lo && spec.queued(lo, hi, delta)
 }
 
 // incidentFlows is the one place an incident's flows are told apart: the
