@@ -326,7 +326,7 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 		s.fromNs, s.toNs, s.readFromNs, s.delta = j.FromNs, j.ToNs, from, j.Delta
 		if n := len(out); n > 0 {
 			p := &out[n-1]
-			drains, full := a.drains(spec, p, j, to)
+			drains, full := a.drains(spec, p, j, to, s)
 			if drains && s.lo-p.hi > gap {
 				// The counter has kept moving since the incident,
 				// counting most of what was offered: the incident's
@@ -372,16 +372,24 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 	return out
 }
 
-// drains tells whether jump j, read up to to, counts incident p's queue
-// draining: at most one read (or refresh) since the incident's last jump
+// drains tells whether jump j, read up to to, whose look-back's traffic
+// is s, counts incident p's queue draining: s carries less over p's level
+// than p did; at most one read (or refresh) since the incident's last jump
 // saw nothing counted (a TCP flow queued behind a burst leaves in bunches,
 // the lab's 20 ms apart, each counted, and reads 10 ms apart find some
 // with none), and what the counter rose by since counts at least
 // queuedShare of the packets offered over that stretch where the lag puts
 // them (full), or, right after a jump that did, anything (the queue
 // emptied before the read).
-func (a *analysis) drains(spec incidentSpec, p *incident, j counters.Jump, to int64) (drains, full bool) {
+func (a *analysis) drains(spec incidentSpec, p *incident, j counters.Jump, to int64, s span) (drains, full bool) {
 	if spec.queued == nil {
+		return false, false
+	}
+	if spec.val != nil && s.levelName != levelNone && overLevel(spec.val, s, p.level) >= overLevel(spec.val, p.span, p.level) {
+		// What stands out here carries more than the incident did: a
+		// cause of its own, not what queued behind it (a 2 MB burst
+		// 20 ms after a TCP flow's bunch that had moved the counter by
+		// 5: the burst's 1,049 drops were put on the bunch).
 		return false, false
 	}
 	last := p.jumps[len(p.jumps)-1]
@@ -395,6 +403,11 @@ func (a *analysis) drains(spec incidentSpec, p *incident, j counters.Jump, to in
 	}
 	full = a.queuedOver(spec, last.ToNs, to, j.Delta)
 	return full || p.queueFull, full
+}
+
+// overLevel is the traffic of span s above level (val per window).
+func overLevel(val func(int) float64, s span, level float64) float64 {
+	return sumIn(func(i int) float64 { return max(val(i)-level, 0) }, s.lo, s.hi)
 }
 
 // queuedOver tells whether a rise of delta, read over [fromNs, toNs),

@@ -874,6 +874,46 @@ func TestDeepQueueDrain(t *testing.T) {
 	})
 }
 
+// TestBurstAfterSmallIncidents: a TCP flow's 60 kB bunches every 20 ms
+// each move the counter a little on their own (a bucket of 20 kB), and a
+// 2 MB burst comes 20 ms after one of them, into a deep queue: the burst's
+// jumps follow the bunch's at once and count most of what was offered, as
+// a drain's would, but the burst is no bunch's queue draining. A
+// microburst_out covers the burst and names it first, under every lag and
+// refresh, given the allowance or not (a CI run of the lab's
+// impact-inbound, whose counter moved for its download's bunches, put a
+// burst of 1,049 drops on the bunch 20 ms before it).
+func TestBurstAfterSmallIncidents(t *testing.T) {
+	const d = 5 * time.Second
+	burstAt := 2*time.Second + 27*time.Millisecond
+	burst := egressBurst(17, 9, 1472, burstAt, 15*time.Millisecond, 2e6)
+	var bunches []synth.Phase
+	for at := 7 * time.Millisecond; at < d; at += 20 * time.Millisecond {
+		bunches = append(bunches, synth.Phase{From: at, To: at + time.Millisecond, Bps: 60e3 * 8 / 0.001})
+	}
+	victim := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 40100),
+		Dst: netip.AddrPortFrom(opaqueLAN, 443), Size: 1500, Phases: bunches}
+	spec := synth.Spec{Name: "burst-after-bunches", Duration: d, Seed: 44, SampleNs: incSampleNs,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: 4.5e6, BucketBytes: 20e3}},
+		Flows:      []synth.Flow{victim, burst}}
+	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
+		res := analyzeBW40(rec, given)
+		from, to := burstAt.Seconds(), (burstAt + 15*time.Millisecond).Seconds()
+		for _, f := range aboveInfo(res, KindMicroburstOut) {
+			if f.StartOffsetS < to && f.EndOffsetS > from {
+				if len(f.Flows) == 0 || f.Flows[0].Src != burst.Src.String() {
+					t.Errorf("the finding over the burst [%.4f, %.4f) names %+v first, want %s", f.StartOffsetS, f.EndOffsetS, f.Flows, burst.Src)
+				}
+				return
+			}
+		}
+		for _, f := range aboveInfo(res, KindMicroburstOut) {
+			t.Logf("[%.4f, %.4f) %s", f.StartOffsetS, f.EndOffsetS, f.Summary)
+		}
+		t.Errorf("no microburst_out over the burst at %.4f-%.4f s", from, to)
+	})
+}
+
 // TestSnapshotCulprit: a 200 kB burst at 200 Mbit/s over a 40 Mbit/s
 // allowance beside a flow at 25 Mbit/s, no flow moving enough in a
 // window for window events (the lab's impact-inbound, whose burst the host
