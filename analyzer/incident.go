@@ -217,6 +217,10 @@ type incidentSpec struct {
 	// "queued or dropped"). readNs is the read interval.
 	queued func(lo, hi int, delta uint64) bool
 	readNs int64
+	// raised: with no allowance known, a located span whose look-back
+	// runs raised over the second before it starts where that raised
+	// stretch began (raisedStart).
+	raised bool
 }
 
 // queuedShare is the share of the packets offered where a jump's lag puts
@@ -287,6 +291,19 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 			for s.lo == lo && s.lo > floor && spec.val(s.lo-1) >= s.level {
 				s.lo--
 				lo--
+			}
+		}
+		if spec.raised && spec.explained == nil && s.levelName == levelIntervalOwn {
+			// A long burst stands out of the look-back only where it
+			// peaks (the look-back's level is its own): its start is
+			// where the stretch it peaks in began.
+			floor := 0
+			if n := len(out); n > 0 {
+				floor = out[n-1].hi
+			}
+			if x := a.raisedStart(spec.val, s, floor); x < s.lo {
+				lo = min(lo, x)
+				s.lo = x
 			}
 		}
 		if spec.excess != nil && spec.explained == nil && spec.excess(s) < float64(j.Delta)/4 {
@@ -385,23 +402,26 @@ func (a *analysis) drains(spec incidentSpec, p *incident, j counters.Jump, to in
 	if spec.queued == nil {
 		return false, false
 	}
+	last := p.jumps[len(p.jumps)-1]
+	// Whether or not j drains p, it says whether the queue was full when
+	// read: a jump that joins p otherwise (the burst's own drops, 40 ms
+	// on) leaves it so for the next.
+	full = a.queuedOver(spec, last.ToNs, to, j.Delta)
 	if spec.val != nil && s.levelName != levelNone && overLevel(spec.val, s, p.level) >= overLevel(spec.val, p.span, p.level) {
 		// What stands out here carries more than the incident did: a
 		// cause of its own, not what queued behind it (a 2 MB burst
 		// 20 ms after a TCP flow's bunch that had moved the counter by
 		// 5: the burst's 1,049 drops were put on the bunch).
-		return false, false
+		return false, full
 	}
-	last := p.jumps[len(p.jumps)-1]
 	if j.FromNs-last.ToNs > spec.lag.refreshNs+2*spec.readNs {
-		return false, false // reads between them saw nothing counted
+		return false, full // reads between them saw nothing counted
 	}
 	if j.ToNs-last.ToNs > lateHorizon {
 		// A refresh so long that a burst the next second (TestIsolatedBursts)
 		// is counted as close to the last as the queue's rest would be.
-		return false, false
+		return false, full
 	}
-	full = a.queuedOver(spec, last.ToNs, to, j.Delta)
 	return full || p.queueFull, full
 }
 
@@ -593,4 +613,59 @@ func severityRank(s string) int {
 		return 1
 	}
 	return 0
+}
+
+// raisedStart is where the raised stretch that span s peaks in began,
+// with no allowance known: a burst paced over 80 ms at 200 Mbit/s, beside
+// a TCP flow's 50 kB bunches, makes the level of a look-back inside it
+// its own, and only its peaks (a bunch on top of it) stand out, 30 ms
+// after it began (the lab's impact-dropped). The stretch runs at the
+// median m of the raisedNear windows before s, at least a quarter of the
+// level s stood out from (StandOutFactor squared: the burst, not the
+// steady flow beside it), over windows at or above m/StandOutFactor, a
+// pause of the sender's allowed where the windows around it make up for
+// it: the start, no earlier than floor nor lateHorizon before s, whose
+// windows' sum above that level is the most any start gives. The second
+// before it must run below the stretch, m at least StandOutFactor times
+// both its mean and its median window (a steady flow that began within
+// it raises the stretch over its mean, not its median). It is s.lo where
+// nothing before s runs raised.
+func (a *analysis) raisedStart(val func(int) float64, s span, floor int) int {
+	f := a.opt.StandOutFactor
+	near := max(s.lo-raisedNear, floor)
+	if near >= s.lo {
+		return s.lo
+	}
+	m := medianIn(val, near, s.lo)
+	if m <= 0 || m < s.level/(f*f) {
+		return s.lo
+	}
+	level := m / f
+	stop := max(floor, s.lo-int(lateHorizon/a.g.widthNs))
+	best, sum, start := 0.0, 0.0, s.lo
+	for i := s.lo - 1; i >= stop; i-- {
+		sum += val(i) - level
+		if sum >= best {
+			best, start = sum, i
+		}
+	}
+	ctxLo := max(start-int(int64(time.Second)/a.g.widthNs), 0)
+	if start == s.lo || ctxLo >= start || m < f*sumIn(val, ctxLo, start)/float64(start-ctxLo) || m < f*medianIn(val, ctxLo, start) {
+		return s.lo
+	}
+	return start
+}
+
+// raisedNear is how many fine windows before a located span tell the level
+// of the stretch it may peak in (raisedStart).
+const raisedNear = 10
+
+// medianIn is the median of val over windows [lo, hi), which is not empty.
+func medianIn(val func(int) float64, lo, hi int) float64 {
+	v := make([]float64, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		v = append(v, val(i))
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
 }

@@ -77,6 +77,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 			lag := a.counterLagFor(iface, jumps, src)
 			spec.lag = lag
 			spec.readNs = a.readInterval(iface)
+			spec.raised = true
 			spec.queued = func(lo, hi int, delta uint64) bool {
 				return float64(delta) >= queuedShare*float64(sumUint(fs.packets, lo, hi))
 			}
