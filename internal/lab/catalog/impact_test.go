@@ -108,9 +108,10 @@ func runImpact(t *testing.T, name, kind string) (analyzer.Finding, catalog.Truth
 	// burst while its queue drained, are its victims, not the culprits of
 	// findings of their own (before the analyzer's drains: 5 or 6 in all,
 	// 4 runs of 4 one since). Not yet for the others: after the shallow
-	// queue dropped, the victim's recovery, 30 to 130 ms later, runs over
+	// queue dropped, the victim's recovery, 30 to 170 ms later, runs over
 	// the bucket the burst emptied in a few jumps of 2 to 10 packets, and
-	// stands as findings of its own (5 runs of 9); inbound, more findings
+	// stands as findings of its own (5 runs of 9; 2 of 8 since a jump
+	// that joins an incident says whether its queue was full); inbound, more findings
 	// came in 6 runs of 8 (2 to 37), and in the one looked into, the lab's
 	// counter had moved for the download's own bunches, before the burst
 	// too, 4 or 5 packets each.
