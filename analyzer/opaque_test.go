@@ -847,12 +847,7 @@ func TestDeepQueueDrain(t *testing.T) {
 	const d = 5 * time.Second
 	burstAt := 2*time.Second + 300*time.Microsecond
 	burst := egressBurst(17, 9, 1472, burstAt, 15*time.Millisecond, 2e6)
-	var bunches []synth.Phase
-	for at := 307 * time.Millisecond; at < d; at += 20 * time.Millisecond { // after the bucket filled
-		bunches = append(bunches, synth.Phase{From: at, To: at + time.Millisecond, Bps: 60e3 * 8 / 0.001})
-	}
-	victim := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 40100),
-		Dst: netip.AddrPortFrom(opaqueLAN, 443), Size: 1500, Phases: bunches}
+	victim := tcpBunches(307*time.Millisecond, d) // after the bucket filled
 	spec := synth.Spec{Name: "deep-queue", Duration: d, Seed: 41, SampleNs: incSampleNs,
 		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: 4.5e6, BucketBytes: 1 << 20}},
 		Flows:      []synth.Flow{victim, burst}}
@@ -887,12 +882,7 @@ func TestBurstAfterSmallIncidents(t *testing.T) {
 	const d = 5 * time.Second
 	burstAt := 2*time.Second + 27*time.Millisecond
 	burst := egressBurst(17, 9, 1472, burstAt, 15*time.Millisecond, 2e6)
-	var bunches []synth.Phase
-	for at := 7 * time.Millisecond; at < d; at += 20 * time.Millisecond {
-		bunches = append(bunches, synth.Phase{From: at, To: at + time.Millisecond, Bps: 60e3 * 8 / 0.001})
-	}
-	victim := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 40100),
-		Dst: netip.AddrPortFrom(opaqueLAN, 443), Size: 1500, Phases: bunches}
+	victim := tcpBunches(7*time.Millisecond, d)
 	spec := synth.Spec{Name: "burst-after-bunches", Duration: d, Seed: 44, SampleNs: incSampleNs,
 		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: 4.5e6, BucketBytes: 20e3}},
 		Flows:      []synth.Flow{victim, burst}}
@@ -969,12 +959,7 @@ func TestShallowQueueRecovery(t *testing.T) {
 	const d = 5 * time.Second
 	burstAt := 2*time.Second + 300*time.Microsecond
 	burst := egressBurst(17, 9, 1472, burstAt, 80*time.Millisecond, 2e6)
-	var bunches []synth.Phase
-	for at := 307 * time.Millisecond; at < d; at += 20 * time.Millisecond {
-		bunches = append(bunches, synth.Phase{From: at, To: at + time.Millisecond, Bps: 60e3 * 8 / 0.001})
-	}
-	victim := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 40100),
-		Dst: netip.AddrPortFrom(opaqueLAN, 443), Size: 1500, Phases: bunches}
+	victim := tcpBunches(307*time.Millisecond, d)
 	spec := synth.Spec{Name: "shallow-queue", Duration: d, Seed: 45, SampleNs: int64(40 * time.Millisecond),
 		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: 130e3, BucketBytes: 1 << 20}},
 		Flows:      []synth.Flow{victim, burst}}
@@ -986,4 +971,15 @@ func TestShallowQueueRecovery(t *testing.T) {
 		res := analyzeBW40(rec, given)
 		checkOneIncident(t, res, KindMicroburstOut, burst.Src.String(), burstAt, drops[0].From, refresh)
 	})
+}
+
+// tcpBunches is a TCP flow paced at 24 Mbit/s as the lab's victims are:
+// 60 kB in 1 ms every 20 ms, from from until d.
+func tcpBunches(from, d time.Duration) synth.Flow {
+	var bunches []synth.Phase
+	for at := from; at < d; at += 20 * time.Millisecond {
+		bunches = append(bunches, synth.Phase{From: at, To: at + time.Millisecond, Bps: 60e3 * 8 / 0.001})
+	}
+	return synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 40100),
+		Dst: netip.AddrPortFrom(opaqueLAN, 443), Size: 1500, Phases: bunches}
 }
