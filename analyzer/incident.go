@@ -217,9 +217,9 @@ type incidentSpec struct {
 	// "queued or dropped"). readNs is the read interval.
 	queued func(lo, hi int, delta uint64) bool
 	readNs int64
-	// raised: with no allowance known, a located span whose look-back
-	// runs raised over the second before it starts where that raised
-	// stretch began (raisedStart).
+	// raised: with no allowance known, a located span that peaks in a
+	// stretch raised over the second before it is that stretch
+	// (raisedSpan).
 	raised bool
 }
 
@@ -295,15 +295,19 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 		}
 		if spec.raised && spec.explained == nil && s.levelName == levelIntervalOwn {
 			// A long burst stands out of the look-back only where it
-			// peaks (the look-back's level is its own): its start is
-			// where the stretch it peaks in began.
+			// peaks (the look-back's level is its own): the incident
+			// is the stretch it peaks in.
 			floor := 0
 			if n := len(out); n > 0 {
 				floor = out[n-1].hi
 			}
-			if x := a.raisedStart(spec.val, s, floor); x < s.lo {
+			if x, y, level, ok := a.raisedSpan(spec.val, s, floor, hi); ok {
+				// The span stood out of the stretch's level: all of it
+				// stands out, its culprits the stretch's, not only
+				// those of the peak on top of it (a TCP flow's 68 kB
+				// bunch over a 25 kB/ms burst was named first).
 				lo = min(lo, x)
-				s.lo = x
+				s.lo, s.hi, s.level, s.levelPerSecond = x, y, level, level*1e9/float64(a.g.widthNs)
 			}
 		}
 		if spec.excess != nil && spec.explained == nil && spec.excess(s) < float64(j.Delta)/4 {
@@ -615,49 +619,63 @@ func severityRank(s string) int {
 	return 0
 }
 
-// raisedStart is where the raised stretch that span s peaks in began,
-// with no allowance known: a burst paced over 80 ms at 200 Mbit/s, beside
-// a TCP flow's 50 kB bunches, makes the level of a look-back inside it
-// its own, and only its peaks (a bunch on top of it) stand out, 30 ms
-// after it began (the lab's impact-dropped). The stretch runs at the
-// median m of the raisedNear windows before s, at least a quarter of the
-// level s stood out from (StandOutFactor squared: the burst, not the
-// steady flow beside it), over windows at or above m/StandOutFactor, a
-// pause of the sender's allowed where the windows around it make up for
-// it: the start, no earlier than floor nor lateHorizon before s, whose
-// windows' sum above that level is the most any start gives. The second
-// before it must run below the stretch, m at least StandOutFactor times
-// both its mean and its median window (a steady flow that began within
-// it raises the stretch over its mean, not its median). It is s.lo where
-// nothing before s runs raised.
-func (a *analysis) raisedStart(val func(int) float64, s span, floor int) int {
+// raisedSpan is the raised stretch that span s peaks in, within the
+// look-back's windows [floor, hi), with no allowance known: a burst paced
+// over 80 ms at 200 Mbit/s, beside a TCP flow's 50 kB bunches, makes the
+// level of a look-back inside it its own, and only its peaks (a bunch on
+// top of it) stand out, 30 ms after it began (the lab's impact-dropped);
+// a look-back that ends inside it, with the bunch at its start, had the
+// bunch alone stand out, the TCP flow named first. The stretch runs at m,
+// the higher median of the raisedNear windows on either side of s, at
+// least a quarter of the level s stood out from (StandOutFactor squared:
+// the burst, not a steady flow beside it), over windows above
+// m/StandOutFactor, a pause of the sender's allowed where the windows
+// around it make up for it: on each side, the edge, at most lateHorizon
+// from s, whose windows' sum above that level is the most any edge gives.
+// The second before it must run below it, m at least StandOutFactor
+// times both its mean and its median window (a steady flow that began
+// within that second raises the stretch over its mean, not its median).
+// level is the stretch's, m/StandOutFactor; ok is false where nothing
+// beside s runs raised.
+func (a *analysis) raisedSpan(val func(int) float64, s span, floor, hi int) (lo, end int, level float64, ok bool) {
 	f := a.opt.StandOutFactor
-	near := max(s.lo-raisedNear, floor)
-	if near >= s.lo {
-		return s.lo
+	m := 0.0
+	if near := max(s.lo-raisedNear, floor); near < s.lo {
+		m = medianIn(val, near, s.lo)
 	}
-	m := medianIn(val, near, s.lo)
+	if near := min(s.hi+raisedNear, hi); near > s.hi {
+		m = max(m, medianIn(val, s.hi, near))
+	}
 	if m <= 0 || m < s.level/(f*f) {
-		return s.lo
+		return s.lo, s.hi, s.level, false
 	}
-	level := m / f
-	stop := max(floor, s.lo-int(lateHorizon/a.g.widthNs))
-	best, sum, start := 0.0, 0.0, s.lo
-	for i := s.lo - 1; i >= stop; i-- {
+	level = m / f
+	horizon := int(lateHorizon / a.g.widthNs)
+	best, sum := 0.0, 0.0
+	lo = s.lo
+	for i := s.lo - 1; i >= max(floor, s.lo-horizon); i-- {
 		sum += val(i) - level
 		if sum >= best {
-			best, start = sum, i
+			best, lo = sum, i
 		}
 	}
-	ctxLo := max(start-int(int64(time.Second)/a.g.widthNs), 0)
-	if start == s.lo || ctxLo >= start || m < f*sumIn(val, ctxLo, start)/float64(start-ctxLo) || m < f*medianIn(val, ctxLo, start) {
-		return s.lo
+	best, sum = 0.0, 0.0
+	end = s.hi
+	for i := s.hi; i < min(hi, s.hi+horizon); i++ {
+		sum += val(i) - level
+		if sum > best {
+			best, end = sum, i+1
+		}
 	}
-	return start
+	ctxLo := max(lo-int(int64(time.Second)/a.g.widthNs), 0)
+	if lo == s.lo && end == s.hi || ctxLo >= lo || m < f*sumIn(val, ctxLo, lo)/float64(lo-ctxLo) || m < f*medianIn(val, ctxLo, lo) {
+		return s.lo, s.hi, s.level, false
+	}
+	return lo, end, level, true
 }
 
 // raisedNear is how many fine windows before a located span tell the level
-// of the stretch it may peak in (raisedStart).
+// of the stretch it may peak in (raisedSpan).
 const raisedNear = 10
 
 // medianIn is the median of val over windows [lo, hi), which is not empty.
@@ -668,4 +686,69 @@ func medianIn(val func(int) float64, lo, hi int) float64 {
 	}
 	slices.Sort(v)
 	return v[len(v)/2]
+}
+
+// recurringGap is how close incidents led by the same flow must follow
+// one another to be one finding (foldRecurring): a TCP flow whose 1 ms
+// bunches each overflow the bucket by a few packets moves the counter
+// every 20 to 190 ms (the lab's impact-dropped without its allowance: 24
+// findings in 1.3 s), while bursts a second apart stay apart.
+const recurringGap = 200 * time.Millisecond
+
+// foldRecurring makes one finding of each run of incidents (in time order)
+// whose findings (finding) name the same flow first, each within
+// recurringGap of the one before: one cause, recurring. The run is one
+// incident from the first's start to the last's end, its jumps all of
+// theirs, its drain the last's; the finding says how many it folds
+// (Incident.Recurrences) and is critical where any of them was, or where
+// their drops together would be.
+func (a *analysis) foldRecurring(incs []incident, finding func(incident) Finding) []Finding {
+	out := make([]Finding, 0, len(incs))
+	gap := int(int64(recurringGap) / a.g.widthNs)
+	for i := 0; i < len(incs); {
+		f := finding(incs[i])
+		k := i + 1
+		lead := leadFlow(f)
+		for ; lead != "" && k < len(incs) && incs[k].lo-incs[k-1].hi <= gap; k++ {
+			if leadFlow(finding(incs[k])) != lead {
+				break
+			}
+		}
+		if k-i > 1 {
+			run := incs[i]
+			run.jumps = slices.Clone(run.jumps)
+			critical := a.incidentSeverity(run) == SeverityCritical
+			for _, x := range incs[i+1 : k] {
+				critical = critical || a.incidentSeverity(x) == SeverityCritical
+				run.hi, run.toNs = x.hi, max(run.toNs, x.toNs)
+				run.delta += x.delta
+				run.jumps = append(run.jumps, x.jumps...)
+				run.peak = max(run.peak, x.peak)
+				if x.level > 0 && (run.level <= 0 || x.level < run.level) {
+					// The lowest level any stood out from: the windows of
+					// every one of them stand out of the run.
+					run.level, run.levelName, run.levelPerSecond = x.level, x.levelName, x.levelPerSecond
+				}
+				run.drainLo, run.drainHi, run.queueFull = x.drainLo, x.drainHi, x.queueFull
+			}
+			f = finding(run)
+			f.Incident.Recurrences = k - i
+			f.Summary = fmt.Sprintf("%d incidents led by %s, each within %s of the one before: %s",
+				k-i, lead, units.Seconds(recurringGap.Seconds()), f.Summary)
+			if critical || float64(run.delta) >= a.opt.CriticalDrops {
+				f.Severity = SeverityCritical
+			}
+		}
+		out = append(out, f)
+		i = k
+	}
+	return out
+}
+
+// leadFlow names the flow a finding names first ("" where it names none).
+func leadFlow(f Finding) string {
+	if len(f.Flows) == 0 {
+		return ""
+	}
+	return f.Flows[0].Proto + " " + f.Flows[0].Src + " -> " + f.Flows[0].Dst
 }

@@ -84,9 +84,9 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 			if len(levels) > 0 {
 				spec.explained = overAllowance
 			}
-			for _, inc := range a.incidents(spec, jumps) {
-				out = append(out, a.microburstFinding(iface, bc.dir, bc.name, bc.kind, fs, inc, lag))
-			}
+			out = append(out, a.foldRecurring(a.incidents(spec, jumps), func(inc incident) Finding {
+				return a.microburstFinding(iface, bc.dir, bc.name, bc.kind, fs, inc, lag)
+			})...)
 			out = append(out, a.nearMisses(iface, bc.dir, bc.name, bc.kind, fs, lag)...)
 		}
 	}

@@ -1,6 +1,7 @@
 package analyzer
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/netip"
@@ -943,7 +944,7 @@ func TestSnapshotCulprit(t *testing.T) {
 // every 40 ms as the lab's are. With no allowance known, a look-back
 // inside the burst has the burst's rate for its level, and only a bunch
 // on top of it stands out: the incident starts where the raised stretch
-// it peaks in began (raisedStart). One incident, the burst its culprit,
+// it peaks in (raisedSpan). One incident, the burst its culprit,
 // starting between the burst's start and its first drop. 5 of the 10
 // timings checked failed before (two findings, or one starting 20 to
 // 60 ms into the burst).
@@ -982,4 +983,58 @@ func tcpBunches(from, d time.Duration) synth.Flow {
 	}
 	return synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 6, Src: netip.AddrPortFrom(incHost, 40100),
 		Dst: netip.AddrPortFrom(opaqueLAN, 443), Size: 1500, Phases: bunches}
+}
+
+// TestRecurringBunches: a TCP flow whose 80 kB bunches, 1 ms each every
+// 40 ms for a second, each overflow a 64 KiB bucket by a few packets
+// (the lab's impact-dropped, whose TCP flow moved the counter 24 times
+// in 1.3 s without its allowance), then a 2 MB burst of another flow:
+// two findings, one for the bunches, naming the TCP flow and folding its
+// incidents (foldRecurring), one for the burst, naming it. Before the
+// fold, 10 to 25 findings where the counter shows a change at each read
+// or every 100 ms.
+func TestRecurringBunches(t *testing.T) {
+	const d = 4 * time.Second
+	var bunches []synth.Phase
+	for at := 500 * time.Millisecond; at < 1500*time.Millisecond; at += 40 * time.Millisecond {
+		bunches = append(bunches, synth.Phase{From: at, To: at + time.Millisecond, Bps: 80e3 * 8 / 0.001})
+	}
+	tcp := tcpBunches(0, 0)
+	tcp.Phases = bunches
+	burstAt := 2*time.Second + 300*time.Microsecond
+	burst := egressBurst(17, 9, 1472, burstAt, 15*time.Millisecond, 2e6)
+	spec := synth.Spec{Name: "recurring", Duration: d, Seed: 46, SampleNs: incSampleNs,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, BucketBytes: 64 << 10}},
+		Flows:      []synth.Flow{tcp, burst}}
+	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
+		if refresh >= time.Second && lag >= time.Second {
+			// Open, as in TestTwoCausesApart: the bunches' drops are
+			// shown with the burst's, one change for both.
+			return
+		}
+		res := analyzeBW40(rec, given)
+		found := aboveInfo(res, KindMicroburstOut)
+		defer func() {
+			if t.Failed() {
+				for _, f := range found {
+					t.Logf("[%.4f, %.4f) %s", f.StartOffsetS, f.EndOffsetS, f.Summary)
+				}
+			}
+		}()
+		if len(found) != 2 {
+			t.Fatalf("%d microburst_out findings above info, want two: the bunches' and the burst's", len(found))
+		}
+		slices.SortFunc(found, func(x, y Finding) int { return cmp.Compare(x.StartOffsetS, y.StartOffsetS) })
+		if f := found[0]; len(f.Flows) == 0 || f.Flows[0].Src != tcp.Src.String() {
+			t.Errorf("the first names %+v: want %s first", f.Flows, tcp.Src)
+		}
+		// Behind a 1 s refresh, or a lag of 1 s, the counter's changes
+		// are too few to tell the bunches apart: one incident or a few.
+		if f := found[0]; refresh < time.Second && lag < time.Second && (f.Incident.Recurrences < 2 || f.EndOffsetS < 1.4) {
+			t.Errorf("the first folds %d incidents and ends at %.3f s: want its bunches', to 1.5 s", f.Incident.Recurrences, f.EndOffsetS)
+		}
+		if f := found[1]; len(f.Flows) == 0 || f.Flows[0].Src != burst.Src.String() || f.Incident.Recurrences != 0 {
+			t.Errorf("the second names %+v, folds %d incidents: want the burst, %s", f.Flows, f.Incident.Recurrences, burst.Src)
+		}
+	})
 }

@@ -279,6 +279,9 @@ type Incident struct {
 	// LearnedAllowance is, when no allowance was known, the rate above
 	// which the counter moved, as this incident shows it.
 	LearnedAllowance *LearnedAllowance `json:"learned_allowance,omitempty"`
+	// Recurrences is, where the finding folds incidents led by the same
+	// flow, each within 200 ms of the one before, how many (absent: one).
+	Recurrences int `json:"recurrences,omitempty"`
 }
 
 // LearnedAllowance is an allowance estimated from the run: the rate that

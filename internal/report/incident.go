@@ -12,12 +12,16 @@ import (
 )
 
 // incidentText is the one line that says how an incident's counter moved:
-// "linklocal_allowance_exceeded +374 in 41 jumps over 3.4 s (95/s)", its
-// peak sub-window and the counter lag its culprits were looked for with.
+// "linklocal_allowance_exceeded +374 in 41 jumps over 3.4 s (95/s)", how
+// many incidents of one flow it folds, its peak sub-window and the counter
+// lag its culprits were looked for with.
 func incidentText(inc *analyzer.Incident) string {
 	jumps := "1 jump"
 	if inc.Jumps != 1 {
 		jumps = fmtCount(inc.Jumps) + " jumps"
+	}
+	if inc.Recurrences > 1 {
+		jumps += fmt.Sprintf(" (%d incidents of one flow)", inc.Recurrences)
 	}
 	peak := fmtEvidence(analyzer.Evidence{Value: inc.Peak.Rate, Unit: inc.Peak.Unit})
 	return fmt.Sprintf("%s +%s in %s over %s (%s); peak %s over %s from %s; %s",

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/enaprobe/enaprobe/analyzer"
 )
 
@@ -54,5 +56,47 @@ func TestIncidentShown(t *testing.T) {
 				t.Errorf("the strips have %d bars for %d jumps", got, jumps)
 			}
 		})
+	}
+}
+
+// TestRecurrencesShown: an incident that folds several of one flow says
+// how many on its line of the text report and in the JSON report, which
+// validates; one that does not says nothing of it.
+func TestRecurrencesShown(t *testing.T) {
+	in := loadInput(t, "microburst_out")
+	var inc *analyzer.Incident
+	for _, x := range in.Result.Findings {
+		if x.Incident != nil {
+			inc = x.Incident
+			break
+		}
+	}
+	if inc == nil {
+		t.Fatal("no incident finding")
+	}
+	if line := incidentText(inc); strings.Contains(line, "incidents") {
+		t.Errorf("one incident's line %q speaks of incidents", line)
+	}
+	inc.Recurrences = 3
+	var text bytes.Buffer
+	if err := Text(&text, in); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(text.String()), " "), "(3 incidents of one flow) over") {
+		t.Errorf("text report does not say the incident folds 3: %q", incidentText(inc))
+	}
+	var buf bytes.Buffer
+	if err := JSON(&buf, in.Result); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compileSchema(t).Validate(doc); err != nil {
+		t.Errorf("json report does not validate: %v", err)
+	}
+	if !strings.Contains(buf.String(), `"recurrences": 3`) {
+		t.Error("json report lacks recurrences")
 	}
 }
