@@ -674,8 +674,8 @@ func (a *analysis) raisedSpan(val func(int) float64, s span, floor, hi int) (lo,
 	return lo, end, level, true
 }
 
-// raisedNear is how many fine windows before a located span tell the level
-// of the stretch it may peak in (raisedSpan).
+// raisedNear is how many fine windows on either side of a located span
+// tell the level of the stretch it may peak in (raisedSpan).
 const raisedNear = 10
 
 // medianIn is the median of val over windows [lo, hi), which is not empty.
@@ -703,16 +703,18 @@ const recurringGap = 200 * time.Millisecond
 // (Incident.Recurrences) and is critical where any of them was, or where
 // their drops together would be.
 func (a *analysis) foldRecurring(incs []incident, finding func(incident) Finding) []Finding {
+	found := make([]Finding, len(incs))
+	for i, inc := range incs {
+		found[i] = finding(inc)
+	}
 	out := make([]Finding, 0, len(incs))
 	gap := int(int64(recurringGap) / a.g.widthNs)
 	for i := 0; i < len(incs); {
-		f := finding(incs[i])
+		f := found[i]
 		k := i + 1
 		lead := leadFlow(f)
-		for ; lead != "" && k < len(incs) && incs[k].lo-incs[k-1].hi <= gap; k++ {
-			if leadFlow(finding(incs[k])) != lead {
-				break
-			}
+		for k < len(incs) && lead != "" && incs[k].lo-incs[k-1].hi <= gap && leadFlow(found[k]) == lead {
+			k++
 		}
 		if k-i > 1 {
 			run := incs[i]
