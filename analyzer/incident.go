@@ -678,16 +678,6 @@ func (a *analysis) raisedSpan(val func(int) float64, s span, floor, hi int) (lo,
 // tell the level of the stretch it may peak in (raisedSpan).
 const raisedNear = 10
 
-// medianIn is the median of val over windows [lo, hi), which is not empty.
-func medianIn(val func(int) float64, lo, hi int) float64 {
-	v := make([]float64, 0, hi-lo)
-	for i := lo; i < hi; i++ {
-		v = append(v, val(i))
-	}
-	slices.Sort(v)
-	return v[len(v)/2]
-}
-
 // recurringGap is how close incidents led by the same flow must follow
 // one another to be one finding (foldRecurring): a TCP flow whose 1 ms
 // bunches each overflow the bucket by a few packets moves the counter

@@ -30,14 +30,8 @@ func standOutLevel(val func(int) float64, from, to int, opt Options) float64 {
 	if to <= from {
 		return 0
 	}
-	v := make([]float64, 0, to-from)
-	for i := from; i < to; i++ {
-		v = append(v, val(i))
-	}
-	slices.Sort(v)
-	median := v[len(v)/2]
-	peak := v[len(v)-1]
-	return max(opt.StandOutFactor*median, opt.StandOutPeakShare*peak)
+	peak, _ := peakIn(val, from, to)
+	return max(opt.StandOutFactor*medianIn(val, from, to), opt.StandOutPeakShare*peak)
 }
 
 // countAbove counts the windows of [lo, hi) at or above level.
@@ -60,6 +54,16 @@ func peakIn(val func(int) float64, lo, hi int) (float64, int) {
 		}
 	}
 	return best, at
+}
+
+// medianIn is the median of val over windows [lo, hi), which is not empty.
+func medianIn(val func(int) float64, lo, hi int) float64 {
+	v := make([]float64, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		v = append(v, val(i))
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
 }
 
 // sumIn adds the values of [lo, hi).

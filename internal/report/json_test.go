@@ -29,6 +29,24 @@ func compileSchema(t *testing.T) *jsonschema.Schema {
 	return sch
 }
 
+// validJSON is res's JSON report, which must validate against the schema
+// (an error, not a stop, where it does not).
+func validJSON(t *testing.T, res *analyzer.Result) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := JSON(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compileSchema(t).Validate(inst); err != nil {
+		t.Errorf("json report does not validate: %v", err)
+	}
+	return buf.String()
+}
+
 // TestJSONValidatesAgainstSchema renders every recording in testdata, plain
 // and redacted, and validates the JSON against the published schema.
 func TestJSONValidatesAgainstSchema(t *testing.T) {
