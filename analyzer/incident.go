@@ -57,13 +57,18 @@ type counterLag struct {
 // sees the drops). seen, when set, marks the windows with the traffic that
 // moves a counter whose drops the host may not see (shortestShift). drops,
 // when set, says which of the traffic the counter counted, one by one
-// (exactRange).
+// (exactRange). raised, as incidentSpec's: a span that stood out only of
+// a long burst's own level is the stretch it peaks in (raisedSpan).
+// sentFirst says the host saw the traffic before the device counted it
+// (outbound bytes): a cluster's cause was sent before its first jump.
 type lagTraffic struct {
-	locate  func(lo, hi int) span
-	val     func(int) float64
-	perDrop func(lo, hi int) float64
-	seen    func(int) bool
-	drops   func(first counters.Jump, hi int) exactDrops
+	locate    func(lo, hi int) span
+	val       func(int) float64
+	perDrop   func(lo, hi int) float64
+	seen      func(int) bool
+	drops     func(first counters.Jump, hi int) exactDrops
+	raised    bool
+	sentFirst bool
 }
 
 // exactDrops is the drops a counter counted, per fine window from lo on,

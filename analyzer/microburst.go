@@ -68,11 +68,12 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				locate: func(lo, hi int) span { return a.locate(bytesAt, lo, hi, levels...) },
 				over:   func(lo, hi int, last span) bool { return stayedAt(bytesAt, lo, hi, last) },
 				skip:   func(lo, hi int) bool { return overlapsAny(lo, hi, exhausted[bc.dir]) }}
-			src := lagTraffic{locate: spec.locate, val: bytesAt}
+			src := lagTraffic{locate: spec.locate, val: bytesAt, raised: true}
 			if bc.dir == record.Egress {
 				// Egress drops were seen by the host before the device
 				// dropped them; inbound ones it never saw.
 				src.perDrop = func(lo, hi int) float64 { return share(sumIn(bytesAt, lo, hi), float64(sumUint(fs.packets, lo, hi))) }
+				src.sentFirst = true
 			}
 			lag := a.counterLagFor(iface, jumps, src)
 			spec.lag = lag

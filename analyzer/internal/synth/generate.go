@@ -78,6 +78,7 @@ type deviceState struct {
 	spec      Interface
 	bw        [record.NumDirections]tokenBucket
 	queue     [record.NumDirections]float64 // bytes waiting, with QueueBytes
+	queued    [record.NumDirections]float64 // packets waiting, with CountDequeued
 	pps, ll   tokenBucket
 	drops     map[string]float64 // since the last reset
 	start     map[string]uint64  // values before the trace, until a reset
@@ -347,9 +348,30 @@ func (g *generator) shape(t int64, dt float64, flows, syns []*flowState) {
 				if q := dev.spec.QueueBytes; q > 0 {
 					// The queue is served first; arrivals that do not
 					// pass at once wait or are dropped, and count.
-					ex := dev.bw[dir].take(bytes[dir]+dev.queue[dir], rate/8, depth, dt)
+					waiting, waitingPackets := dev.queue[dir], dev.queued[dir]
+					ex := dev.bw[dir].take(bytes[dir]+waiting, rate/8, depth, dt)
 					dev.queue[dir] = min(ex, q)
-					if late := min(ex, bytes[dir]); late > 0 {
+					switch late := min(ex, bytes[dir]); {
+					case dev.spec.CountDequeued:
+						// What left of the queue counts now; what is
+						// dropped on arrival, at once.
+						left := min(waiting, bytes[dir]+waiting-ex)
+						still := waiting - left
+						if left > 0 {
+							dev.drop(counter, left/waiting*waitingPackets, t)
+						}
+						joined := max(dev.queue[dir]-still, 0)
+						dev.queued[dir] = 0
+						if waiting > 0 {
+							dev.queued[dir] = still / waiting * waitingPackets
+						}
+						if bytes[dir] > 0 {
+							dev.queued[dir] += joined / bytes[dir] * packets[dir]
+							if dropped := ex - dev.queue[dir]; dropped > 0 {
+								dev.drop(counter, dropped/bytes[dir]*packets[dir], t)
+							}
+						}
+					case late > 0:
 						dev.drop(counter, late/bytes[dir]*packets[dir], t)
 					}
 					if dropped := ex - dev.queue[dir]; dropped > 0 && bytes[dir] > 0 {

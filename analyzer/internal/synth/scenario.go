@@ -51,6 +51,11 @@ type Interface struct {
 	// dropped) counts, as the ENA counters count packets "queued or
 	// dropped". 0: no queue, the excess is dropped.
 	QueueBytes float64
+	// CountDequeued counts a queued packet as it leaves the queue, not
+	// as it arrives (a dropped one as it arrives): the counter goes on
+	// rising while the queue drains, as the lab's tbf counts its held-back
+	// dequeues. Nothing says an ENA does not.
+	CountDequeued bool
 	// BucketBytes is the depth of the bandwidth shaper's bucket (0: a
 	// window's worth): what passes at once over the allowance, empty at
 	// the start and full after a quiet spell (the lab's tbf: 1 MiB).
