@@ -106,14 +106,13 @@ func (p *parting) ofCause(s span, hi int, readNs int64) (earlier, later lagPart,
 }
 
 // movedNothing tells whether the traffic of windows [x, y), after cause
-// s, ran no higher (within a tenth) than as long a stretch before s that
-// moved nothing
-// (no jump read after it began, before the cluster): no cause of its
-// own, but what came while s's queue drained, counted as it drained (a
-// deep queue whose device counts a packet as it leaves: a TCP flow at
-// 24 Mbit/s went on as before a 2 MB burst, and was taken for an
-// overshoot whose jumps were the drain's, the burst left one jump and a
-// lag of 15 to 25 ms where it was 30).
+// s, ran no higher than as long a stretch before s that moved nothing (no
+// jump read after it began, before the cluster): no cause of its own,
+// but what came while s's queue drained, counted as it drained. A device
+// that counts a packet as it leaves a deep queue had a TCP flow at
+// 24 Mbit/s, going on as before a 2 MB burst, taken for an overshoot
+// whose jumps were the drain's: the burst kept one jump, and the lag was
+// stated 15 to 25 ms where it was 30.
 func (p *parting) movedNothing(s span, x, y int) bool {
 	from := s.lo - (y - x)
 	if from < p.c.floor || from < 0 {
