@@ -511,30 +511,27 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			}
 		}
 		add(firstPrev-end-refreshNs, firstRead-start)
-		if !longTraffic && firstRead > start && 2*a.readAfter(jumps[fc:l+1], firstRead+end-start+refreshNs+max(readNs, 1)) > l-fc+1 {
-			// Under one lag, the reads that show a cause's drops span
-			// its traffic, a refresh and a read at most from the first.
-			// Where most of the jumps came later, the counter went on
-			// counting after the traffic ended (a deep queue draining,
-			// counted as it drains: the lab's tbf counts its held-back
-			// dequeues for 500 ms after a 12 ms burst), and the shares
-			// and the last drop, which assume the drops were made while
-			// the traffic went on, put the lag at 17 to 251 ms where it
-			// was 0. The first jump alone tells it.
-			if r, ok := a.clusterRange(own); ok {
-				clusters = append(clusters, r)
+		// Under one lag, the reads that show a cause's drops span its
+		// traffic, a refresh and a read at most from the first. Where
+		// most of the jumps came later, the counter went on counting
+		// after the traffic ended (a deep queue draining, counted as it
+		// drains: the lab's tbf counts its held-back dequeues for 500 ms
+		// after a 12 ms burst), and the shares and the last drop, which
+		// assume the drops were made while the traffic went on, put the
+		// lag at 17 to 251 ms where it was 0. The first jump alone tells
+		// it.
+		drained := !longTraffic && firstRead > start && 2*a.readAfter(jumps[fc:l+1], firstRead+end-start+refreshNs+max(readNs, 1)) > l-fc+1
+		if !drained {
+			// A long overshoot's one share range is as late as a bucket
+			// made its first drop, which one range cannot tell: its
+			// first and last drops' ranges only (wide, and true).
+			if val != nil && s.level > 0 && !longTraffic {
+				for _, r := range a.shareRanges(jumps[fc:l+1], s, val, 0, false, refreshNs) {
+					add(r.from, r.to)
+				}
 			}
-			continue
+			add(prevRead-end-refreshNs, lastRead-end)
 		}
-		// A long overshoot's one share range is as late as a bucket made
-		// its first drop, which one range cannot tell: its first and last
-		// drops' ranges only (wide, and true).
-		if val != nil && s.level > 0 && !longTraffic {
-			for _, r := range a.shareRanges(jumps[fc:l+1], s, val, 0, false, refreshNs) {
-				add(r.from, r.to)
-			}
-		}
-		add(prevRead-end-refreshNs, lastRead-end)
 		if r, ok := a.clusterRange(own); ok {
 			clusters = append(clusters, r)
 		}
