@@ -209,9 +209,10 @@ type incidentSpec struct {
 	// grow a span that reaches the look-back's start (nil: not grown).
 	val func(int) float64
 	// start, where set, is where an incident whose traffic was located
-	// over fine windows [at, hi), in a look-back from lo, starts: its
-	// first drop, where the traffic began before the look-back did.
-	start func(at, hi, lo, floor int) int
+	// as span s, in a look-back from lo, starts: its first drop, where the
+	// traffic began before the look-back did; the traffic that emptied a
+	// bucket, not what it absorbed before.
+	start func(s span, lo, floor int) int
 	// excess is, with no allowance known, how many of the counter's
 	// packets a located span's traffic above its level could explain
 	// (nil: not checked).
@@ -341,7 +342,7 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 			if n := len(out); n > 0 {
 				floor = out[n-1].hi
 			}
-			s.lo = min(spec.start(s.lo, s.hi, lo, floor), s.hi-1)
+			s.lo = min(spec.start(s, lo, floor), s.hi-1)
 		}
 		if n := len(out); n > 0 && spec.explained == nil && !spec.unseen && (s.levelName == levelNone || s.peak < out[n-1].level) {
 			// No allowance known, and nothing after the incident stands

@@ -139,7 +139,8 @@ func (a *analysis) linkLocalExceeded(iface string, fs *fineSeries) []Finding {
 		// to within a packet or so; the jumps' timing, where many jumps
 		// gave it, places the drop within those bounds (a mild flood's
 		// first drop moves 13 ms for each packet of depth).
-		spec.start = func(at, hi, lo, floor int) int {
+		spec.start = func(s span, lo, floor int) int {
+			at, hi := s.lo, s.hi
 			// The flood began within the look-back, or before it where
 			// it stayed at the limit. A span located further back than
 			// the look-back (a read later than the lag) is followed back

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/record"
@@ -84,6 +85,15 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 			}
 			if len(levels) > 0 {
 				spec.explained = overAllowance
+				// What the counter let through uncounted over the
+				// allowance shows how deep its bucket is at least.
+				depth := absorbedDepth(bytesAt, a.watchedWindows(iface, bc.name, lag), levels[0].perWindow)
+				spec.start = func(s span, _, _ int) int {
+					if s.levelName != levels[0].name {
+						return s.lo
+					}
+					return bucketStart(bytesAt, s, depth, a.pauseWindows())
+				}
 			}
 			out = append(out, a.foldRecurring(a.incidents(spec, jumps), func(inc incident) Finding {
 				return a.microburstFinding(iface, bc.dir, bc.name, bc.kind, fs, inc, lag)
@@ -93,6 +103,11 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 	}
 	return out
 }
+
+// pauseWindows is how many fine windows with nothing over a level a run of
+// traffic over it may hold and go on: a sender's pause (the lab's burst
+// sender, 1 ms).
+func (a *analysis) pauseWindows() int { return max(int(int64(time.Millisecond)/a.g.widthNs), 1) }
 
 func (a *analysis) mergeGapWindows() int { return int(int64(a.opt.MergeGap) / a.g.widthNs) }
 

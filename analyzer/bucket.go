@@ -1,0 +1,63 @@
+package analyzer
+
+// absorbedDepth is the most that traffic over level (val per fine window)
+// built up where the counter was watched and moved nothing (watchedQuiet):
+// the largest excess over level of a quiet stretch, as a queue fed by it
+// and served at level would have held. The device let it all through
+// uncounted, so its bucket is at least that deep.
+func absorbedDepth(val func(int) float64, watched []uint8, level float64) float64 {
+	best, built := 0.0, 0.0
+	for i, w := range watched {
+		if w != watchedQuiet {
+			built = 0
+			continue
+		}
+		built = max(built+val(i)-level, 0)
+		best = max(best, built)
+	}
+	return best
+}
+
+// bucketStart is where the traffic of span s that emptied a bucket of
+// depth at its level began: from its first drop (firstDrop, the bucket
+// full at s.lo), back to where the excess over the level up to the end of
+// the run of traffic the drop came in (gaps of up to bridge windows under
+// the level do not end it: a sender's pause) would have emptied a full
+// bucket alone, and on back while the windows stay over the level. A
+// sustained overshoot sent in ticks, each absorbed alone, starts near its
+// first; a burst at its own first window, not at what the bucket absorbed
+// before it, though that left the bucket short: a TCP flow's 57 kB bunch
+// 8 ms before a burst, over a 40 Mbit/s allowance in its 1 ms window,
+// started the burst's finding with it, where the lab's 64 KiB bucket had
+// passed it. s.lo where the bucket never ran dry, or depth is 0.
+func bucketStart(val func(int) float64, s span, depth float64, bridge int) int {
+	if depth <= 0 || s.level <= 0 {
+		return s.lo
+	}
+	e := firstDrop(val, s.lo, s.hi, s.level, depth)
+	if e < 0 {
+		return s.lo
+	}
+	over := func(i int) bool { return val(i) > s.level }
+	end := e + 1
+	for gap := 0; end < s.hi && gap <= bridge; end++ {
+		if over(end) {
+			gap = 0
+		} else {
+			gap++
+		}
+	}
+	for end > e+1 && !over(end-1) {
+		end--
+	}
+	excess := func(i int) float64 { return val(i) - s.level }
+	at, sum := e, sumIn(excess, e, end)
+	for sum < depth && at > s.lo {
+		at--
+		sum += excess(at)
+	}
+	for at > s.lo && over(at-1) {
+		at--
+	}
+	return at
+}
