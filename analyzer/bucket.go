@@ -19,17 +19,17 @@ func absorbedDepth(val func(int) float64, watched []uint8, level float64) float6
 }
 
 // bucketStart is where the traffic of span s that emptied a bucket of
-// depth at its level began: from its first drop (firstDrop, the bucket
-// full at s.lo), back to where the excess over the level up to the end of
-// the run of traffic the drop came in (gaps of up to bridge windows under
-// the level do not end it: a sender's pause) would have emptied a full
-// bucket alone, and on back while the windows stay over the level. A
-// sustained overshoot sent in ticks, each absorbed alone, starts near its
-// first; a burst at its own first window, not at what the bucket absorbed
-// before it, though that left the bucket short: a TCP flow's 57 kB bunch
-// 8 ms before a burst, over a 40 Mbit/s allowance in its 1 ms window,
-// started the burst's finding with it, where the lab's 64 KiB bucket had
-// passed it. s.lo where the bucket never ran dry, or depth is 0.
+// depth at its level began. Where the run of traffic holding the first
+// drop (firstDrop, the bucket full at s.lo), to its end (gaps of up to
+// bridge windows under the level do not end it: a sender's pause), would
+// have emptied a full bucket alone, it is that run's first window over
+// the level: what the bucket absorbed before is not the incident's,
+// though it left the bucket short (a TCP flow's 57 kB bunch 8 ms before a
+// burst, over a 40 Mbit/s allowance in its 1 ms window, started the
+// burst's finding with it, where the lab's 64 KiB bucket had passed it).
+// Otherwise what came before emptied it too (a sustained overshoot sent
+// in ticks, each absorbed alone): s.lo, as where the bucket never ran
+// dry, or depth is 0.
 func bucketStart(val func(int) float64, s span, depth float64, bridge int) int {
 	if depth <= 0 || s.level <= 0 {
 		return s.lo
@@ -50,14 +50,12 @@ func bucketStart(val func(int) float64, s span, depth float64, bridge int) int {
 	for end > e+1 && !over(end-1) {
 		end--
 	}
-	excess := func(i int) float64 { return val(i) - s.level }
-	at, sum := e, sumIn(excess, e, end)
-	for sum < depth && at > s.lo {
-		at--
-		sum += excess(at)
-	}
+	at := e
 	for at > s.lo && over(at-1) {
 		at--
+	}
+	if sumIn(func(i int) float64 { return val(i) - s.level }, at, end) < depth {
+		return s.lo
 	}
 	return at
 }
