@@ -86,8 +86,12 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 			if len(levels) > 0 {
 				spec.explained = overAllowance
 				// What the counter let through uncounted over the
-				// allowance shows how deep its bucket is at least.
-				depth := absorbedDepth(bytesAt, a.watchedWindows(iface, bc.name, lag), levels[0].perWindow)
+				// allowance shows how deep its bucket is at least:
+				// where no jump came within the longest lag looked for,
+				// whatever the lag learned (learned wrong, 20 ms short,
+				// a burst's own windows passed for quiet: 1 MB where the
+				// lab's bucket held 64 KiB).
+				depth := absorbedDepth(bytesAt, a.watchedWindows(iface, bc.name, counterLag{lookNs: max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs)}), levels[0].perWindow)
 				spec.start = func(s span, _, _ int) int {
 					if s.levelName != levels[0].name {
 						return s.lo
