@@ -95,6 +95,7 @@ func (a *analysis) ppsFindings() []Finding {
 				topFlowText(f.Flows), lagText(f.Incident), learned)
 			f.Summary += victimsText(f.Victims, f.Incident)
 			f.Recommendation = recommendPPS
+			f.ppsUnseen = spec.excess(s) < float64(inc.delta)/4
 			out = append(out, f)
 		}
 	}

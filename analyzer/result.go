@@ -197,6 +197,9 @@ type Finding struct {
 	// when it is not the finding's own (a connection flood's attribution
 	// window starts at its first SYN): its owners are ranked over it too.
 	flowsFromNs, flowsToNs int64
+	// ppsUnseen marks a pps_exceeded incident whose traffic, as the host
+	// saw it, explains under a quarter of its drops (foldUnseenPPS).
+	ppsUnseen bool
 	// Impact is set on the findings of an allowance that queues or drops
 	// (microburst_in, microburst_out, pps_exceeded, baseline_exhausted):
 	// what the TCP flows that ran through it lost, or waited.

@@ -1,0 +1,69 @@
+package analyzer
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
+	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/record"
+)
+
+// TestInboundBurstBothCounters: the lab's impact-inbound. A 2 MB burst
+// toward the host in 12 ms, over a 40 Mbit/s inbound allowance (a 64 KiB
+// bucket) and an 8 kpps packet-rate allowance (800 deep), beside a TCP
+// download in 50 kB bunches every 20 ms. The device drops before the host
+// sees anything: what reaches it of the burst is shaped to the allowance,
+// under the packet rate's, and only the download's bunches stand out in
+// packets. Both counters move at the same reads: one incident, one
+// microburst_in, which says the pps counter moved with it, under every
+// refresh and lag, given the bandwidth allowance or not; no pps_exceeded
+// naming the download (5 lab runs of 8 named it, 50 ms after the burst;
+// here every one of the 24 timings gave two before foldUnseenPPS). The
+// burst is named first with no lag, and behind a 100 ms or 1 s refresh
+// up to a lag of 250 ms. Open: behind a lag where every read shows it,
+// or of 1 s, the download's bunches stand out of the burst the host saw
+// shaped to the allowance and are named first (inbound placement, as
+// the lab's impact-inbound left open).
+func TestInboundBurstBothCounters(t *testing.T) {
+	const d = 4 * time.Second
+	burstAt := 2*time.Second + 300*time.Microsecond
+	remote := netip.MustParseAddr("10.98.0.2")
+	burst := synth.Flow{Interface: "eth0", Dir: record.Ingress, Proto: 17, Src: netip.AddrPortFrom(remote, 35930),
+		Dst: netip.AddrPortFrom(incHost, 9), Size: 1228,
+		Phases: []synth.Phase{{From: burstAt, To: burstAt + 12*time.Millisecond, Bps: 2e6 * 8 / 0.012}}}
+	download := tcpBunches(307*time.Millisecond, d)
+	download.Dir, download.Src, download.Dst = record.Ingress, netip.AddrPortFrom(remote, 5001), netip.AddrPortFrom(incHost, 40100)
+	spec := synth.Spec{Name: "inbound-both", Duration: d, Seed: 47, SampleNs: incSampleNs,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, BucketBytes: 64 << 10, PPS: 8000, PPSBurst: 800}},
+		Flows:      []synth.Flow{download, burst}}
+	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
+		if len(truth.Drops["eth0"][counters.PPSAllowanceExceeded]) == 0 || len(truth.Drops["eth0"][counters.BwInAllowanceExceeded]) == 0 {
+			t.Fatal("the device dropped for one allowance only: the case's premise")
+		}
+		res := analyzeBW40(rec, given)
+		found := append(aboveInfo(res, KindMicroburstIn), aboveInfo(res, KindPPSExceeded)...)
+		defer func() {
+			if t.Failed() {
+				for _, f := range found {
+					t.Logf("%s [%.4f, %.4f) %s", f.Kind, f.StartOffsetS, f.EndOffsetS, f.Summary)
+				}
+			}
+		}()
+		if len(found) != 1 {
+			t.Fatalf("%d microburst_in and pps_exceeded findings above info, want one", len(found))
+		}
+		f := found[0]
+		if f.Kind != KindMicroburstIn {
+			t.Errorf("a %s, want microburst_in", f.Kind)
+		}
+		if (lag == 0 || refresh > 0 && lag < time.Second) && (len(f.Flows) == 0 || f.Flows[0].Src != burst.Src.String()) {
+			t.Errorf("naming %+v, want %s first", f.Flows, burst.Src)
+		}
+		if !strings.Contains(f.Summary, counters.PPSAllowanceExceeded+" rose by") {
+			t.Errorf("the summary does not say the pps counter moved with it: %s", f.Summary)
+		}
+	})
+}
