@@ -14,8 +14,8 @@ import (
 // device shaped it: a 2 MB burst over both allowances arrived at 4 packets
 // a millisecond, under the packet-rate allowance, and the pps finding
 // named the TCP download whose bunch stood out in packets just before the
-// read (the lab's impact-inbound, 5 runs of 8), a victim, 50 ms after the
-// burst. Both counters moved at the same reads for one cause: one
+// read, a victim, 50 ms after the burst (the lab's impact-inbound: 7 of
+// its 12 kept bundles, analyzed with their allowances). Both counters moved at the same reads for one cause: one
 // incident, the bandwidth finding's, which says the pps counter moved
 // with it.
 func foldUnseenPPS(out []Finding) []Finding {

@@ -258,6 +258,11 @@ type incident struct {
 // or of a read later than the lag.
 const lateHorizon = int64(200 * time.Millisecond)
 
+// explainsDrops tells whether a span whose traffic above its level could
+// have made excess drops explains a counter's rise of delta: a quarter of
+// it at least, the span being known to a window only.
+func explainsDrops(excess float64, delta uint64) bool { return excess >= float64(delta)/4 }
+
 // incidents groups the jumps of one counter (in time order) into
 // incidents: a jump joins the incident before it when their traffic is at
 // most MergeGap apart, or when the offending traffic stayed over the
@@ -316,7 +321,7 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				s.lo, s.hi, s.level, s.levelPerSecond = x, y, level, level*1e9/float64(a.g.widthNs)
 			}
 		}
-		if spec.excess != nil && spec.explained == nil && spec.excess(s) < float64(j.Delta)/4 {
+		if spec.excess != nil && spec.explained == nil && !explainsDrops(spec.excess(s), j.Delta) {
 			// What stands out here explains too little of the jump: a
 			// read later than the lag (a busy device, a stalled poll).
 			// The traffic that does lies further back, up to the bound.
@@ -324,7 +329,7 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 			if n := len(out); n > 0 {
 				wlo = max(wlo, out[n-1].hi)
 			}
-			if w := spec.locate(wlo, hi); spec.excess(w) >= float64(j.Delta)/4 {
+			if w := spec.locate(wlo, hi); explainsDrops(spec.excess(w), j.Delta) {
 				s = w
 			}
 		}

@@ -88,7 +88,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				// What the counter let through uncounted over the
 				// allowance shows how deep its bucket is at least:
 				// where no jump came within the longest lag looked for,
-				// whatever the lag learned (learned wrong, 20 ms short,
+				// whatever the lag learned (learned wrong, 24 ms short,
 				// a burst's own windows passed for quiet: 1 MB where the
 				// lab's bucket held 64 KiB).
 				depth := absorbedDepth(bytesAt, a.watchedWindows(iface, bc.name, counterLag{lookNs: max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs)}), levels[0].perWindow)

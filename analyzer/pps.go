@@ -95,7 +95,7 @@ func (a *analysis) ppsFindings() []Finding {
 				topFlowText(f.Flows), lagText(f.Incident), learned)
 			f.Summary += victimsText(f.Victims, f.Incident)
 			f.Recommendation = recommendPPS
-			f.ppsUnseen = spec.excess(s) < float64(inc.delta)/4
+			f.ppsUnseen = !explainsDrops(spec.excess(s), inc.delta)
 			out = append(out, f)
 		}
 	}
