@@ -92,6 +92,16 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				// a burst's own windows passed for quiet: 1 MB where the
 				// lab's bucket held 64 KiB).
 				depth := absorbedDepth(bytesAt, a.watchedWindows(iface, bc.name, counterLag{lookNs: max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs)}), levels[0].perWindow)
+				// One incident while the traffic stays at the allowance,
+				// short of it by no more than that bucket refills: the
+				// survivors of an inbound burst reach the host at the
+				// allowance, and a jump read 55 ms after the burst's
+				// first, showing the rest of its drops, was put on the
+				// download's retransmissions after them, a second
+				// finding naming a victim.
+				spec.over = func(lo, hi int, last span) bool {
+					return stayedAt(bytesAt, lo, hi, last) || last.levelName == levels[0].name && shortOfAtMost(bytesAt, lo, hi, last.level, depth)
+				}
 				spec.start = func(s span, _, _ int) int {
 					if s.levelName != levels[0].name {
 						return s.lo
