@@ -67,7 +67,6 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				return share(above, share(sumIn(bytesAt, s.lo, s.hi), float64(packets)))
 			},
 				locate: func(lo, hi int) span { return a.locate(bytesAt, lo, hi, levels...) },
-				over:   func(lo, hi int, last span) bool { return stayedAt(bytesAt, lo, hi, last) },
 				skip:   func(lo, hi int) bool { return overlapsAny(lo, hi, exhausted[bc.dir]) }}
 			src := lagTraffic{locate: spec.locate, val: bytesAt, raised: true}
 			if bc.dir == record.Egress {
@@ -83,6 +82,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 			spec.queued = func(lo, hi int, delta uint64) bool {
 				return float64(delta) >= queuedShare*float64(sumUint(fs.packets, lo, hi))
 			}
+			var depth float64
 			if len(levels) > 0 {
 				spec.explained = overAllowance
 				// What the counter let through uncounted over the
@@ -91,23 +91,23 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				// whatever the lag learned (learned wrong, 24 ms short,
 				// a burst's own windows passed for quiet: 1 MB where the
 				// lab's bucket held 64 KiB).
-				depth := absorbedDepth(bytesAt, a.watchedWindows(iface, bc.name, counterLag{lookNs: max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs)}), levels[0].perWindow)
-				// One incident while the traffic stays at the allowance,
-				// short of it by no more than that bucket refills: the
-				// survivors of an inbound burst reach the host at the
-				// allowance, and a jump read 55 ms after the burst's
-				// first, showing the rest of its drops, was put on the
-				// download's retransmissions after them, a second
-				// finding naming a victim.
-				spec.over = func(lo, hi int, last span) bool {
-					return stayedAt(bytesAt, lo, hi, last) || last.levelName == levels[0].name && shortOfAtMost(bytesAt, lo, hi, last.level, depth)
-				}
+				depth = absorbedDepth(bytesAt, a.watchedWindows(iface, bc.name, counterLag{lookNs: max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs)}), levels[0].perWindow)
 				spec.start = func(s span, _, _ int) int {
 					if s.levelName != levels[0].name {
 						return s.lo
 					}
 					return bucketStart(bytesAt, s, depth, a.pauseWindows())
 				}
+			}
+			// One incident while the traffic stays at its level, or, with
+			// the allowance known, short of it by no more than the bucket
+			// the run shows refills: the survivors of an inbound burst
+			// reach the host at the allowance, and a jump read 55 ms after
+			// the burst's first, showing the rest of its drops, was put on
+			// the download's retransmissions after them, a second finding
+			// naming a victim.
+			spec.over = func(lo, hi int, last span) bool {
+				return stayedAt(bytesAt, lo, hi, last) || depth > 0 && last.levelName == levels[0].name && shortOfAtMost(bytesAt, lo, hi, last.level, depth)
 			}
 			out = append(out, a.foldRecurring(a.incidents(spec, jumps), func(inc incident) Finding {
 				return a.microburstFinding(iface, bc.dir, bc.name, bc.kind, fs, inc, lag)
