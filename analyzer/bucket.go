@@ -59,3 +59,69 @@ func bucketStart(val func(int) float64, s span, depth float64, bridge int) int {
 	}
 	return at
 }
+
+// queuedBehind tells whether traffic from fine window x on came while what
+// span s left over its level (val per window; no bucket counted, so at
+// most as long as a queue's) was still draining: the traffic between
+// stayed under the level, by too little to serve it all. Such traffic
+// over the level waited behind s: s's victim, not a cause of its own.
+func queuedBehind(val func(int) float64, s span, x int) bool {
+	if s.level <= 0 || x <= s.hi {
+		return false
+	}
+	backlog := overLevel(val, s, s.level)
+	offered := 0.0
+	for i := s.hi; i < x; i++ {
+		offered += val(i)
+		if backlog = backlog + val(i) - s.level; backlog <= 0 {
+			return false
+		}
+	}
+	return offered < s.level*float64(x-s.hi)
+}
+
+// queuedTail is s without the traffic at its end that waited behind what
+// came before it (queuedBehind): the run of traffic over the level that
+// comes more than gap windows after the one before it, while that one's
+// excess still drains.
+func queuedTail(val func(int) float64, s span, gap int) span {
+	end := -1 // the end of the last run over the level so far
+	for i := s.lo; i < s.hi; i++ {
+		if val(i) <= s.level {
+			continue
+		}
+		if end >= 0 && i-end > gap {
+			head := s
+			head.hi = end
+			if queuedBehind(val, head, i) {
+				return head
+			}
+		}
+		end = i + 1
+	}
+	return s
+}
+
+// builtOver is what span s's traffic (val per window) built over its
+// level: as absorbedDepth measures a bucket, so what one that deep
+// passes.
+func builtOver(val func(int) float64, s span) float64 {
+	return sumIn(func(i int) float64 { return val(i) - s.level }, s.lo, s.hi)
+}
+
+// offeredBy is the fine window from lo on (before hi) in which traffic of
+// size bytes a packet (val bytes per window) had offered n packets: no
+// counter can count them before (lo where it never did: the counter
+// counted what the host did not see).
+func offeredBy(val func(int) float64, lo, hi int, size float64, n uint64) int {
+	if size <= 0 {
+		return lo
+	}
+	sum := 0.0
+	for i := lo; i < hi; i++ {
+		if sum += val(i) / size; sum >= float64(n) {
+			return i
+		}
+	}
+	return lo
+}

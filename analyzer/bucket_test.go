@@ -79,3 +79,66 @@ func TestBucketStart(t *testing.T) {
 		}
 	})
 }
+
+func TestQueuedBehind(t *testing.T) {
+	const level = 5e3
+	// A burst 100 kB over the level in windows 0 and 1, then a flow at
+	// 3 kB a window: its excess drains at 2 kB a window, for 50 windows.
+	v := make([]float64, 200)
+	v[0], v[1] = level+50e3, level+50e3
+	for i := 2; i < len(v); i++ {
+		v[i] = 3e3
+	}
+	// The flow's bunch 40 windows on, while the queue still drains, and
+	// one 150 windows on, after it emptied.
+	v[40], v[150] = level+40e3, level+40e3
+	burst := span{lo: 0, hi: 2, level: level}
+	if !queuedBehind(series(v), burst, 40) {
+		t.Error("the bunch 40 windows on did not wait behind the burst: 24 kB still draining")
+	}
+	if queuedBehind(series(v), burst, 150) {
+		t.Error("the bunch 150 windows on waited behind the burst, whose queue had drained by 52 (and the bunch's own by 72)")
+	}
+	// Traffic at the level or over it between: an overshoot going on,
+	// not a queue draining.
+	over := append([]float64(nil), v...)
+	for i := 2; i < 40; i++ {
+		over[i] = level + 1e3
+	}
+	if queuedBehind(series(over), burst, 40) {
+		t.Error("traffic over the level after the burst was taken for its queue draining")
+	}
+
+	// queuedTail cuts the span at the bunch: a span over the level
+	// that holds both (the gap's deficit, 2 kB a window, less than the
+	// burst's excess) ends with the burst.
+	s := span{lo: 0, hi: 41, level: level}
+	if got := queuedTail(series(v), s, 10); got.lo != 0 || got.hi != 2 {
+		t.Errorf("queuedTail = [%d, %d), want the burst's [0, 2)", got.lo, got.hi)
+	}
+	// A pause within the merge gap is the burst's own.
+	paused := append([]float64(nil), v...)
+	paused[5] = level + 50e3
+	if got := queuedTail(series(paused), span{lo: 0, hi: 6, level: level}, 10); got.hi != 6 {
+		t.Errorf("queuedTail = [%d, %d), want all of [0, 6): a 3-window pause is within the gap", got.lo, got.hi)
+	}
+}
+
+func TestOfferedBy(t *testing.T) {
+	// 1,500-byte packets, 3 a window from window 4 on.
+	v := make([]float64, 20)
+	for i := 4; i < len(v); i++ {
+		v[i] = 4500
+	}
+	for _, c := range []struct {
+		n    uint64
+		want int
+	}{{1, 4}, {3, 4}, {4, 5}, {10, 7}, {1000, 0}} {
+		if got := offeredBy(series(v), 0, len(v), 1500, c.n); got != c.want {
+			t.Errorf("offeredBy(%d packets) = %d, want %d", c.n, got, c.want)
+		}
+	}
+	if got := builtOver(series(v), span{lo: 3, hi: 6, level: 4000}); got != -4000+500+500 {
+		t.Errorf("builtOver = %.0f, want the sum over the level, under it too", got)
+	}
+}

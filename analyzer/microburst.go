@@ -84,7 +84,14 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 			}
 			var depth float64
 			if len(levels) > 0 {
-				spec.explained = overAllowance
+				// Traffic over the allowance that built no more than
+				// the bucket the run shows holds (below) made no drop
+				// of its own: a TCP flow's bunch behind a burst, whose
+				// queue's rest a 1 s refresh showed a second later, was
+				// a second finding naming it.
+				spec.explained = func(s span) bool {
+					return overAllowance(s) && (s.levelName != levels[0].name || builtOver(bytesAt, s) > depth)
+				}
 				// What the counter let through uncounted over the
 				// allowance shows how deep its bucket is at least:
 				// where no jump came within the longest lag looked for,

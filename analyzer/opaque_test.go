@@ -863,21 +863,28 @@ func deepQueue(name string, seed uint64, burstAt, victimAt time.Duration, bucket
 // matched to the burst's own drops (the lab's impact-queued: 17 to 251 ms
 // where it was 0).
 //
-// Checked with no allowance known, under every lag and a refresh of 0 or
-// 100 ms, and behind a 1 s refresh up to a lag of 250 ms without the
-// victim (the refresh that shows the queue's rest is a second after the
-// burst's, too far to tell from a new cause: drains); with the allowance
-// given, with counters that show every drop with no lag, at every read
-// or behind a 100 ms refresh (there, before bucketStart, the finding
-// started at a bunch before the burst). The lag stated is not checked at 1 s, the
-// longest looked for: its range ends there, and its middle falls short.
-// Open: with the allowance given, every bunch is over 40 Mbit/s in its
-// 1 ms window, and behind a lag each stands out as a cause of the lag,
-// the latest before the cluster's last read taken for it (the bucket
-// that passes them places the incident, bucketStart, but does not yet
-// tell the lag's cause); and, counted as it leaves, a lag of 1 s (the
+// Checked under every lag and a refresh of 0 or 100 ms, and behind a 1 s
+// refresh up to a lag of 250 ms without the victim (the refresh that
+// shows the queue's rest is a second after the burst's, too far to tell
+// from a new cause: drains), given the allowance or not. The lag stated
+// is not checked at 1 s, the longest looked for: its range ends there,
+// and its middle falls short.
+//
+// With the allowance given, every bunch is over 40 Mbit/s in its 1 ms
+// window. Before, behind a lag each stood out as a cause of the lag, the
+// latest before the cluster's last read taken for it (7 ms where the
+// device's was 30), and, behind a 1 s refresh, as the cause of the
+// queue's rest shown a second later: 20 of these 24 timings failed. Now
+// a bunch that comes while the burst's excess still drains waited behind
+// it (queuedBehind), and one no larger than those the counter let pass
+// before makes no drop of its own (absorbedDepth, builtOver).
+//
+// Open: with no allowance known, counted as it leaves, a lag of 1 s (the
 // drain's last 2 counts, shown a second late, made a finding of their
-// own).
+// own); and, the allowance given, counted as it leaves with no lag at
+// every read, the lag stated (5 ms, 0 to 10): the first jump counts the
+// queue's first few dequeues, which do not say when in its read interval
+// the bucket ran dry, and only the range is checked.
 func TestDeepQueueDrain(t *testing.T) {
 	burstAt := 2*time.Second + 300*time.Microsecond
 	for _, dequeued := range []bool{false, true} {
@@ -889,7 +896,7 @@ func TestDeepQueueDrain(t *testing.T) {
 				if last := drops[len(drops)-1].To; last < burstAt+400*time.Millisecond {
 					t.Fatalf("the device's counts end at %v: the queue did not drain for long after the burst", last)
 				}
-				if given && (lag > 0 || refresh >= time.Second) || refresh >= time.Second && lag >= time.Second || dequeued && lag >= time.Second {
+				if refresh >= time.Second && lag >= time.Second || !given && dequeued && lag >= time.Second {
 					return // open: see above
 				}
 				res := analyzeBW40(rec, given)
@@ -900,8 +907,18 @@ func TestDeepQueueDrain(t *testing.T) {
 						t.Errorf("victims %+v, want %s", f.Victims, victim.Src)
 					}
 				}
-				if len(found) == 1 && found[0].Incident != nil && lag < time.Second {
-					checkTimingStated(t, found[0].Incident, refresh, lag)
+				if len(found) != 1 || found[0].Incident == nil {
+					return
+				}
+				switch inc := found[0].Incident; {
+				case lag >= time.Second:
+				case given && dequeued && refresh == 0 && lag == 0:
+					// Open (see above): its range only.
+					if inc.CounterLagLowS > 0.005 {
+						t.Errorf("lag range stated %.4f to %.4f s, the device's 0", inc.CounterLagLowS, inc.CounterLagHighS)
+					}
+				default:
+					checkTimingStated(t, inc, refresh, lag)
 				}
 			})
 		})
@@ -983,15 +1000,16 @@ func TestSnapshotCulprit(t *testing.T) {
 // 60 ms into the burst).
 //
 // Checked under every refresh with lags up to 250 ms (at a refresh of 0,
-// up to 30 ms), with no allowance known and with it given. With it
-// given, the bucket the run shows passing a bunch places the incident
-// at the burst (bucketStart): behind a 100 ms or 1 s refresh, 5 of those
-// timings started it at a bunch 13 ms before the burst, or made two.
-// Open: a lag of 250 ms or more with every read showing it, or of 1 s,
-// is learned from the bunches (6 ms): one incident, the bunches
-// standing out near every read; and so, with the allowance given, a
-// lag of 250 ms behind a 100 ms refresh, where a bunch of the queue's
-// recovery is a second finding.
+// up to 30 ms) with no allowance known, and under every timing with it
+// given. With it given, the bucket the run shows passing a bunch places
+// the incident at the burst (bucketStart): behind a 100 ms or 1 s
+// refresh, 5 of those timings started it at a bunch 13 ms before the
+// burst, or made two; and the bunches of the queue's recovery, queued
+// behind the burst (queuedBehind), are not the lag's causes: 5 more
+// timings (a lag of 250 ms or 1 s) made a second finding of one.
+// Open: with no allowance known, a lag of 250 ms or more with every read
+// showing it, or of 1 s, is learned from the bunches (6 ms): one
+// incident, the bunches standing out near every read.
 func TestShallowQueueRecovery(t *testing.T) {
 	const d = 5 * time.Second
 	burstAt := 2*time.Second + 300*time.Microsecond
@@ -1001,7 +1019,7 @@ func TestShallowQueueRecovery(t *testing.T) {
 		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: 130e3, BucketBytes: 1 << 20}},
 		Flows:      []synth.Flow{victim, burst}}
 	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
-		if given && refresh == 100*time.Millisecond && lag > 30*time.Millisecond || lag >= time.Second || refresh == 0 && lag > 30*time.Millisecond {
+		if !given && (lag >= time.Second || refresh == 0 && lag > 30*time.Millisecond) {
 			return // open: see above
 		}
 		drops := truth.Drops["eth0"][counters.BwOutAllowanceExceeded]

@@ -356,6 +356,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	rough := false       // some from few lags
 	var clusters []lagRange
 	var queue []lagPart
+	var quiet []uint8 // the windows no lag could have shown a drop of, once needed
 	for _, c := range lagClusters(jumps, refreshNs, readNs) {
 		queue = append(queue, lagPart{fc: c[0], l: c[1]})
 	}
@@ -463,12 +464,44 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		if src.sentFirst && !long {
 			causeHi = min(hi, max(a.g.index(firstRead), s.hi))
 		}
-		for val != nil && s.level > 0 && s.hi < causeHi {
-			x, y, ok := excessSpan(val, s.hi, causeHi, s.level)
+		// Outbound, the allowance known (the host saw the traffic before
+		// the device's bucket and queue did, so they can be modeled on
+		// it; inbound, it sees what they let through):
+		//   - the bucket is at least as deep as what traffic over the
+		//     allowance built where no lag up to the longest could have
+		//     shown a drop the counter did not (a TCP flow's bunches
+		//     before a burst), and traffic that builds no more makes no
+		//     drop of its own;
+		//   - what s left queued drains after it, and traffic over the
+		//     allowance while it does (a TCP flow's bunches behind a
+		//     burst, each over 40 Mbit/s in its 1 ms window, counted as
+		//     they wait) waited behind it: not a later cause (the latest
+		//     such bunch before the cluster's last read was taken for
+		//     it: 2 to 12 ms where the device's lag was 30). Only while
+		//     the counter has kept moving since s (a change the cluster
+		//     before showed after s, then silence, says its queue
+		//     emptied), and s is short: after a long one, a blip may be
+		//     the next cause (ofBlip; an upload's modeled queue, counted
+		//     whole, outlasted the 1.2 s to a burst after it).
+		modeled := src.sentFirst && val != nil && overAllowance(s)
+		depth := 0.0
+		if modeled {
+			if quiet == nil {
+				quiet = a.watchedWindows(jumps[0].Interface, jumps[0].Name, counterLag{lookNs: maxNs + refreshNs + readNs})
+			}
+			depth = absorbedDepth(val, quiet, s.level)
+		}
+		drainsHere := modeled && !a.lastsLong(s.lo, s.hi, readNs) && (fc == 0 || a.g.startNs(s.lo) >= jumps[fc-1].ToNs)
+		for at := s.hi; val != nil && s.level > 0 && at < causeHi; {
+			x, y, ok := excessSpan(val, at, causeHi, s.level)
 			if !ok {
 				break
 			}
+			at = y
 			if x-s.hi > a.mergeGapWindows() {
+				if drainsHere && queuedBehind(val, s, x) || builtOver(val, span{lo: x, hi: y, level: s.level}) <= depth {
+					continue
+				}
 				if long && !a.lastsLong(x, y, readNs) && a.lastsLong(s.lo, s.hi, readNs) {
 					// A blip after a long cause is not it; it may be
 					// the cause of the jumps after it (ofBlip).
@@ -497,6 +530,15 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		if raisedLevel > 0 {
 			s.level = raisedLevel
 		}
+		if modeled {
+			// The drops began in the run of traffic that emptied a
+			// bucket that deep, not in a bunch before it (bucketStart),
+			// and ended before what waited behind it (queuedTail).
+			s.lo = bucketStart(val, s, depth, a.pauseWindows())
+			if drainsHere {
+				s = queuedTail(val, s, a.mergeGapWindows())
+			}
+		}
 		start, end := a.g.startNs(s.lo), a.g.startNs(s.hi)
 		if (end-start)/max(readNs, 1)-int64(l-fc+1) > 2 {
 			fits = false
@@ -510,7 +552,21 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				continue
 			}
 		}
-		add(firstPrev-end-refreshNs, firstRead-start)
+		// The first drop came no earlier than a bucket that deep, full
+		// at the start, ran dry.
+		first := start
+		if depth > 0 {
+			if e := firstDrop(val, s.lo, s.hi, s.level, depth); e >= 0 {
+				first = a.g.startNs(e)
+				if src.perDrop != nil {
+					// And the first jump's packets were all offered by
+					// the time it showed: a drop, or a packet queued, is
+					// one of them.
+					first = a.g.startNs(offeredBy(val, e, a.g.index(firstRead), src.perDrop(e, s.hi), jumps[fc].Delta))
+				}
+			}
+		}
+		add(firstPrev-end-refreshNs, firstRead-first)
 		// Under one lag, the reads that show a cause's drops span its
 		// traffic, a refresh and a read at most from the first. Where
 		// most of the jumps came later, the counter went on counting
