@@ -356,7 +356,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	rough := false       // some from few lags
 	var clusters []lagRange
 	var queue []lagPart
-	var quiet []uint8 // the windows no lag could have shown a drop of, once needed
+	var depthAt map[float64]float64 // the bucket the run shows, per level, once needed
 	for _, c := range lagClusters(jumps, refreshNs, readNs) {
 		queue = append(queue, lagPart{fc: c[0], l: c[1]})
 	}
@@ -486,10 +486,14 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		modeled := src.sentFirst && val != nil && overAllowance(s)
 		depth := 0.0
 		if modeled {
-			if quiet == nil {
-				quiet = a.watchedWindows(jumps[0].Interface, jumps[0].Name, counterLag{lookNs: maxNs + refreshNs + readNs})
+			var ok bool
+			if depth, ok = depthAt[s.level]; !ok {
+				if depthAt == nil {
+					depthAt = map[float64]float64{}
+				}
+				depth = absorbedDepth(val, a.watchedWindows(jumps[0].Interface, jumps[0].Name, counterLag{lookNs: maxNs + refreshNs + readNs}), s.level)
+				depthAt[s.level] = depth
 			}
-			depth = absorbedDepth(val, quiet, s.level)
 		}
 		drainsHere := modeled && !a.lastsLong(s.lo, s.hi, readNs) && (fc == 0 || a.g.startNs(s.lo) >= jumps[fc-1].ToNs)
 		for at := s.hi; val != nil && s.level > 0 && at < causeHi; {
