@@ -108,20 +108,3 @@ func queuedTail(val func(int) float64, s span, gap int) span {
 func builtOver(val func(int) float64, s span) float64 {
 	return sumIn(func(i int) float64 { return val(i) - s.level }, s.lo, s.hi)
 }
-
-// offeredBy is the fine window from lo on (before hi) in which traffic of
-// size bytes a packet (val bytes per window) had offered n packets: no
-// counter can count them before (lo where it never did: the counter
-// counted what the host did not see).
-func offeredBy(val func(int) float64, lo, hi int, size float64, n uint64) int {
-	if size <= 0 {
-		return lo
-	}
-	sum := 0.0
-	for i := lo; i < hi; i++ {
-		if sum += val(i) / size; sum >= float64(n) {
-			return i
-		}
-	}
-	return lo
-}

@@ -124,20 +124,8 @@ func TestQueuedBehind(t *testing.T) {
 	}
 }
 
-func TestOfferedBy(t *testing.T) {
-	// 1,500-byte packets, 3 a window from window 4 on.
-	v := make([]float64, 20)
-	for i := 4; i < len(v); i++ {
-		v[i] = 4500
-	}
-	for _, c := range []struct {
-		n    uint64
-		want int
-	}{{1, 4}, {3, 4}, {4, 5}, {10, 7}, {1000, 0}} {
-		if got := offeredBy(series(v), 0, len(v), 1500, c.n); got != c.want {
-			t.Errorf("offeredBy(%d packets) = %d, want %d", c.n, got, c.want)
-		}
-	}
+func TestBuiltOver(t *testing.T) {
+	v := []float64{0, 0, 0, 0, 4500, 4500}
 	if got := builtOver(series(v), span{lo: 3, hi: 6, level: 4000}); got != -4000+500+500 {
 		t.Errorf("builtOver = %.0f, want the sum over the level, under it too", got)
 	}
