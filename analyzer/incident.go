@@ -227,6 +227,9 @@ type incidentSpec struct {
 	// stretch raised over the second before it is that stretch
 	// (raisedSpan).
 	raised bool
+	// sentFirst: the host saw the traffic as it was sent, before the
+	// device shaped it (outbound), so a gap in it is the sender's.
+	sentFirst bool
 }
 
 // queuedShare is the share of the packets offered where a jump's lag puts
@@ -319,6 +322,18 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				// bunch over a 25 kB/ms burst was named first).
 				lo = min(lo, x)
 				s.lo, s.hi, s.level, s.levelPerSecond = x, y, level, level*1e9/float64(a.g.widthNs)
+			} else if spec.sentFirst {
+				// A sender that paused inside its burst splits what
+				// stands out in two, the pause's windows below the
+				// level: what stood out as this did up to MergeGap
+				// before is the same incident, as two jumps' traffic
+				// that close is (the lab's micro-burst, its sender
+				// paused 4 ms: the finding started at the burst's
+				// second part, 5.8 ms late). Not over a raised
+				// stretch's lower level, which a TCP flow's bunches
+				// before a paced burst stand over.
+				s.lo = pausedStart(spec.val, s, floor, gap)
+				lo = min(lo, s.lo)
 			}
 		}
 		if spec.excess != nil && spec.explained == nil && !explainsDrops(spec.excess(s), j.Delta) {

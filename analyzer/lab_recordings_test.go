@@ -70,6 +70,10 @@ func TestLabRecordings(t *testing.T) {
 		// survivors had gone on at the allowance until shortly before
 		// them (the bucket the run shows refills the gap).
 		{"impact-inbound-retransmits", KindMicroburstIn, false, ""},
+		// The sender paused 3.3 ms inside its burst: without the
+		// allowance, only the burst's second part stood out of the
+		// look-back, and the finding started 3.4 ms late.
+		{"impact-queued-paused", KindMicroburstOut, false, ""},
 		// The allowance given, counters 25 ms late: the TCP flow's bunches
 		// queued behind the burst, over the allowance in their 1 ms
 		// windows, were taken for the causes the lag is learned from,

@@ -75,6 +75,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				src.perDrop = func(lo, hi int) float64 { return share(sumIn(bytesAt, lo, hi), float64(sumUint(fs.packets, lo, hi))) }
 				src.sentFirst = true
 			}
+			spec.sentFirst = src.sentFirst
 			lag := a.counterLagFor(iface, jumps, src)
 			spec.lag = lag
 			spec.readNs = a.readInterval(iface)

@@ -1029,6 +1029,34 @@ func TestShallowQueueRecovery(t *testing.T) {
 	})
 }
 
+// TestPausedBurst: the lab's micro-burst whose sender paused 4 ms inside
+// its burst. 220 kB in 1.5 ms, then 1.5 MB in 10 ms, over a 40 Mbit/s
+// allowance whose bucket holds 64 KiB, beside a steady 2 Mbit/s flow: the
+// drops begin in the first part. With no allowance known, what stands
+// out of the look-back is the second part (the pause's 4 ms under the
+// level cost more than the first part stood over it): the finding
+// started there, 5.5 ms after the first drop, under every timing. One
+// incident, the burst its culprit, starting at the burst, given the
+// allowance or not (pausedStart).
+func TestPausedBurst(t *testing.T) {
+	const d = 5 * time.Second
+	burstAt := 2*time.Second + 300*time.Microsecond
+	burst := egressBurst(17, 9, 1472, burstAt, 1500*time.Microsecond, 220e3)
+	rest := burstAt + 5500*time.Microsecond
+	burst.Phases = append(burst.Phases, synth.Phase{From: rest, To: rest + 10*time.Millisecond, Bps: 1.5e6 * 8 / 0.01})
+	steadyFlow := steady(record.Egress, netip.AddrPortFrom(incHost, 40100), netip.AddrPortFrom(opaqueLAN, 443), 1000, 2e6, d)
+	spec := synth.Spec{Name: "paused-burst", Duration: d, Seed: 47, SampleNs: incSampleNs,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: 150e3, BucketBytes: 64 << 10}},
+		Flows:      []synth.Flow{steadyFlow, burst}}
+	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
+		drops := truth.Drops["eth0"][counters.BwOutAllowanceExceeded]
+		if first := drops[0].From; first >= burstAt+1500*time.Microsecond {
+			t.Fatalf("the device's first drop at %v: not in the burst's first part, the case's premise", first)
+		}
+		checkOneIncident(t, analyzeBW40(rec, given), KindMicroburstOut, burst.Src.String(), burstAt, drops[0].From, refresh)
+	})
+}
+
 // tcpBunches is a TCP flow paced at 24 Mbit/s as the lab's victims are:
 // 60 kB in 1 ms every 20 ms, from from until d.
 func tcpBunches(from, d time.Duration) synth.Flow {

@@ -122,3 +122,26 @@ func (a *analysis) locate(val func(int) float64, lo, hi int, levels ...level) sp
 	s.level, s.levelName, s.levelPerSecond = own, levelIntervalOwn, own/secondsPerWindow
 	return s
 }
+
+// pausedStart is where the traffic of span s began, counting the runs over
+// its level (val per window) that came at most gap windows before it, one
+// after another, back to floor: a sender's pause does not end a burst.
+func pausedStart(val func(int) float64, s span, floor, gap int) int {
+	lo := s.lo
+	for {
+		run := -1
+		for i := lo - 1; i >= max(floor, lo-gap); i-- {
+			if val(i) > s.level {
+				run = i
+				break
+			}
+		}
+		if run < 0 {
+			return lo
+		}
+		for run > floor && val(run-1) > s.level {
+			run--
+		}
+		lo = run
+	}
+}
