@@ -18,6 +18,13 @@ func absorbedDepth(val func(int) float64, watched []uint8, level float64) float6
 	return best
 }
 
+// shownDepth is the bucket a counter of iface shows over level (val per
+// fine window): absorbedDepth over the windows no jump came within lookNs
+// of, so that no lag up to it could have hidden a drop there.
+func (a *analysis) shownDepth(iface, counter string, val func(int) float64, level float64, lookNs int64) float64 {
+	return absorbedDepth(val, a.watchedWindows(iface, counter, counterLag{lookNs: lookNs}), level)
+}
+
 // bucketStart is where the traffic of span s that emptied a bucket of
 // depth at its level began. Where the run of traffic holding the first
 // drop (firstDrop, the bucket full at s.lo), to its end (gaps of up to

@@ -99,7 +99,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				// whatever the lag learned (learned wrong, 24 ms short,
 				// a burst's own windows passed for quiet: 1 MB where the
 				// lab's bucket held 64 KiB).
-				depth = absorbedDepth(bytesAt, a.watchedWindows(iface, bc.name, counterLag{lookNs: max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs)}), levels[0].perWindow)
+				depth = a.shownDepth(iface, bc.name, bytesAt, levels[0].perWindow, max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs))
 				spec.start = func(s span, _, _ int) int {
 					if s.levelName != levels[0].name {
 						return s.lo

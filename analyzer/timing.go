@@ -491,7 +491,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				if depthAt == nil {
 					depthAt = map[float64]float64{}
 				}
-				depth = absorbedDepth(val, a.watchedWindows(jumps[0].Interface, jumps[0].Name, counterLag{lookNs: maxNs + refreshNs + readNs}), s.level)
+				depth = a.shownDepth(jumps[0].Interface, jumps[0].Name, val, s.level, maxNs+refreshNs+readNs)
 				depthAt[s.level] = depth
 			}
 		}
