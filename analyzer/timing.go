@@ -578,19 +578,22 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		// lag at 17 to 251 ms where it was 0. The first jump alone tells
 		// it. Behind a refresh longer than a queue takes to drain, the
 		// reads cannot show it going on: there, where the counter rose
-		// by more than all the traffic over the allowance from the cause
-		// to the last read could have dropped, it counted what waited
-		// (behind a 1 s refresh, two changes, the second a second on,
-		// 4,627 where that traffic's excess was about 2,200 packets: the
-		// first change's share, put on the burst, stated 44 to 52 ms
-		// where the lab's lag was 4.7). Only there: a device that counts
+		// by more than all the traffic over the level the cause stood
+		// out from (the allowance, where known), from the cause to the
+		// last read, could have dropped, it counted what waited (behind
+		// a 1 s refresh, two changes, the second a second on, 4,627
+		// where that traffic's excess over the allowance was about 2,200
+		// packets: the first change's share, put on the burst, stated
+		// 44 to 52 ms where the lab's lag was 4.7, given the allowance
+		// or not). Outbound only, where the host saw the traffic before
+		// the device counted it. Only there: a device that counts
 		// the packets that waited as well as those dropped counts a few
 		// more than the excess (a burst through a shallow queue, 1,349
 		// where its excess was 1,318), and where reads show its changes
 		// one by one, their shares place the drops better than the
 		// first jump alone.
 		countsQueue := false
-		if since := (span{lo: s.lo, hi: a.g.index(lastRead), level: s.level}); modeled && refreshNs > lateHorizon && src.perDrop != nil && since.hi > since.lo {
+		if since := (span{lo: s.lo, hi: a.g.index(lastRead), level: s.level}); src.sentFirst && val != nil && s.level > 0 && refreshNs > lateHorizon && src.perDrop != nil && since.hi > since.lo {
 			countsQueue = float64(riseOf(jumps[fc:l+1])) > overLevel(val, since, s.level)/src.perDrop(since.lo, since.hi)
 		}
 		drained := !longTraffic && firstRead > start && (countsQueue || 2*a.readAfter(jumps[fc:l+1], firstRead+end-start+refreshNs+max(readNs, 1)) > l-fc+1)
