@@ -436,30 +436,66 @@ func TestImpactSegmentWait(t *testing.T) {
 // waits in a queue, and sends it again; the receiver, which got both,
 // says so with a D-SACK. Nothing was lost: the verdict is queued, the
 // segment counted as sent needlessly, not as retransmitted. A second
-// flow's real loss beside it still reads dropped.
+// flow's real loss beside it still reads dropped. A segment sent again
+// near the span's end is D-SACKed after it, when its copy has come
+// through the queue: still needless; but not where the D-SACK read after
+// the span is the one of a segment sent again after it.
 func TestImpactSpurious(t *testing.T) {
+	const ms = int64(time.Millisecond)
 	for _, tc := range []struct {
-		name    string
-		lossy   bool
-		verdict string
-	}{{"needless only", false, ImpactQueued}, {"beside a loss", true, ImpactDropped}} {
+		name string
+		// When the segment is sent again and D-SACKed, from the
+		// incident's start (or its end: late); laterMs, where not 0,
+		// another sent again and D-SACKed 100 ms on, from its end.
+		rtoMs, dsackMs int64
+		late           bool
+		laterMs        int64
+		lossy          bool
+		verdict        string
+		spurious       uint64
+	}{
+		{name: "needless only", rtoMs: 200, dsackMs: 400, verdict: ImpactQueued, spurious: 1},
+		{name: "beside a loss", rtoMs: 200, dsackMs: 400, lossy: true, verdict: ImpactDropped, spurious: 1},
+		{name: "D-SACK read after the span", rtoMs: 900, dsackMs: 1300, late: true, verdict: ImpactQueued, spurious: 1},
+		{name: "a later segment's own D-SACK", rtoMs: 900, dsackMs: 1300, late: true, laterMs: 1400, verdict: ImpactDropped},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newImpactCase(t)
-			rto := c.fromNs + 200*int64(time.Millisecond)
-			drained := c.fromNs + 400*int64(time.Millisecond)
+			base := c.fromNs
+			if tc.late {
+				base = c.toNs
+			}
+			rto, dsack := base+tc.rtoMs*ms, base+tc.dsackMs*ms
+			if tc.laterMs != 0 {
+				// The segment sent again in the span is never D-SACKed.
+				dsack = math.MaxInt64
+			}
+			later := c.toNs + tc.laterMs*ms
 			c.addFlow(victimKey, record.Egress, func(ns int64) (uint64, uint64, uint32, uint32) {
 				lo, hi := jitter(ns)
+				var n uint64
+				if ns >= rto {
+					n++
+				}
+				if tc.laterMs != 0 && ns >= later {
+					n++
+				}
 				switch {
-				case ns >= rto:
-					return 1, 1, lo, 60_000
+				case n > 0:
+					return n, n, lo, 60_000
 				case ns > c.fromNs:
 					return 0, 0, lo, 40_000
 				}
 				return 0, 0, lo, hi
 			})
 			for i := range c.rec.Flows {
-				if s := &c.rec.Flows[i]; s.Key == victimKey && s.TimeNs >= drained {
-					s.DSACKLocal = 1
+				if s := &c.rec.Flows[i]; s.Key == victimKey {
+					if s.TimeNs >= dsack {
+						s.DSACKLocal = 1
+					}
+					if tc.laterMs != 0 && s.TimeNs >= later+100*ms {
+						s.DSACKLocal = 1
+					}
 				}
 			}
 			addBucketRetrans(t, c.rec, c.iface, record.Egress, rto, 1)
@@ -474,21 +510,22 @@ func TestImpactSpurious(t *testing.T) {
 				addBucketRetrans(t, c.rec, c.iface, record.Egress, rto, 5)
 			}
 			im := c.finding(t).Impact
-			if im.Verdict != tc.verdict || im.Spurious != 1 {
-				t.Fatalf("verdict %s, spurious %d (%s), want %s, 1", im.Verdict, im.Spurious, im.Summary, tc.verdict)
+			if im.Verdict != tc.verdict || im.Spurious != tc.spurious {
+				t.Fatalf("verdict %s, spurious %d (%s), want %s, %d", im.Verdict, im.Spurious, im.Summary, tc.verdict, tc.spurious)
 			}
 			v := victimOf(im, victimKey)
-			if v == nil || v.Spurious != 1 || v.Retransmitted != 0 {
-				t.Fatalf("victim %+v, want the flow, 1 sent needlessly, none retransmitted", v)
+			if v == nil || v.Spurious != tc.spurious || v.Retransmitted != 1-tc.spurious {
+				t.Fatalf("victim %+v, want the flow, %d sent needlessly, %d retransmitted", v, tc.spurious, 1-tc.spurious)
 			}
-			if !tc.lossy {
+			switch {
+			case tc.lossy:
+				if im.Retransmitted.Egress != 5 {
+					t.Errorf("retransmitted %+v, want the other flow's 5 alone", im.Retransmitted)
+				}
+			case tc.verdict == ImpactQueued:
 				if im.Retransmitted.Egress != 0 || !strings.Contains(im.Summary, "1 segments sent again needlessly, the receiver had them (D-SACK)") {
 					t.Errorf("retransmitted %+v, summary %q: want none, the needless one named", im.Retransmitted, im.Summary)
 				}
-				return
-			}
-			if im.Retransmitted.Egress != 5 {
-				t.Errorf("retransmitted %+v, want the other flow's 5 alone", im.Retransmitted)
 			}
 		})
 	}
