@@ -286,7 +286,8 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 		}
 		lo, hi := a.g.span(from-spec.lag.lookNs, to-spec.lag.shiftNs)
 		behind := len(out) > 0 && lo >= out[len(out)-1].hi // the look-back lies wholly after the last incident's traffic
-		if n := len(out); n > 0 && !spec.unseen && lo < out[n-1].hi {
+		overlaps := len(out) > 0 && !spec.unseen && lo < out[len(out)-1].hi
+		if n := len(out); overlaps {
 			// The traffic up to the incident's last window is blamed
 			// already: this jump shows it, or what came after.
 			lo = min(out[n-1].hi, hi)
@@ -336,6 +337,7 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				lo = min(lo, s.lo)
 			}
 		}
+		tooLittle := false
 		if spec.excess != nil && spec.explained == nil && !explainsDrops(spec.excess(s), j.Delta) {
 			// What stands out here explains too little of the jump: a
 			// read later than the lag (a busy device, a stalled poll).
@@ -346,6 +348,13 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 			}
 			if w := spec.locate(wlo, hi); explainsDrops(spec.excess(w), j.Delta) {
 				s = w
+			} else if overlaps {
+				// Nor further back: where the lag puts this jump's
+				// drops in the incident's time, they are its own (an
+				// inbound burst's rest, read 55 ms after its first
+				// jump, had been put on a download's bunch 41 ms after
+				// it began: 703 drops on 34 packets).
+				tooLittle = true
 			}
 		}
 		// With the allowance known, traffic over it whose excess explains
@@ -362,6 +371,7 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				s, unexplained = w, false
 			}
 		}
+		unexplained = unexplained || tooLittle
 		if spec.start != nil && s.levelName != levelNone {
 			floor := 0
 			if n := len(out); n > 0 {

@@ -94,6 +94,16 @@ func TestLabRecordings(t *testing.T) {
 		// the latest before the last read its cause: 0 to 2.1 ms.
 		{"impact-queued-lag", KindMicroburstOut, false,
 			"a deep queue counted as it drained: only the first jump tells the lag, within a read interval and the bucket's first drop"},
+		// Inbound, without the allowance: the burst reached the host as
+		// 71 kB in 2 ms, then at the allowance, 5 kB a millisecond; the
+		// download's 51 kB bunches stood out more than its head, and one
+		// 44 ms before it was named (locateShaped). In the second, the
+		// burst's next jump, read 55 ms on, showed the rest of its drops
+		// and was put on a bunch of the download 41 ms after it began, a
+		// second finding: it explained under a quarter of the jump, whose
+		// look-back the lag put in the burst's time.
+		{"impact-inbound-download-before", KindMicroburstIn, false, ""},
+		{"impact-inbound-download-after", KindMicroburstIn, false, ""},
 	} {
 		rec, err := record.ReadFile(filepath.Join("../testdata/lab", c.name+".rec.gz"))
 		if err != nil {

@@ -66,8 +66,13 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				above := sumIn(func(i int) float64 { return max(bytesAt(i)-s.level, 0) }, s.lo, s.hi)
 				return share(above, share(sumIn(bytesAt, s.lo, s.hi), float64(packets)))
 			},
-				locate: func(lo, hi int) span { return a.locate(bytesAt, lo, hi, levels...) },
-				skip:   func(lo, hi int) bool { return overlapsAny(lo, hi, exhausted[bc.dir]) }}
+				locate: func(lo, hi int) span {
+					if bc.dir == record.Ingress {
+						return a.locateShaped(bytesAt, lo, hi, levels...)
+					}
+					return a.locate(bytesAt, lo, hi, levels...)
+				},
+				skip: func(lo, hi int) bool { return overlapsAny(lo, hi, exhausted[bc.dir]) }}
 			src := lagTraffic{locate: spec.locate, val: bytesAt, raised: true}
 			if bc.dir == record.Egress {
 				// Egress drops were seen by the host before the device
