@@ -128,42 +128,36 @@ func (a *analysis) locate(val func(int) float64, lo, hi int, levels ...level) sp
 // device's bucket and queue let through at once) and then a stretch at the
 // allowance, far under the head; a TCP flow's bunch that passed whole
 // reaches it as one window. With no allowance known, where several runs
-// stand out of the look-back, the one whose stretch, the windows next to
-// it over StandOutFactor times the look-back's median, carries the most
-// above that level is the cause: the lab's impact-inbound, whose 2 MB
-// burst came through as 71 kB in 2 ms, then 5 kB a millisecond for 18 ms,
-// had a download's 51 kB bunch 44 ms before it named instead (3 bundles
-// of 18).
+// stand out of the look-back, the one whose stretch (the run of windows
+// over StandOutFactor times the look-back's median it lies in) carries
+// the most above that level is the cause, the stretch its span: the
+// lab's impact-inbound, whose 2 MB burst came through as 71 kB in 2 ms,
+// then 5 kB a millisecond for 18 ms, had a download's 51 kB bunch 44 ms
+// before it named instead (3 bundles of 18).
 func (a *analysis) locateShaped(val func(int) float64, lo, hi int, levels ...level) span {
 	s := a.locate(val, lo, hi, levels...)
 	if s.levelName != levelIntervalOwn {
 		return s
 	}
+	// One pass over the maximal stretches over the floor, each a
+	// candidate where a window of it stands out.
 	floor := a.opt.StandOutFactor * medianIn(val, lo, hi)
-	stretch := func(x, y int) (int, int, float64) {
-		for x > lo && val(x-1) > floor {
-			x--
-		}
-		for y < hi && val(y) > floor {
-			y++
-		}
-		return x, y, sumIn(func(i int) float64 { return val(i) - floor }, x, y)
-	}
-	bx, by, best := stretch(s.lo, s.hi)
-	for x := lo; x < hi; x++ {
-		if val(x) <= s.level {
+	best := 0.0
+	for x := lo; x < hi; {
+		if val(x) <= floor {
+			x++
 			continue
 		}
-		y := x + 1
-		for y < hi && val(y) > s.level {
-			y++
+		y, sum, out := x, 0.0, false
+		for ; y < hi && val(y) > floor; y++ {
+			sum += val(y) - floor
+			out = out || val(y) > s.level
 		}
-		if sx, sy, v := stretch(x, y); v > best {
-			best, bx, by = v, sx, sy
+		if out && sum > best {
+			best, s.lo, s.hi = sum, x, y
 		}
 		x = y
 	}
-	s.lo, s.hi = bx, by
 	return s
 }
 
