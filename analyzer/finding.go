@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/enaprobe/enaprobe/internal/record"
 )
@@ -13,7 +14,16 @@ const (
 	rankBytes   = "bytes"
 	rankPackets = "packets"
 	rankSYNs    = "syns"
+	// rankAboveUsual is the bytes a flow carried above its own rate of
+	// the second before (flowTally.usual): inbound, the host sees what
+	// the device let through, and a new flow's survivors are fewer bytes
+	// than a steady download's beside them.
+	rankAboveUsual = "bytes_above_usual"
 )
+
+// usualWindow is how long before a span a flow's own rate is taken over
+// (rankAboveUsual).
+const usualWindow = time.Second
 
 // newFinding fills the time fields of a finding spanning fine windows
 // [lo, hi).
@@ -65,15 +75,24 @@ func (a *analysis) culprits(iface string, dirs []record.Direction, lo, hi int, s
 			events = append(events, a.events.tallies(seriesKey{iface, d}, a.g, lo, hi, selected)...)
 		}
 	}
+	// Coverage in the unit ranked by, bytes where it is the rise over
+	// the usual.
+	unit := rankBy
+	if rankBy == rankAboveUsual {
+		unit = rankBytes
+	}
 	var covered float64
 	for _, t := range events {
-		covered += rankValue(t, rankBy)
+		covered += rankValue(t, unit)
 	}
 	if len(events) > 0 && covered >= a.opt.EventCoverage*windowTotal {
 		for i := range events {
 			if st, ok := a.flows.stats(events[i].ref); ok {
 				events[i].stats = st
 			}
+		}
+		if rankBy == rankAboveUsual {
+			return a.flowShares(a.withUsual(events, iface, a.g.startNs(lo), a.g.startNs(hi)), rankBy, -1)
 		}
 		return a.flowShares(events, rankBy, max(windowTotal, covered))
 	}
@@ -85,14 +104,30 @@ func (a *analysis) culprits(iface string, dirs []record.Direction, lo, hi int, s
 		return inDir && (keep == nil || keep(f))
 	}
 	tallies := a.flows.spreadTallies(iface, a.g.startNs(lo), a.g.startNs(hi), dirKeep)
-	var total float64
-	for _, t := range tallies {
-		total += rankValue(t, rankBy)
+	if rankBy == rankAboveUsual {
+		tallies = a.withUsual(tallies, iface, a.g.startNs(lo), a.g.startNs(hi))
 	}
-	return a.flowShares(tallies, rankBy, total)
+	return a.flowShares(tallies, rankBy, -1)
+}
+
+// withUsual sets each tally's usual: what its flow would have moved in
+// [fromNs, toNs) at its own rate of the usualWindow before fromNs (none
+// for a flow that began since).
+func (a *analysis) withUsual(tallies []flowTally, iface string, fromNs, toNs int64) []flowTally {
+	before := make(map[flowRef]float64)
+	for _, t := range a.flows.spreadTallies(iface, fromNs-int64(usualWindow), fromNs, nil) {
+		before[t.ref] = rankValue(t, rankBytes)
+	}
+	for i := range tallies {
+		tallies[i].usual = before[tallies[i].ref] * float64(toNs-fromNs) / float64(usualWindow)
+	}
+	return tallies
 }
 
 func rankValue(t flowTally, rankBy string) float64 {
+	if rankBy == rankAboveUsual {
+		return max(rankValue(t, rankBytes)-t.usual, 0)
+	}
 	if t.spread != nil {
 		switch rankBy {
 		case rankPackets:
@@ -112,8 +147,14 @@ func rankValue(t flowTally, rankBy string) float64 {
 }
 
 // flowShares ranks tallies and keeps the top ones, each with its share of
-// total.
+// total (of all the tallies' where it is negative).
 func (a *analysis) flowShares(tallies []flowTally, rankBy string, total float64) []FlowShare {
+	if total < 0 {
+		total = 0
+		for _, t := range tallies {
+			total += rankValue(t, rankBy)
+		}
+	}
 	slices.SortStableFunc(tallies, func(x, y flowTally) int {
 		return cmp.Or(cmp.Compare(rankValue(y, rankBy), rankValue(x, rankBy)), cmp.Compare(y.bytes, x.bytes))
 	})

@@ -177,6 +177,9 @@ type flowTally struct {
 	// the window had it sent its drain intervals' traffic evenly over
 	// when it was seen in each: what it is ranked and shared by.
 	spread *[3]float64 // bytes, packets, SYNs
+	// usual, where set (withUsual), is the bytes its own rate before
+	// would have moved in the window (rankAboveUsual).
+	usual float64
 }
 
 // spreadTallies are the snapshot tallies of [fromNs, toNs) ranked by what

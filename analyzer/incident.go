@@ -501,6 +501,9 @@ func (a *analysis) incidentFlows(iface string, dirs []record.Direction, inc inci
 	for _, c := range culprits {
 		blamed[[2]string{c.Src, c.Dst}] = true
 	}
+	if rank == rankAboveUsual {
+		rank = rankBytes // a victim's traffic is what it was
+	}
 	for _, v := range a.culprits(iface, dirs, inc.drainLo, inc.drainHi, nil, rank, keep) {
 		if !blamed[[2]string{v.Src, v.Dst}] {
 			victims = append(victims, v)

@@ -104,6 +104,12 @@ func TestLabRecordings(t *testing.T) {
 		// look-back the lag put in the burst's time.
 		{"impact-inbound-download-before", KindMicroburstIn, false, ""},
 		{"impact-inbound-download-after", KindMicroburstIn, false, ""},
+		// Inbound, the allowance given: the incident's span held 674 kB
+		// of the download and 209 kB of the burst's survivors (shaped to
+		// the allowance), and by bytes the download was named first; by
+		// what each flow carried above its own rate before, the burst.
+		{"impact-inbound-given-culprit", KindMicroburstIn, false,
+			"inbound, learned against the traffic as the host saw it, after the device's queue: 5.5 ms (0 to 11)"},
 	} {
 		rec, err := record.ReadFile(filepath.Join("../testdata/lab", c.name+".rec.gz"))
 		if err != nil {

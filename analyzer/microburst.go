@@ -181,8 +181,22 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 	if l := a.limits.BaselineBps; l.Known {
 		f.Evidence = append(f.Evidence, ev("baseline_allowance_bps", l.Value, "bps"))
 	}
+	// Inbound, the host sees what the device let through: a burst's
+	// survivors, at the allowance, are fewer bytes than a steady download
+	// beside them (the lab's impact-inbound, its allowance given: the
+	// download named first in 3 runs of 4). What a flow carried above its
+	// own rate before tells the one that rose; where none rose, or the
+	// one that did carried a trifle of the span (a probe's pings beside a
+	// download's own overflow, which its snapshots spread evenly), bytes.
 	f.FlowsRankedBy = rankBytes
-	f.Flows, f.Victims = a.incidentFlows(iface, []record.Direction{dir}, inc, standOut, rankBytes, nil)
+	if dir == record.Ingress {
+		f.FlowsRankedBy = rankAboveUsual
+	}
+	f.Flows, f.Victims = a.incidentFlows(iface, []record.Direction{dir}, inc, standOut, f.FlowsRankedBy, nil)
+	if f.FlowsRankedBy == rankAboveUsual && (len(f.Flows) == 0 || float64(f.Flows[0].Bytes) < minRiseShare*spanBytes) {
+		f.FlowsRankedBy = rankBytes
+		f.Flows, f.Victims = a.incidentFlows(iface, []record.Direction{dir}, inc, standOut, f.FlowsRankedBy, nil)
+	}
 	what := "stood out from the interval's own level"
 	if s.levelName != levelIntervalOwn && s.levelName != levelNone {
 		what = fmt.Sprintf("reached the %s allowance of %s", s.levelName[:len(s.levelName)-len("_allowance")],
@@ -209,6 +223,10 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 	f.Recommendation = recommendMicroburst
 	return f
 }
+
+// minRiseShare is the least share of a span's bytes the flow that rose
+// most must carry to lead an inbound finding (rankAboveUsual).
+const minRiseShare = 0.1
 
 func fmtWindow(ns int64) string {
 	if ns%1e6 == 0 {

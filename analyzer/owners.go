@@ -199,7 +199,11 @@ func (a *analysis) attachOwners(findings []Finding) {
 		if f.Kind == KindConntrackExceeded || f.Kind == KindConntrackNearLimit {
 			rankBy = rankSYNs
 		}
-		f.Owners = a.ownersFromTallies(a.flows.spreadTallies(f.Interface, fromNs, toNs, keep), rankBy)
+		tallies := a.flows.spreadTallies(f.Interface, fromNs, toNs, keep)
+		if rankBy == rankAboveUsual {
+			tallies = a.withUsual(tallies, f.Interface, fromNs, toNs)
+		}
+		f.Owners = a.ownersFromTallies(tallies, rankBy)
 	}
 	for i := range findings {
 		if f := &findings[i]; len(f.Owners) > 0 {

@@ -186,7 +186,7 @@ func textFindings(p *page, res *analyzer.Result) {
 			p.field(ind, "Flows", lw, "none recorded in the window")
 		} else {
 			t, placed := flowShareTable(f, true)
-			head := "ranked by " + f.FlowsRankedBy + " in the window"
+			head := "ranked by " + rankedByText(f.FlowsRankedBy) + " in the window"
 			if placed != "" {
 				head += ", each placed " + placed
 			}
@@ -194,13 +194,21 @@ func textFindings(p *page, res *analyzer.Result) {
 			p.lines(t.renderFitting(ind + "  "))
 		}
 		if len(f.Owners) > 0 {
-			p.field(ind, "Owners", lw, "ranked by "+f.FlowsRankedBy+": "+ownersText(f.Owners))
+			p.field(ind, "Owners", lw, "ranked by "+rankedByText(f.FlowsRankedBy)+": "+ownersText(f.Owners))
 		}
 		if len(f.Victims) > 0 {
 			p.field(ind, "Victims", lw, victimsLine(f))
 		}
 		p.field(ind, "Fix", lw, f.Recommendation)
 	}
+}
+
+// rankedByText says what a finding's flows are ranked by.
+func rankedByText(rankedBy string) string {
+	if rankedBy == "bytes_above_usual" {
+		return "bytes above each flow's own rate of the second before"
+	}
+	return rankedBy
 }
 
 // repeatsInfo tells an info finding of the same kind and interface as the
