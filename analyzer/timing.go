@@ -505,7 +505,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			}
 			at = y
 			if x-s.hi > a.mergeGapWindows() {
-				if drainsHere && queuedBehind(val, s, x) || builtOver(val, span{lo: x, hi: y, level: s.level}) <= depth {
+				if drainsHere && queuedBehind(val, s, x) || modeled && builtOver(val, span{lo: x, hi: y, level: s.level}) <= depth {
 					continue
 				}
 				if src.sentFirst && src.perDrop != nil && !a.couldMake(jumps[fc:l+1], val, x, y, src.perDrop) {
