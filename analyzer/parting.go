@@ -60,7 +60,18 @@ func (p *parting) firstReadAfter(x int) int {
 // explains tells whether the traffic of windows [x, y) could have made n
 // drops (maxCountsPerPacket).
 func (p *parting) explains(x, y int, n uint64) bool {
-	return y > x && maxCountsPerPacket*sumIn(p.val, x, y) >= float64(n)*p.perDrop(x, y)
+	return y > x && mostCounts(p.val, x, y, p.perDrop) >= float64(n)
+}
+
+// mostCounts is the most a counter can count for the traffic of windows
+// [x, y) (val per window, perDrop of it a packet): maxCountsPerPacket a
+// packet; unbounded where the packets' size is unknown.
+func mostCounts(val func(int) float64, x, y int, perDrop func(lo, hi int) float64) float64 {
+	per := perDrop(x, y)
+	if per <= 0 {
+		return math.Inf(1)
+	}
+	return maxCountsPerPacket * sumIn(val, x, y) / per
 }
 
 // ofCause parts a cluster whose counter moved at many reads by its

@@ -690,13 +690,13 @@ const drainTailShare = 0.1
 // couldMake tells whether the traffic of windows [x, y) (val per window,
 // perDrop of it a packet) could have made a quarter of the first of jumps
 // read after it began, each of its packets counted at most twice
-// (maxCountsPerPacket). A TCP flow's 40-packet bunches, each standing
+// (mostCounts). A TCP flow's 40-packet bunches, each standing
 // out near a read, could not have made the 772 drops of a burst shown
 // 250 ms late (taken as the cause, they put the lag at 6 ms and the
 // incident 220 ms late). Jumps none of which was read after it: true.
 func (a *analysis) couldMake(jumps []counters.Jump, val func(int) float64, x, y int, perDrop func(lo, hi int) float64) bool {
 	k := len(jumps) - a.readAfter(jumps, a.g.startNs(x))
-	return k == len(jumps) || explainsDrops(maxCountsPerPacket*sumIn(val, x, y)/perDrop(x, y), jumps[k].Delta)
+	return k == len(jumps) || explainsDrops(mostCounts(val, x, y, perDrop), jumps[k].Delta)
 }
 
 // readAfter is how many of jumps were read after ns.
