@@ -12,6 +12,7 @@ import (
 
 	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/internal/capture"
+	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/lab/catalog"
 	"github.com/enaprobe/enaprobe/internal/record"
 	"github.com/enaprobe/enaprobe/internal/testutil/privtest"
@@ -48,23 +49,32 @@ func runImpact(t *testing.T, name, kind string) (analyzer.Finding, catalog.Truth
 	// probe that waited longest), so that its slowest segment met what
 	// the probe met. Beside a CPU-bound process, one run in nine had it
 	// silent for about 100 ms there (its ACKs' silence 383 ms, its
-	// slowest segment's wait 283 ms, the probe's 387 ms).
-	premise := map[string]func(catalog.Truth) string{
-		"impact-dropped": func(t catalog.Truth) string {
+	// slowest segment's wait 283 ms, the probe's 387 ms). And the lab's
+	// counter moved for the burst alone: in a CI run it rose by 47,
+	// 250 ms before the burst, for the victim's own 82 kB bunch, which
+	// the analysis rightly made a finding of its own.
+	premise := map[string]func(*catalog.Outcome) string{
+		"impact-dropped": func(o *catalog.Outcome) string {
+			t := o.Truth
 			if t.RetransSegs <= t.LossProbes {
 				return fmt.Sprintf("the burst dropped none of the victim's segments (%d sent again, %d tail loss probes)", t.RetransSegs, t.LossProbes)
 			}
 			return ""
 		},
-		"impact-inbound": func(t catalog.Truth) string {
+		"impact-inbound": func(o *catalog.Outcome) string {
+			t := o.Truth
 			if t.PeerRetransSegs <= t.PeerLossProbes {
 				return fmt.Sprintf("the burst dropped none of the remote sender's segments (%d sent again, %d tail loss probes)", t.PeerRetransSegs, t.PeerLossProbes)
 			}
 			return ""
 		},
-		"impact-queued": func(t catalog.Truth) string {
+		"impact-queued": func(o *catalog.Outcome) string {
+			t := o.Truth
 			if t.VictimPeakGap < 0 || t.VictimPeakGap > t.QueueDelay/10 {
 				return fmt.Sprintf("the victim's nearest write came %v from the queue's peak, more than a tenth of its %v", t.VictimPeakGap, t.QueueDelay)
+			}
+			if n := risenBefore(o.Recording, counters.BwOutAllowanceExceeded, t.Bursts[0].StartNs); n > 0 {
+				return fmt.Sprintf("the lab's %s rose by %d before the burst began", counters.BwOutAllowanceExceeded, n)
 			}
 			return ""
 		},
@@ -75,7 +85,7 @@ func runImpact(t *testing.T, name, kind string) (analyzer.Finding, catalog.Truth
 		if out, err = catalog.Run(context.Background(), s, capture.DefaultConfig()); err != nil {
 			t.Fatal(err)
 		}
-		why := premise(out.Truth)
+		why := premise(out)
 		if why == "" {
 			break
 		}
@@ -134,6 +144,25 @@ func runImpact(t *testing.T, name, kind string) (analyzer.Finding, catalog.Truth
 		t.Fatalf("no %s finding naming the burst %s (%d findings)", kind, out.Truth.Culprit, len(res.Findings))
 	}
 	return *found, out.Truth, out.Recording
+}
+
+// risenBefore is how far counter rose in the reads done before ns.
+func risenBefore(rec *record.Recording, counter string, ns int64) uint64 {
+	first := map[string]uint64{}
+	var most uint64
+	for _, c := range rec.Counters {
+		v, ok := c.Values[counter]
+		if !ok || c.AfterNs >= ns {
+			continue
+		}
+		f, seen := first[c.Interface]
+		if !seen {
+			first[c.Interface] = v
+			continue
+		}
+		most = max(most, v-min(v, f))
+	}
+	return most
 }
 
 // victim finds the impact's victim whose flow is key.
