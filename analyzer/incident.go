@@ -575,14 +575,17 @@ func (a *analysis) incidentSeverity(inc incident) string {
 
 // incidentEvidence are the numbers every incident finding opens with.
 func incidentEvidence(info *Incident) []Evidence {
-	return []Evidence{
+	lag := []Evidence{ev("counter_lag_s", info.CounterLagS, "s")}
+	if info.LagBoundedOnly() {
+		lag = []Evidence{ev("counter_lag_low_s", info.CounterLagLowS, "s"), ev("counter_lag_high_s", info.CounterLagHighS, "s")}
+	}
+	out := []Evidence{
 		ev(info.Counter, float64(info.Delta), "packets"),
 		ev("counter_jumps", float64(info.Jumps), "count"),
 		ev("drop_rate", info.DropRate, "per_s"),
-		ev("counter_lag_s", info.CounterLagS, "s"),
-		ev("counter_refresh_s", info.CounterRefreshS, "s"),
-		ev("look_back_s", info.LookBackS, "s"),
 	}
+	out = append(out, lag...)
+	return append(out, ev("counter_refresh_s", info.CounterRefreshS, "s"), ev("look_back_s", info.LookBackS, "s"))
 }
 
 // jumpsText says how the counter moved over an incident, in one line:
@@ -620,12 +623,12 @@ func lagText(info *Incident) string {
 	switch src := info.CounterLagSource; {
 	case src == lagFromOption:
 		lag = fmt.Sprintf("drops shown %s after %s (given)", units.Seconds(info.CounterLagS), traffic)
-	case src == lagEstimated && lagLearned(info):
-		lag = fmt.Sprintf("drops shown about %s after %s (%s to %s)", units.Seconds(info.CounterLagS), traffic,
-			units.Seconds(info.CounterLagLowS), units.Seconds(info.CounterLagHighS))
-	case src == lagEstimated:
+	case info.LagBoundedOnly():
 		lag = fmt.Sprintf("drops shown %s to %s after %s (its changes tell no closer)",
 			units.Seconds(info.CounterLagLowS), units.Seconds(info.CounterLagHighS), traffic)
+	case src == lagEstimated:
+		lag = fmt.Sprintf("drops shown about %s after %s (%s to %s)", units.Seconds(info.CounterLagS), traffic,
+			units.Seconds(info.CounterLagLowS), units.Seconds(info.CounterLagHighS))
 	default:
 		lag = "no lag learned (the slowest read)"
 	}
@@ -637,6 +640,13 @@ func lagText(info *Incident) string {
 func lagLearned(info *Incident) bool {
 	ns := func(s float64) int64 { return int64(s * 1e9) }
 	return !boundsLag(ns(info.CounterLagLowS), ns(info.CounterLagS), ns(info.CounterLagHighS))
+}
+
+// LagBoundedOnly tells an estimated lag the run only bounded, to
+// counter_lag_low_s and counter_lag_high_s: counter_lag_s, their middle,
+// is no estimate.
+func (info *Incident) LagBoundedOnly() bool {
+	return info.CounterLagSource == lagEstimated && !lagLearned(info)
 }
 
 // findingCost orders findings of one severity: the most packets dropped

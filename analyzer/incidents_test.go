@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -312,8 +313,10 @@ func TestLateRead(t *testing.T) {
 }
 
 // TestLagText: a lag the run narrowed down is stated as such; one it only
-// bounded (a single burst behind a 1 s refresh) is stated as its bounds,
-// with no middle that would read as an estimate.
+// bounded (a single burst behind a 1 s refresh; one read 15 ms after a
+// burst began, 0 to 15.2 ms) is stated as its bounds, with no middle that
+// would read as an estimate: a middle that would be more than 5 ms from
+// a lag in the range.
 func TestLagText(t *testing.T) {
 	for _, c := range []struct {
 		lag, low, high float64
@@ -324,7 +327,9 @@ func TestLagText(t *testing.T) {
 		{0.7237, 0, 0.7282, "drops shown 0 s to 728 ms after the traffic (its changes tell no closer)", "about"},
 		{0.0311, 0, 0.0621, "drops shown 0 s to 62.1 ms after the traffic (its changes tell", "about"},
 		{0.028, 0, 0.033, "drops shown 0 s to 33 ms after the traffic (its changes tell", "about"},
-		{0.0204, 0.0095, 0.0313, "drops shown about 20.4 ms after the traffic", "too few"},
+		{0.0204, 0.0095, 0.0313, "drops shown 9.5 ms to 31.3 ms after the traffic (its changes tell", "about"},
+		{0.0076, 0, 0.0152, "drops shown 0 s to 15.2 ms after the traffic (its changes tell", "about"},
+		{0.0204, 0.0160, 0.0250, "drops shown about 20.4 ms after the traffic", "too few"},
 		{0.0025, 0, 0.0051, "drops shown about 2.5 ms after the traffic", "too few"},
 	} {
 		info := &Incident{Counter: counters.PPSAllowanceExceeded, CounterLagSource: lagEstimated, CounterRefreshKnown: true, CounterRefreshS: 1,
@@ -332,6 +337,14 @@ func TestLagText(t *testing.T) {
 		got := lagText(info)
 		if !strings.Contains(got, c.want) || strings.Contains(got, c.not) {
 			t.Errorf("lag %v (%v to %v): %q, want %q and not %q", c.lag, c.low, c.high, got, c.want, c.not)
+		}
+		// Its numbers say the same: the bounds, or the lag.
+		var names []string
+		for _, e := range incidentEvidence(info) {
+			names = append(names, e.Name)
+		}
+		if bounded := c.not == "about"; slices.Contains(names, "counter_lag_s") == bounded || slices.Contains(names, "counter_lag_high_s") != bounded {
+			t.Errorf("lag %v (%v to %v): evidence %v", c.lag, c.low, c.high, names)
 		}
 	}
 	// Inbound, the host saw the traffic past the device's queue: the lag

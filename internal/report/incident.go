@@ -40,10 +40,14 @@ func timingText(inc *analyzer.Incident) string {
 	case inc.CounterRefreshS > 0:
 		refresh = "refreshed at most every " + fmtSeconds(inc.CounterRefreshS)
 	}
-	lag := fmt.Sprintf("counter lag %s (%s)", fmtSeconds(inc.CounterLagS), strings.ReplaceAll(inc.CounterLagSource, "_", " "))
-	if inc.CounterLagHighS > inc.CounterLagLowS {
+	source := strings.ReplaceAll(inc.CounterLagSource, "_", " ")
+	lag := fmt.Sprintf("counter lag %s (%s)", fmtSeconds(inc.CounterLagS), source)
+	switch {
+	case inc.LagBoundedOnly():
+		lag = fmt.Sprintf("counter lag %s to %s (%s, no closer)", fmtSeconds(inc.CounterLagLowS), fmtSeconds(inc.CounterLagHighS), source)
+	case inc.CounterLagHighS > inc.CounterLagLowS:
 		lag = fmt.Sprintf("counter lag %s (%s to %s, %s)", fmtSeconds(inc.CounterLagS), fmtSeconds(inc.CounterLagLowS),
-			fmtSeconds(inc.CounterLagHighS), strings.ReplaceAll(inc.CounterLagSource, "_", " "))
+			fmtSeconds(inc.CounterLagHighS), source)
 	}
 	learned := ""
 	if l := inc.LearnedAllowance; l != nil {

@@ -88,3 +88,25 @@ func TestRecurrencesShown(t *testing.T) {
 		t.Error("json report lacks recurrences")
 	}
 }
+
+// TestBoundedLagShown: a lag the run only bounded reads as its bounds on
+// the incident's line, with no middle; one it narrowed down reads as the
+// lag and its range.
+func TestBoundedLagShown(t *testing.T) {
+	for _, c := range []struct {
+		lag, low, high float64
+		want, not      string
+	}{
+		{0.0076, 0, 0.0152, "counter lag 0 s to 15.2 ms (estimated, no closer)", "7.6"},
+		{0.0204, 0.0160, 0.0250, "counter lag 20.4 ms (16 ms to 25 ms, estimated)", "no closer"},
+	} {
+		inc := &analyzer.Incident{Counter: "bw_out_allowance_exceeded", CounterLagSource: "estimated", CounterRefreshKnown: true,
+			CounterLagS: c.lag, CounterLagLowS: c.low, CounterLagHighS: c.high, LookBackS: 0.02}
+		if got := timingText(inc); !strings.Contains(got, c.want) || strings.Contains(got, c.not) {
+			t.Errorf("lag %v (%v to %v): %q, want %q and not %q", c.lag, c.low, c.high, got, c.want, c.not)
+		}
+		if inc.LagBoundedOnly() != (c.not == "7.6") {
+			t.Errorf("lag %v (%v to %v): bounded only %v", c.lag, c.low, c.high, inc.LagBoundedOnly())
+		}
+	}
+}
