@@ -130,6 +130,10 @@ func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, src lagTra
 	return counterLag{lookNs: slow + refreshLook(refresh, known), refreshNs: refresh, refreshKnown: known, source: lagReadDuration, overshootLevel: level}
 }
 
+// boundedOnly tells an estimated lag the run only bounded (boundsLag):
+// its point, the range's middle, is no estimate.
+func (l counterLag) boundedOnly() bool { return boundsLag(l.lowNs, l.pointNs, l.highNs) }
+
 // refreshLook is how much of a counter's refresh a look-back before its
 // jumps allows: a refresh the run could not tell may be as long as any.
 func refreshLook(refreshNs int64, known bool) int64 {
@@ -540,7 +544,7 @@ func (a *analysis) incidentInfo(inc incident, counter string, lag counterLag, va
 	info := &Incident{Counter: counter, Delta: inc.delta, Jumps: len(inc.jumps), DurationS: dur,
 		DropRate: share(float64(inc.delta), dur), Timeline: []CounterJump{},
 		CounterLagS: float64(lag.pointNs) / 1e9, CounterLagLowS: float64(lag.lowNs) / 1e9, CounterLagHighS: float64(lag.highNs) / 1e9,
-		CounterLagSource: lag.source, CounterRefreshS: float64(lag.refreshNs) / 1e9, CounterRefreshKnown: lag.refreshKnown,
+		CounterLagSource: lag.source, CounterLagBounded: lag.source == lagEstimated && lag.boundedOnly(), CounterRefreshS: float64(lag.refreshNs) / 1e9, CounterRefreshKnown: lag.refreshKnown,
 		LookBackS: float64(lag.lookNs) / 1e9, DrainS: drain}
 	for _, j := range inc.jumps {
 		info.Timeline = append(info.Timeline, CounterJump{Time: a.wall(j.ToNs), OffsetS: a.offsetS(j.ToNs), Delta: j.Delta})
@@ -576,7 +580,7 @@ func (a *analysis) incidentSeverity(inc incident) string {
 // incidentEvidence are the numbers every incident finding opens with.
 func incidentEvidence(info *Incident) []Evidence {
 	lag := []Evidence{ev("counter_lag_s", info.CounterLagS, "s")}
-	if info.LagBoundedOnly() {
+	if info.CounterLagBounded {
 		lag = []Evidence{ev("counter_lag_low_s", info.CounterLagLowS, "s"), ev("counter_lag_high_s", info.CounterLagHighS, "s")}
 	}
 	out := []Evidence{
@@ -623,7 +627,7 @@ func lagText(info *Incident) string {
 	switch src := info.CounterLagSource; {
 	case src == lagFromOption:
 		lag = fmt.Sprintf("drops shown %s after %s (given)", units.Seconds(info.CounterLagS), traffic)
-	case info.LagBoundedOnly():
+	case info.CounterLagBounded:
 		lag = fmt.Sprintf("drops shown %s to %s after %s (its changes tell no closer)",
 			units.Seconds(info.CounterLagLowS), units.Seconds(info.CounterLagHighS), traffic)
 	case src == lagEstimated:
@@ -635,19 +639,6 @@ func lagText(info *Incident) string {
 	return fmt.Sprintf("%s %s; %s; traffic looked for up to %s before each read", info.Counter, refresh, lag, units.Seconds(info.LookBackS))
 }
 
-// lagLearned tells a lag the run narrowed down from one it only bounded
-// (boundsLag).
-func lagLearned(info *Incident) bool {
-	ns := func(s float64) int64 { return int64(s * 1e9) }
-	return !boundsLag(ns(info.CounterLagLowS), ns(info.CounterLagS), ns(info.CounterLagHighS))
-}
-
-// LagBoundedOnly tells an estimated lag the run only bounded, to
-// counter_lag_low_s and counter_lag_high_s: counter_lag_s, their middle,
-// is no estimate.
-func (info *Incident) LagBoundedOnly() bool {
-	return info.CounterLagSource == lagEstimated && !lagLearned(info)
-}
 
 // findingCost orders findings of one severity: the most packets dropped
 // first, then the longest.

@@ -332,8 +332,11 @@ func TestLagText(t *testing.T) {
 		{0.0204, 0.0160, 0.0250, "drops shown about 20.4 ms after the traffic", "too few"},
 		{0.0025, 0, 0.0051, "drops shown about 2.5 ms after the traffic", "too few"},
 	} {
+		// The middle the estimate would have stated, and whether its
+		// range only bounds it.
+		bounded := boundsLag(int64(c.low*1e9), int64(c.lag*1e9), int64(c.high*1e9))
 		info := &Incident{Counter: counters.PPSAllowanceExceeded, CounterLagSource: lagEstimated, CounterRefreshKnown: true, CounterRefreshS: 1,
-			CounterLagS: c.lag, CounterLagLowS: c.low, CounterLagHighS: c.high, LookBackS: 1.1}
+			CounterLagS: c.lag, CounterLagLowS: c.low, CounterLagHighS: c.high, CounterLagBounded: bounded, LookBackS: 1.1}
 		got := lagText(info)
 		if !strings.Contains(got, c.want) || strings.Contains(got, c.not) {
 			t.Errorf("lag %v (%v to %v): %q, want %q and not %q", c.lag, c.low, c.high, got, c.want, c.not)

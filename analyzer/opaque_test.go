@@ -147,7 +147,7 @@ func TestConntrackBetweenWaves(t *testing.T) {
 					if inc.CounterLagLowS > lag.Seconds() || inc.CounterLagHighS < lag.Seconds() {
 						t.Errorf("lag range stated %.4f to %.4f s, the device's %v", inc.CounterLagLowS, inc.CounterLagHighS, lag)
 					}
-					if lagLearned(inc) {
+					if !inc.CounterLagBounded {
 						t.Errorf("lag stated as about %.4f s (%.4f to %.4f): the jumps only bound it", inc.CounterLagS, inc.CounterLagLowS, inc.CounterLagHighS)
 					}
 				}
@@ -468,7 +468,7 @@ func TestOvershootThenBurst(t *testing.T) {
 						return
 					}
 					for _, f := range res.Findings {
-						if inc := f.Incident; f.Kind == KindPPSExceeded && (lagLearned(inc) || inc.CounterLagLowS > lag.Seconds() || inc.CounterLagHighS < lag.Seconds()) {
+						if inc := f.Incident; f.Kind == KindPPSExceeded && (!inc.CounterLagBounded || inc.CounterLagLowS > lag.Seconds() || inc.CounterLagHighS < lag.Seconds()) {
 							t.Errorf("lag stated %.4f s (%.4f to %.4f), the device's %v: want bounds that hold it", inc.CounterLagS, inc.CounterLagLowS, inc.CounterLagHighS, lag)
 						}
 					}
@@ -536,7 +536,7 @@ func TestTwoCausesApart(t *testing.T) {
 						continue
 					}
 					checkTimingStated(t, f.Incident, refresh, lag)
-					if d := math.Abs(f.Incident.CounterLagS - lag.Seconds()); lagLearned(f.Incident) && d > 0.005+float64(incSampleNs)/2e9 {
+					if d := math.Abs(f.Incident.CounterLagS - lag.Seconds()); !f.Incident.CounterLagBounded && d > 0.005+float64(incSampleNs)/2e9 {
 						t.Errorf("lag stated %.4f s (%.4f to %.4f), the device's %v: %.1f ms off", f.Incident.CounterLagS,
 							f.Incident.CounterLagLowS, f.Incident.CounterLagHighS, lag, d*1e3)
 					}

@@ -265,6 +265,11 @@ type Incident struct {
 	CounterLagLowS   float64 `json:"counter_lag_low_s"`
 	CounterLagHighS  float64 `json:"counter_lag_high_s"`
 	CounterLagSource string  `json:"counter_lag_source"`
+	// CounterLagBounded is true where the run only bounded an estimated
+	// lag, to CounterLagLowS and CounterLagHighS (a range wider than 10 ms
+	// and than its middle, which could be more than 5 ms from the lag):
+	// CounterLagS, their middle, is no estimate.
+	CounterLagBounded bool `json:"counter_lag_bounded"`
 	// CounterRefreshS is the spacing of the reads at which the counter
 	// changed (0: at successive reads, the device shows every change at
 	// the next read); CounterRefreshKnown is false when the changes were

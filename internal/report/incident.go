@@ -43,7 +43,7 @@ func timingText(inc *analyzer.Incident) string {
 	source := strings.ReplaceAll(inc.CounterLagSource, "_", " ")
 	lag := fmt.Sprintf("counter lag %s (%s)", fmtSeconds(inc.CounterLagS), source)
 	switch {
-	case inc.LagBoundedOnly():
+	case inc.CounterLagBounded:
 		lag = fmt.Sprintf("counter lag %s to %s (%s, no closer)", fmtSeconds(inc.CounterLagLowS), fmtSeconds(inc.CounterLagHighS), source)
 	case inc.CounterLagHighS > inc.CounterLagLowS:
 		lag = fmt.Sprintf("counter lag %s (%s to %s, %s)", fmtSeconds(inc.CounterLagS), fmtSeconds(inc.CounterLagLowS),
