@@ -639,7 +639,6 @@ func lagText(info *Incident) string {
 	return fmt.Sprintf("%s %s; %s; traffic looked for up to %s before each read", info.Counter, refresh, lag, units.Seconds(info.LookBackS))
 }
 
-
 // findingCost orders findings of one severity: the most packets dropped
 // first, then the longest.
 func findingCost(x, y Finding) int {

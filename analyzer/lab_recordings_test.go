@@ -33,6 +33,9 @@ func TestLabRecordings(t *testing.T) {
 		// lagOpen says why the lag stated is not yet within 5 ms of the
 		// lab's; its range must still hold it.
 		lagOpen string
+		// later says why one more finding, after the burst's and naming
+		// another flow, is right: the lab's counter moved for it.
+		later string
 	}{
 		// A shallow queue: the read after the burst's last counted 11
 		// packets of the TCP flow's bunch sent while it drained, a
@@ -41,27 +44,27 @@ func TestLabRecordings(t *testing.T) {
 		// a TCP bunch on top of the burst was taken as the cause the lag
 		// is learned from: 43 ms where the lab's was 0, and the burst's
 		// first jump put on the bunch before it, a second finding.
-		{"impact-dropped-recovery", KindMicroburstOut, false, ""},
+		{"impact-dropped-recovery", KindMicroburstOut, false, "", ""},
 		// The burst paced over 80 ms at 220 Mbit/s: with no allowance
 		// known, only a TCP bunch on top of it stood out of the
 		// look-back, and the finding started 28.5 ms (with counters
 		// 25 ms late, 15.6 ms) after the burst.
-		{"impact-dropped-paced", KindMicroburstOut, false, ""},
+		{"impact-dropped-paced", KindMicroburstOut, false, "", ""},
 		{"impact-dropped-paced-lag", KindMicroburstOut, false,
-			"three jumps 35 to 60 ms apart, the last a queue's drain: 15.6 ms (2.4 to 28.7) where the lab's was 24.7"},
+			"three jumps 35 to 60 ms apart, the last a queue's drain: 15.6 ms (2.4 to 28.7) where the lab's was 24.7", ""},
 		// Beside two spinning processes, the sender paused inside its
 		// burst: a second finding, and the first 27 ms late.
 		{"impact-queued-loaded", KindMicroburstOut, false,
-			"a deep queue counted as it drained for 500 ms: only the first jump, 19 ms after the burst began, tells the lag (0 to 19.2 ms)"},
+			"a deep queue counted as it drained for 500 ms: only the first jump, 19 ms after the burst began, tells the lag (0 to 19.2 ms)", ""},
 		// The TCP flow's 68 kB bunches overflowed the lab's 64 KiB bucket
 		// every 20 to 190 ms before the burst: 24 findings, and the
 		// burst's named the TCP flow, whose bunch was on its first window.
 		{"impact-dropped-bunches", KindMicroburstOut, true,
-			"the TCP flow's recurring drops agree with 1.9 to 8.9 ms, the burst's with 0 to 8.9"},
+			"the TCP flow's recurring drops agree with 1.9 to 8.9 ms, the burst's with 0 to 8.9", ""},
 		// With the allowance given, a TCP bunch 6.6 ms before the burst,
 		// over 40 Mbit/s in its 1 ms window and passed by the lab's
 		// 64 KiB bucket, started the burst's finding (bucketStart).
-		{"impact-queued-bunch-before", KindMicroburstOut, false, ""},
+		{"impact-queued-bunch-before", KindMicroburstOut, false, "", ""},
 		// Inbound, the allowance given, reads 50 ms apart: the jump after
 		// the burst's first showed the rest of its drops, read 55 ms on,
 		// after the download's retransmissions over the allowance in
@@ -69,31 +72,31 @@ func TestLabRecordings(t *testing.T) {
 		// own, a second finding naming the download, though the burst's
 		// survivors had gone on at the allowance until shortly before
 		// them (the bucket the run shows refills the gap).
-		{"impact-inbound-retransmits", KindMicroburstIn, false, ""},
+		{"impact-inbound-retransmits", KindMicroburstIn, false, "", ""},
 		// The sender paused 3.3 ms inside its burst: without the
 		// allowance, only the burst's second part stood out of the
 		// look-back, and the finding started 3.4 ms late.
-		{"impact-queued-paused", KindMicroburstOut, false, ""},
+		{"impact-queued-paused", KindMicroburstOut, false, "", ""},
 		// Without the allowance, reads 10 ms apart: the TCP flow caught
 		// up at 33 Mbit/s 400 ms after the burst, while its deep queue
 		// was counted as it drained, and was parted off as an overshoot
 		// whose jumps were the drain's: the lag stated 18.2 ms (10.8 to
 		// 35.0) where it was 0, and the finding started 8.7 ms early at
 		// a TCP bunch.
-		{"impact-queued-catchup", KindMicroburstOut, false, ""},
+		{"impact-queued-catchup", KindMicroburstOut, false, "", ""},
 		// The allowance given, counters refreshed once a second: the
 		// second change, a second after the burst's, showed its queue's
 		// rest (2,604); it was put on a TCP flow's bunch of 22 packets, a
 		// second finding, and the first change's share put the lag at 44
 		// to 52 ms where it was 4.7.
 		{"impact-queued-refresh", KindMicroburstOut, false,
-			"two changes a second apart, the queue counted as it drained: the first change alone bounds the lag (0 to 59.5 ms)"},
+			"two changes a second apart, the queue counted as it drained: the first change alone bounds the lag (0 to 59.5 ms)", ""},
 		// The allowance given, counters 25 ms late: the TCP flow's bunches
 		// queued behind the burst, over the allowance in their 1 ms
 		// windows, were taken for the causes the lag is learned from,
 		// the latest before the last read its cause: 0 to 2.1 ms.
 		{"impact-queued-lag", KindMicroburstOut, false,
-			"a deep queue counted as it drained: only the first jump tells the lag, within a read interval and the bucket's first drop"},
+			"a deep queue counted as it drained: only the first jump tells the lag, within a read interval and the bucket's first drop", ""},
 		// Inbound, without the allowance: the burst reached the host as
 		// 71 kB in 2 ms, then at the allowance, 5 kB a millisecond; the
 		// download's 51 kB bunches stood out more than its head, and one
@@ -102,14 +105,23 @@ func TestLabRecordings(t *testing.T) {
 		// and was put on a bunch of the download 41 ms after it began, a
 		// second finding: it explained under a quarter of the jump, whose
 		// look-back the lag put in the burst's time.
-		{"impact-inbound-download-before", KindMicroburstIn, false, ""},
-		{"impact-inbound-download-after", KindMicroburstIn, false, ""},
+		{"impact-inbound-download-before", KindMicroburstIn, false, "", ""},
+		{"impact-inbound-download-after", KindMicroburstIn, false, "", ""},
 		// Inbound, the allowance given: the incident's span held 674 kB
 		// of the download and 209 kB of the burst's survivors (shaped to
 		// the allowance), and by bytes the download was named first; by
 		// what each flow carried above its own rate before, the burst.
+		// Inbound, without the allowance: the first jump, read 13 ms
+		// into the burst, looked back over three 51 kB bunches of the
+		// download and the burst's head, 34 kB split between two
+		// windows, neither over the level (half a bunch): a bunch was
+		// named, 19.8 ms early, the burst's drops folded with the
+		// download's. The burst's stretch now stands out as a whole.
+		{name: "impact-inbound-head-split", kind: KindMicroburstIn,
+			lagOpen: "a single burst read 13 ms after it began, counted at once: 0 to 12.9 ms, stated as bounds",
+			later:   "the download catching up after the burst, a 51 kB bunch every 10 ms over the allowance: the lab's counter rose by 7"},
 		{"impact-inbound-given-culprit", KindMicroburstIn, false,
-			"inbound, learned against the traffic as the host saw it, after the device's queue: 5.5 ms (0 to 11)"},
+			"inbound, learned against the traffic as the host saw it, after the device's queue: 5.5 ms (0 to 11)", ""},
 	} {
 		rec, err := record.ReadFile(filepath.Join("../testdata/lab", c.name+".rec.gz"))
 		if err != nil {
@@ -148,6 +160,10 @@ func TestLabRecordings(t *testing.T) {
 						t.Errorf("%d findings fold recurring incidents before the burst, want one", len(found)-len(rest))
 					}
 					found = rest
+				}
+				if c.later != "" && len(found) == 2 && found[1].StartOffsetS > found[0].EndOffsetS &&
+					len(found[1].Flows) > 0 && found[1].Flows[0].Src != truth.Culprit {
+					found = found[:1]
 				}
 				if len(found) != 1 {
 					for _, f := range found {

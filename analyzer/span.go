@@ -153,7 +153,12 @@ func (a *analysis) locateShaped(val func(int) float64, lo, hi int, levels ...lev
 			sum += val(y) - floor
 			out = out || val(y) > s.level
 		}
-		if out && sum > best {
+		// A stretch carrying more over the floor than a window over the
+		// level does stands out as a whole: the device's queue spreads a
+		// burst to the allowance, and its head, split between two
+		// windows, may top neither (the lab's 34 kB head beside a
+		// download's 51 kB bunches, their half the level).
+		if (out || sum > s.level) && sum > best {
 			best, s.lo, s.hi = sum, x, y
 		}
 		x = y
