@@ -332,9 +332,10 @@ func TestLagText(t *testing.T) {
 		{0.0204, 0.0160, 0.0250, "drops shown about 20.4 ms after the traffic", "too few"},
 		{0.0025, 0, 0.0051, "drops shown about 2.5 ms after the traffic", "too few"},
 	} {
-		// The middle the estimate would have stated, and whether its
-		// range only bounds it.
-		bounded := boundsLag(int64(c.low*1e9), int64(c.lag*1e9), int64(c.high*1e9))
+		bounded := c.not == "about"
+		if got := boundsLag(int64(c.low*1e9), int64(c.lag*1e9), int64(c.high*1e9)); got != bounded {
+			t.Errorf("lag %v (%v to %v): bounded only %v, want %v", c.lag, c.low, c.high, got, bounded)
+		}
 		info := &Incident{Counter: counters.PPSAllowanceExceeded, CounterLagSource: lagEstimated, CounterRefreshKnown: true, CounterRefreshS: 1,
 			CounterLagS: c.lag, CounterLagLowS: c.low, CounterLagHighS: c.high, CounterLagBounded: bounded, LookBackS: 1.1}
 		got := lagText(info)
@@ -346,7 +347,7 @@ func TestLagText(t *testing.T) {
 		for _, e := range incidentEvidence(info) {
 			names = append(names, e.Name)
 		}
-		if bounded := c.not == "about"; slices.Contains(names, "counter_lag_s") == bounded || slices.Contains(names, "counter_lag_high_s") != bounded {
+		if slices.Contains(names, "counter_lag_s") == bounded || slices.Contains(names, "counter_lag_high_s") != bounded {
 			t.Errorf("lag %v (%v to %v): evidence %v", c.lag, c.low, c.high, names)
 		}
 	}

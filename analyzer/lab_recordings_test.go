@@ -107,10 +107,6 @@ func TestLabRecordings(t *testing.T) {
 		// look-back the lag put in the burst's time.
 		{"impact-inbound-download-before", KindMicroburstIn, false, "", ""},
 		{"impact-inbound-download-after", KindMicroburstIn, false, "", ""},
-		// Inbound, the allowance given: the incident's span held 674 kB
-		// of the download and 209 kB of the burst's survivors (shaped to
-		// the allowance), and by bytes the download was named first; by
-		// what each flow carried above its own rate before, the burst.
 		// Inbound, without the allowance: the first jump, read 13 ms
 		// into the burst, looked back over three 51 kB bunches of the
 		// download and the burst's head, 34 kB split between two
@@ -120,6 +116,10 @@ func TestLabRecordings(t *testing.T) {
 		{name: "impact-inbound-head-split", kind: KindMicroburstIn,
 			lagOpen: "a single burst read 13 ms after it began, counted at once: 0 to 12.9 ms, stated as bounds",
 			later:   "the download catching up after the burst, a 51 kB bunch every 10 ms over the allowance: the lab's counter rose by 7"},
+		// Inbound, the allowance given: the incident's span held 674 kB
+		// of the download and 209 kB of the burst's survivors (shaped to
+		// the allowance), and by bytes the download was named first; by
+		// what each flow carried above its own rate before, the burst.
 		{"impact-inbound-given-culprit", KindMicroburstIn, false,
 			"inbound, learned against the traffic as the host saw it, after the device's queue: 5.5 ms (0 to 11)", ""},
 	} {
