@@ -20,3 +20,25 @@ func TestPausedStart(t *testing.T) {
 		t.Errorf("pausedStart = %d, want 20: the run before ends 4 windows back, past a gap of 3", got)
 	}
 }
+
+// TestPausedStartSplit: a part of the burst before the sender's pause that
+// came as two windows, each under the level and together over it (the
+// lab's micro-burst: 61.5 and 64.1 kB against 64.9), is the burst's start;
+// a window under the level beside nothing over half of it is not.
+func TestPausedStartSplit(t *testing.T) {
+	const level = 64.9
+	v := make([]float64, 20)
+	v[5], v[6] = 61.5, 64.1 // the first part, split
+	v[9], v[10], v[11] = 53, 129.9, 2
+	s := span{lo: 10, hi: 11, level: level}
+	if got := pausedStart(series(v), s, 0, 5); got != 5 {
+		t.Errorf("pausedStart = %d, want 5: the first part split between windows 5 and 6", got)
+	}
+	if got := pausedStart(series(v), s, 6, 5); got != 9 {
+		t.Errorf("pausedStart = %d, want 9: window 6 alone (its pair lies past the floor) is under the level", got)
+	}
+	v[5] = 20 // a bunch under the level, beside too little to make one
+	if got := pausedStart(series(v), s, 0, 5); got != 9 {
+		t.Errorf("pausedStart = %d, want 9: 64.1 beside 20 is under the level", got)
+	}
+}
