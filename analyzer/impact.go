@@ -171,7 +171,11 @@ func (a *analysis) attachImpacts(fs []Finding) {
 		}
 		fromNs := a.rec.Meta.Start.MonoNs + int64(f.StartOffsetS*1e9)
 		toNs := a.rec.Meta.Start.MonoNs + int64(f.EndOffsetS*1e9)
-		f.Impact = a.impactOf(f.Interface, fromNs, toNs)
+		endNs := toNs + int64(a.opt.ImpactTail)
+		if s, ok := largerAfter(fs, i); ok {
+			endNs = min(endNs, max(a.rec.Meta.Start.MonoNs+int64(s*1e9), toNs))
+		}
+		f.Impact = a.impactOf(f.Interface, fromNs, endNs)
 		switch f.Impact.Verdict {
 		case ImpactNone:
 			if f.Impact.SRTTKnown {
@@ -183,6 +187,26 @@ func (a *analysis) attachImpacts(fs []Finding) {
 			}
 		}
 	}
+}
+
+// largerAfter is the start (offset, s) of the first incident on fs[i]'s
+// interface that began after it ended and counted more than it did: what
+// the flows sent again from then on is that one's to account for. The tail
+// of a TCP flow's own small overflow 240 ms before a 2 MB burst had counted
+// the 82 segments the burst cost, as the burst's own finding did.
+func largerAfter(fs []Finding, i int) (float64, bool) {
+	f := fs[i]
+	if f.Incident == nil {
+		return 0, false
+	}
+	at, ok := 0.0, false
+	for _, g := range fs {
+		if impactKinds[g.Kind] && g.Interface == f.Interface && g.Incident != nil && g.StartOffsetS >= f.EndOffsetS &&
+			g.Incident.Delta > f.Incident.Delta && (!ok || g.StartOffsetS < at) {
+			at, ok = g.StartOffsetS, true
+		}
+	}
+	return at, ok
 }
 
 // tcpFlow is one TCP flow's snapshots, in time order.
@@ -274,12 +298,10 @@ func (fi flowImpact) rise() float64 {
 	return r
 }
 
-// impactOf measures the impact of an incident of iface spanning
-// [fromNs, toNs]: the flows whose retransmissions rose in it and its
-// retransmission tail, and the srtt of the local sockets against the
-// seconds before.
-func (a *analysis) impactOf(iface string, fromNs, toNs int64) *Impact {
-	endNs := toNs + int64(a.opt.ImpactTail)
+// impactOf measures the impact of an incident of iface from fromNs, its
+// retransmission tail to endNs: the flows whose retransmissions rose in
+// it, and the srtt of the local sockets against the seconds before.
+func (a *analysis) impactOf(iface string, fromNs, endNs int64) *Impact {
 	im := &Impact{Victims: []Victim{}, FromOffsetS: a.offsetS(fromNs), ToOffsetS: a.offsetS(endNs)}
 	if !a.rec.Meta.Impact {
 		im.Verdict = ImpactUnknown

@@ -540,3 +540,42 @@ func victimOf(im *Impact, k record.FlowKey) *Victim {
 	}
 	return nil
 }
+
+// TestImpactTailEndsAtLargerIncident: a small incident 500 ms before the
+// burst looks for its retransmissions over the second after it, where the
+// socket sends 40 segments again 300 ms into the burst: they are the
+// burst's, and the small one's tail ends where the burst begins. A smaller
+// incident after the burst does not cut the burst's.
+func TestImpactTailEndsAtLargerIncident(t *testing.T) {
+	c := newImpactCase(t)
+	rto := c.fromNs + 300*int64(time.Millisecond)
+	c.addFlow(victimKey, record.Egress, func(ns int64) (uint64, uint64, uint32, uint32) {
+		lo, hi := jitter(ns)
+		if ns >= rto {
+			return 40, 38, lo, hi
+		}
+		return 0, 0, lo, hi
+	})
+	burst := c.finding(t)
+	if burst.Impact.Retransmitted.Egress != 40 || burst.Incident == nil || burst.Incident.Delta < 2 {
+		t.Fatalf("the burst's finding: %+v, incident %+v", burst.Impact, burst.Incident)
+	}
+	small := func(from, to float64) Finding {
+		return Finding{Kind: KindMicroburstOut, Interface: c.iface, StartOffsetS: from, EndOffsetS: to,
+			Incident: &Incident{Delta: burst.Incident.Delta / 2}}
+	}
+	a := newAnalysis(c.rec, DefaultOptions())
+	before := []Finding{small(burst.StartOffsetS-0.5, burst.StartOffsetS-0.4), burst}
+	a.attachImpacts(before)
+	if im := before[0].Impact; im.Verdict == ImpactDropped || im.Retransmitted.Egress != 0 {
+		t.Errorf("the incident before the burst: %s, %d sent again, want none of the burst's (%s)", im.Verdict, im.Retransmitted.Egress, im.Summary)
+	}
+	if im := before[1].Impact; im.Retransmitted.Egress != 40 {
+		t.Errorf("the burst beside an incident before it: %d sent again, want 40 (%s)", im.Retransmitted.Egress, im.Summary)
+	}
+	after := []Finding{burst, small(burst.EndOffsetS+0.05, burst.EndOffsetS+0.1)}
+	a.attachImpacts(after)
+	if im := after[0].Impact; im.Retransmitted.Egress != 40 {
+		t.Errorf("the burst beside a smaller incident after it: %d sent again, want 40 (%s)", im.Retransmitted.Egress, im.Summary)
+	}
+}
