@@ -132,7 +132,9 @@ func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, src lagTra
 
 // boundedOnly tells an estimated lag the run only bounded (boundsLag):
 // its point, the range's middle, is no estimate.
-func (l counterLag) boundedOnly() bool { return boundsLag(l.lowNs, l.pointNs, l.highNs) }
+func (l counterLag) boundedOnly() bool {
+	return l.source == lagEstimated && boundsLag(l.lowNs, l.pointNs, l.highNs)
+}
 
 // refreshLook is how much of a counter's refresh a look-back before its
 // jumps allows: a refresh the run could not tell may be as long as any.
@@ -544,7 +546,7 @@ func (a *analysis) incidentInfo(inc incident, counter string, lag counterLag, va
 	info := &Incident{Counter: counter, Delta: inc.delta, Jumps: len(inc.jumps), DurationS: dur,
 		DropRate: share(float64(inc.delta), dur), Timeline: []CounterJump{},
 		CounterLagS: float64(lag.pointNs) / 1e9, CounterLagLowS: float64(lag.lowNs) / 1e9, CounterLagHighS: float64(lag.highNs) / 1e9,
-		CounterLagSource: lag.source, CounterLagBounded: lag.source == lagEstimated && lag.boundedOnly(), CounterRefreshS: float64(lag.refreshNs) / 1e9, CounterRefreshKnown: lag.refreshKnown,
+		CounterLagSource: lag.source, CounterLagBounded: lag.boundedOnly(), CounterRefreshS: float64(lag.refreshNs) / 1e9, CounterRefreshKnown: lag.refreshKnown,
 		LookBackS: float64(lag.lookNs) / 1e9, DrainS: drain}
 	for _, j := range inc.jumps {
 		info.Timeline = append(info.Timeline, CounterJump{Time: a.wall(j.ToNs), OffsetS: a.offsetS(j.ToNs), Delta: j.Delta})

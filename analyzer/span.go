@@ -178,7 +178,12 @@ func pausedStart(val func(int) float64, s span, floor, gap int) int {
 	half := s.level / 2
 	over := func(i int) bool {
 		v := val(i)
-		return v > s.level || v > half && (i > floor && val(i-1) > half && v+val(i-1) > s.level || val(i+1) > half && v+val(i+1) > s.level)
+		if v > s.level || v <= half {
+			return v > s.level
+		}
+		left := i > floor && val(i-1) > half && v+val(i-1) > s.level
+		right := val(i+1) > half && v+val(i+1) > s.level
+		return left || right
 	}
 	lo := s.lo
 	for {
