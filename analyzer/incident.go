@@ -407,10 +407,11 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				p.queueFull = full
 				continue
 			}
-			if unexplained && to-a.g.startNs(p.hi) <= spec.lag.lookNs+lateHorizon {
+			if unexplained && (to-a.g.startNs(p.hi) <= spec.lag.lookNs+lateHorizon || a.queueRest(spec, p, j, s)) {
 				// Nothing over the allowance before this read: it counted
-				// the incident before it, late. Its drops are that
-				// incident's, and its traffic says nothing of when.
+				// the incident before it, late, or its queue's rest. Its
+				// drops are that incident's, and its traffic says nothing
+				// of when.
 				p.toNs = max(p.toNs, s.toNs)
 				p.delta += s.delta
 				p.jumps = append(p.jumps, j)
@@ -474,6 +475,24 @@ func (a *analysis) drains(spec incidentSpec, p *incident, j counters.Jump, to in
 		return false, full
 	}
 	return full || p.queueFull, full
+}
+
+// queueRest tells whether jump j, which nothing over the allowance
+// explains, counts the rest of incident p's queue, however long after
+// p's traffic (lateHorizon): p's last jump found its queue full, the reads
+// since saw no change a refresh would have shown, and nothing that lasts
+// stands out where the lag puts j's drops (an upload 1.2 s after a burst
+// is a cause of its own); or p's queue was draining and j came at the
+// next read (behind a 1 s lag, a drain's last 2 counts after 7 had made
+// a finding of their own, as had the rest of a 2 MB burst's queue shown
+// a 1 s refresh after its first).
+func (a *analysis) queueRest(spec incidentSpec, p *incident, j counters.Jump, s span) bool {
+	last := p.jumps[len(p.jumps)-1]
+	if p.queueFull && j.FromNs-last.ToNs <= spec.lag.refreshNs+2*spec.readNs && !a.lastsLong(s.lo, s.hi, spec.readNs) {
+		return true
+	}
+	_, lastRead := a.certain(last)
+	return p.drainHi > p.drainLo && j.FromNs == lastRead
 }
 
 // overLevel is the traffic of span s above level (val per window).
