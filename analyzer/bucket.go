@@ -26,18 +26,21 @@ func (a *analysis) shownDepth(iface, counter string, val func(int) float64, leve
 }
 
 // bucketStart is where the traffic of span s that emptied a bucket of
-// depth at its level began. Where the run of traffic holding the first
-// drop (firstDrop, the bucket full at s.lo), to its end (gaps of up to
-// bridge windows under the level do not end it: a sender's pause), would
-// have emptied a full bucket alone, it is that run's first window over
-// the level: what the bucket absorbed before is not the incident's,
-// though it left the bucket short (a TCP flow's 57 kB bunch 8 ms before a
-// burst, over a 40 Mbit/s allowance in its 1 ms window, started the
-// burst's finding with it, where the lab's 64 KiB bucket had passed it).
-// Otherwise what came before emptied it too (a sustained overshoot sent
-// in ticks, each absorbed alone): s.lo, as where the bucket never ran
-// dry, or depth is 0.
-func bucketStart(val func(int) float64, s span, depth float64, bridge int) int {
+// depth at its level began. The run of traffic holding the first drop
+// (firstDrop, the bucket full at s.lo) is the incident's, from its first
+// window over the level, where it would have emptied a full bucket alone:
+// to its end (gaps of up to bridge windows under the level do not end it:
+// a sender's pause), or with what followed it, at most within windows
+// after the first drop. What the bucket absorbed before then is not the
+// incident's, though it left the bucket short (a TCP flow's 57 kB bunch
+// 8 ms before a burst, over a 40 Mbit/s allowance in its 1 ms window,
+// started the burst's finding with it, where the lab's 64 KiB bucket had
+// passed it; a 33 kB bunch 7 ms before a burst whose first part, 2 ms
+// before the rest, did not empty the bucket alone, did too). Otherwise
+// what came before emptied it too (a sustained overshoot sent in ticks,
+// each absorbed alone, the drop as many ticks later without those
+// before): s.lo, as where the bucket never ran dry, or depth is 0.
+func bucketStart(val func(int) float64, s span, depth float64, bridge, within int) int {
 	if depth <= 0 || s.level <= 0 {
 		return s.lo
 	}
@@ -61,10 +64,32 @@ func bucketStart(val func(int) float64, s span, depth float64, bridge int) int {
 	for at > s.lo && over(at-1) {
 		at--
 	}
-	if sumIn(func(i int) float64 { return val(i) - s.level }, at, end) < depth {
-		return s.lo
+	if sumIn(func(i int) float64 { return val(i) - s.level }, at, end) >= depth {
+		return at
 	}
-	return at
+	if alone := firstDrop(val, at, s.hi, s.level, depth); alone >= 0 && alone-e <= within {
+		return at
+	}
+	return s.lo
+}
+
+// incidentStart is where the traffic of span s over an allowance, whose
+// bucket the run shows is depth deep at least, began (bucketStart).
+// Outbound, where the host saw the traffic before the device's bucket,
+// the bucket is taken one window's refill deeper, a bunch's build being
+// known to a window's refill only (s36/dg1: a TCP flow's 28.7 kB bunches,
+// all let through, built 22.8 kB where one fell across two windows and
+// 24.3 kB in one, and the one 6 ms before a burst was taken to have
+// emptied the bucket, starting the burst's finding 5.5 ms early); and
+// the traffic from the run holding the first drop on starts the incident
+// where it would have emptied the bucket within MergeGap of that drop.
+// Inbound, the host sees what the bucket let through, not what filled
+// it: the run alone, the depth as shown.
+func (a *analysis) incidentStart(val func(int) float64, s span, depth float64, sentFirst bool) int {
+	if !sentFirst {
+		return bucketStart(val, s, depth, a.pauseWindows(), -1)
+	}
+	return bucketStart(val, s, depth+s.level, a.pauseWindows(), a.mergeGapWindows())
 }
 
 // queuedBehind tells whether traffic from fine window x on came while what

@@ -34,7 +34,7 @@ func TestBucketStart(t *testing.T) {
 		if !ok {
 			t.Fatal("no span over the level")
 		}
-		return bucketStart(series(v), span{lo: x, hi: y, level: level}, d, 1), x
+		return bucketStart(series(v), span{lo: x, hi: y, level: level}, d, 1, 10), x
 	}
 	t.Run("burst after an absorbed bunch", func(t *testing.T) {
 		// A bunch the bucket absorbs (50 kB over), 5 windows of refill
@@ -69,6 +69,29 @@ func TestBucketStart(t *testing.T) {
 		}
 		if start, _ := at(v, depth); start != 0 {
 			t.Errorf("bucketStart = %d, want the first tick's window, 0", start)
+		}
+	})
+	t.Run("burst paused before it emptied the bucket", func(t *testing.T) {
+		// A bunch the bucket absorbs (40 kB over), 15 kB short of full
+		// 5 windows after it, then a burst whose first window (50 kB over)
+		// empties it only with the bunch's help, a pause of 2 windows
+		// (more than bridge), and its rest, which empties a full bucket
+		// alone 3 windows after the first drop.
+		v := make([]float64, 40)
+		v[10] = level + 40e3
+		v[16] = level + 50e3
+		for i := 19; i < 30; i++ {
+			v[i] = level + 40e3
+		}
+		start, kadane := at(v, depth)
+		if kadane != 10 || firstDrop(series(v), 10, 30, level, depth) != 16 || firstDrop(series(v), 16, 30, level, depth) != 19 {
+			t.Fatal("the case's premise: the span from the bunch, its first drop in the burst's first window, 3 windows sooner than without the bunch")
+		}
+		if start != 16 {
+			t.Errorf("bucketStart = %d, want the burst's first window, 16", start)
+		}
+		if start := bucketStart(series(v), span{lo: 10, hi: 30, level: level}, depth, 1, 2); start != 10 {
+			t.Errorf("the rest emptying the bucket 3 windows after the first drop, bucketStart within 2 = %d, want the span's start, 10", start)
 		}
 	})
 	t.Run("never dry", func(t *testing.T) {
@@ -128,5 +151,28 @@ func TestBuiltOver(t *testing.T) {
 	v := []float64{0, 0, 0, 0, 4500, 4500}
 	if got := builtOver(series(v), span{lo: 3, hi: 6, level: 4000}); got != -4000+500+500 {
 		t.Errorf("builtOver = %.0f, want the sum over the level, under it too", got)
+	}
+}
+
+// TestIncidentStart: outbound, the bucket the run shows is taken one
+// window's refill deeper, as a bunch's build is known to a window's only
+// (s36/dg1): a bunch as large as one that passed, built 1.5 kB more in
+// one window than that one did split over two, is not where the burst 6
+// windows after it began. Inbound, where the host sees what the bucket
+// let through, the depth shown is taken as it is.
+func TestIncidentStart(t *testing.T) {
+	const level, depth = 4.5e3, 22.8e3
+	a := &analysis{g: grid{widthNs: 1e6}, opt: DefaultOptions()}
+	v := make([]float64, 60)
+	v[10] = 28.8e3 // built 24.3 kB, over the depth shown by 1.5 kB
+	for i := 16; i < 40; i++ {
+		v[i] = 40e3
+	}
+	s := span{lo: 10, hi: 40, level: level}
+	if got := a.incidentStart(series(v), s, depth, true); got != 16 {
+		t.Errorf("outbound: incidentStart = %d, want the burst's first window, 16", got)
+	}
+	if got := a.incidentStart(series(v), s, depth, false); got != 10 {
+		t.Errorf("inbound: incidentStart = %d, want the bunch's window, 10: the depth shown taken as it is", got)
 	}
 }

@@ -109,7 +109,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 					if s.levelName != levels[0].name {
 						return s.lo
 					}
-					return bucketStart(bytesAt, s, depth, a.pauseWindows())
+					return a.incidentStart(bytesAt, s, depth, spec.sentFirst)
 				}
 			}
 			// One incident while the traffic stays at its level, or, with

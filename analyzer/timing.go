@@ -545,9 +545,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		}
 		if modeled {
 			// The drops began in the run of traffic that emptied a
-			// bucket that deep, not in a bunch before it (bucketStart),
+			// bucket that deep, not in a bunch before it (incidentStart),
 			// and ended before what waited behind it (queuedTail).
-			s.lo = bucketStart(val, s, depth, a.pauseWindows())
+			s.lo = a.incidentStart(val, s, depth, true)
 			if drainsHere {
 				s = queuedTail(val, s, a.mergeGapWindows())
 			}
