@@ -65,6 +65,20 @@ func TestLabRecordings(t *testing.T) {
 		// over 40 Mbit/s in its 1 ms window and passed by the lab's
 		// 64 KiB bucket, started the burst's finding (bucketStart).
 		{"impact-queued-bunch-before", KindMicroburstOut, false, "", ""},
+		// With the allowance given, a TCP flow's 28.7 kB bunch 6 ms
+		// before the burst built 24.3 kB over the allowance in its 1 ms
+		// window, the bucket the run showed 22.8 kB (as large a bunch
+		// before it, let through, fell across two windows): the bunch
+		// was taken to have emptied it, the finding 5.5 ms early
+		// (incidentStart).
+		{"impact-dropped-bunch-window", KindMicroburstOut, false, "", ""},
+		// With the allowance given: the burst's first part, 2 ms before
+		// the rest, did not empty the bucket alone, once it was taken a
+		// window's refill deeper, and the finding had started at a TCP
+		// bunch 7 ms before it, 5.6 ms early, where the rest followed
+		// within MergeGap (bucketStart).
+		{"impact-dropped-split-start", KindMicroburstOut, false,
+			"without the allowance, a single burst whose drops the first jumps tell no closer: 0 to 11.3 ms, stated as bounds", ""},
 		// Inbound, the allowance given, reads 50 ms apart: the jump after
 		// the burst's first showed the rest of its drops, read 55 ms on,
 		// after the download's retransmissions over the allowance in
