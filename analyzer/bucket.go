@@ -31,7 +31,7 @@ func (a *analysis) shownDepth(iface, counter string, val func(int) float64, leve
 // window over the level, where it would have emptied a full bucket alone:
 // to its end (gaps of up to bridge windows under the level do not end it:
 // a sender's pause), or with what followed it, at most within windows
-// after the first drop. What the bucket absorbed before then is not the
+// after the first drop (within < 0: alone). What the bucket absorbed before then is not the
 // incident's, though it left the bucket short (a TCP flow's 57 kB bunch
 // 8 ms before a burst, over a 40 Mbit/s allowance in its 1 ms window,
 // started the burst's finding with it, where the lab's 64 KiB bucket had

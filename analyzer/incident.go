@@ -466,7 +466,7 @@ func (a *analysis) drains(spec incidentSpec, p *incident, j counters.Jump, to in
 		// 5: the burst's 1,049 drops were put on the bunch).
 		return false, full
 	}
-	if j.FromNs-last.ToNs > spec.lag.refreshNs+2*spec.readNs {
+	if !seenSoonAfter(spec, last, j) {
 		return false, full // reads between them saw nothing counted
 	}
 	if j.ToNs-last.ToNs > lateHorizon {
@@ -488,11 +488,18 @@ func (a *analysis) drains(spec incidentSpec, p *incident, j counters.Jump, to in
 // a 1 s refresh after its first).
 func (a *analysis) queueRest(spec incidentSpec, p *incident, j counters.Jump, s span) bool {
 	last := p.jumps[len(p.jumps)-1]
-	if p.queueFull && j.FromNs-last.ToNs <= spec.lag.refreshNs+2*spec.readNs && !a.lastsLong(s.lo, s.hi, spec.readNs) {
+	if p.queueFull && seenSoonAfter(spec, last, j) && !a.lastsLong(s.lo, s.hi, spec.readNs) {
 		return true
 	}
 	_, lastRead := a.certain(last)
 	return p.drainHi > p.drainLo && j.FromNs == lastRead
+}
+
+// seenSoonAfter tells whether jump j came at most one read, or refresh,
+// after jump last with nothing counted between (reads come late on a busy
+// host: two read intervals).
+func seenSoonAfter(spec incidentSpec, last, j counters.Jump) bool {
+	return j.FromNs-last.ToNs <= spec.lag.refreshNs+2*spec.readNs
 }
 
 // overLevel is the traffic of span s above level (val per window).
