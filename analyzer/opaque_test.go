@@ -863,11 +863,11 @@ func deepQueue(name string, seed uint64, burstAt, victimAt time.Duration, bucket
 // matched to the burst's own drops (the lab's impact-queued: 17 to 251 ms
 // where it was 0).
 //
-// Checked under every lag and refresh, given the allowance or not; behind
-// a 1 s refresh, without the victim (the refresh that shows the queue's
-// rest is a second after the burst's: queueRest). The lag stated is not
-// checked at 1 s, the longest looked for: its range ends there, and its
-// middle falls short.
+// Checked under every lag and refresh, given the allowance or not, the
+// victim where the refresh is under 1 s (behind a 1 s refresh the queue's
+// rest is shown a second after the burst's, and joins it as a late count:
+// queueRest). The lag stated is not checked at 1 s, the longest looked
+// for: its range ends there, and its middle falls short.
 //
 // Behind a lag of 1 s and a refresh of 1 s, before, the queue's rest,
 // 207 or 369 counts shown a refresh after the burst's 1,380, made a
@@ -1132,8 +1132,8 @@ func TestRecurringBunches(t *testing.T) {
 // the burst, given the allowance or not. Given it, before, the bunch's
 // excess over the level, just above what the 14 ms under it fell short
 // of it, joined it to the burst (excessSpan), the finding 15 ms early
-// (splitAtGaps); with none, the level the burst stands out from is over
-// the bunch's most.
+// (splitAtGaps). With none known, the bunch stays under the level the
+// burst stands out from, as this checks.
 func TestBunchBeforePacedBurst(t *testing.T) {
 	const d = 4 * time.Second
 	burstAt := 2*time.Second + 20*time.Millisecond
