@@ -1129,10 +1129,11 @@ func TestRecurringBunches(t *testing.T) {
 // 64 KiB bucket by about 10 packets, and a paced 2 MB burst at 200 Mbit/s
 // starts 15 ms after one of them; the read before the burst's first jump
 // put the bunches' drops on an earlier one. The burst's finding starts at
-// the burst, given the allowance or not. Given it, before, the bunch's
+// the burst (within 2 ms, 5 behind a 1 s refresh), under every lag and
+// refresh, given the allowance or not. Given it, before, the bunch's
 // excess over the level, just above what the 14 ms under it fell short
 // of it, joined it to the burst (excessSpan), the finding 15 ms early
-// (splitAtGaps). With none known, the bunch stays under the level the
+// (splitAtGaps): 6 of the 24 timings failed. With none known, the bunch stays under the level the
 // burst stands out from, as this checks.
 func TestBunchBeforePacedBurst(t *testing.T) {
 	const d = 4 * time.Second
@@ -1145,8 +1146,11 @@ func TestBunchBeforePacedBurst(t *testing.T) {
 	spec := synth.Spec{Name: "bunch-before-paced", Duration: d, Seed: 47, SampleNs: 50e6,
 		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, BucketBytes: 64 << 10}},
 		Flows:      []synth.Flow{tcp, burst}}
-	rec, _ := synth.Generate(spec)
-	for _, given := range []bool{true, false} {
+	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
+		slack := 0.002
+		if refresh >= time.Second {
+			slack = 0.005
+		}
 		res := analyzeBW40(rec, given)
 		found := false
 		for _, f := range aboveInfo(res, KindMicroburstOut) {
@@ -1154,15 +1158,15 @@ func TestBunchBeforePacedBurst(t *testing.T) {
 				continue
 			}
 			found = true
-			if d := f.StartOffsetS - burstAt.Seconds(); math.Abs(d) > 0.002 {
-				t.Errorf("given=%v: the burst's finding starts at %.4f s, %.1f ms from the burst", given, f.StartOffsetS, d*1e3)
+			if d := f.StartOffsetS - burstAt.Seconds(); math.Abs(d) > slack {
+				t.Errorf("the burst's finding starts at %.4f s, %.1f ms from the burst", f.StartOffsetS, d*1e3)
 			}
 		}
 		if !found {
 			for _, f := range res.Findings {
 				t.Logf("%s [%.4f, %.4f) %s", f.Kind, f.StartOffsetS, f.EndOffsetS, f.Summary)
 			}
-			t.Errorf("given=%v: no microburst_out names the burst first", given)
+			t.Error("no microburst_out names the burst first")
 		}
-	}
+	})
 }
