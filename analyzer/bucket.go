@@ -84,9 +84,13 @@ func bucketStart(val func(int) float64, s span, depth float64, bridge, within in
 // the traffic from the run holding the first drop on starts the incident
 // where it would have emptied the bucket within MergeGap of that drop.
 // Inbound, the host sees what the bucket let through, not what filled
-// it: the run alone, the depth as shown.
+// it: the head of the stretch the device's queue sent at the allowance
+// (shapedHead), else the run alone, the depth as shown.
 func (a *analysis) incidentStart(val func(int) float64, s span, depth float64, sentFirst bool) int {
 	if !sentFirst {
+		if head, ok := shapedHead(val, s.lo, s.hi, s.level); ok {
+			return head
+		}
 		return bucketStart(val, s, depth, a.pauseWindows(), -1)
 	}
 	return bucketStart(val, s, depth+s.level, a.pauseWindows(), a.mergeGapWindows())

@@ -322,13 +322,21 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 			if n := len(out); n > 0 {
 				floor = out[n-1].hi
 			}
-			if x, y, level, ok := a.raisedSpan(spec.val, s, floor, hi); ok {
+			if x, y, level, ok := a.raisedSpan(spec.val, s, floor, hi, spec.sentFirst); ok {
 				// The span stood out of the stretch's level: all of it
 				// stands out, its culprits the stretch's, not only
 				// those of the peak on top of it (a TCP flow's 68 kB
 				// bunch over a 25 kB/ms burst was named first).
 				lo = min(lo, x)
 				s.lo, s.hi, s.level, s.levelPerSecond = x, y, level, level*1e9/float64(a.g.widthNs)
+				if !spec.sentFirst {
+					// Inbound, the stretch runs at about the allowance
+					// (level*StandOutFactor, its median): it begins at
+					// the head of what the device's queue sent.
+					if head, ok := shapedHead(spec.val, s.lo, s.hi, level*a.opt.StandOutFactor); ok {
+						s.lo = head
+					}
+				}
 			} else if spec.sentFirst {
 				// A sender that paused inside its burst splits what
 				// stands out in two, the pause's windows below the
@@ -708,8 +716,13 @@ func severityRank(s string) int {
 // times both its mean and its median window (a steady flow that began
 // within that second raises the stretch over its mean, not its median).
 // level is the stretch's, m/StandOutFactor; ok is false where nothing
-// beside s runs raised.
-func (a *analysis) raisedSpan(val func(int) float64, s span, floor, hi int) (lo, end int, level float64, ok bool) {
+// beside s runs raised. Where the host sees the traffic after the device
+// shaped it (inbound, !sentFirst), no pause is allowed before s: a
+// device's queue sends what it holds without one, and a window under the
+// level before the head means it was empty then (a download's 28.7 kB
+// bunch 4 ms before a burst's head, the windows between empty, started
+// the burst's finding with it).
+func (a *analysis) raisedSpan(val func(int) float64, s span, floor, hi int, sentFirst bool) (lo, end int, level float64, ok bool) {
 	f := a.opt.StandOutFactor
 	m := 0.0
 	if near := max(s.lo-raisedNear, floor); near < s.lo {
@@ -726,6 +739,9 @@ func (a *analysis) raisedSpan(val func(int) float64, s span, floor, hi int) (lo,
 	best, sum := 0.0, 0.0
 	lo = s.lo
 	for i := s.lo - 1; i >= max(floor, s.lo-horizon); i-- {
+		if !sentFirst && val(i) <= level {
+			break
+		}
 		sum += val(i) - level
 		if sum >= best {
 			best, lo = sum, i

@@ -136,6 +136,19 @@ func TestLabRecordings(t *testing.T) {
 		// what each flow carried above its own rate before, the burst.
 		{"impact-inbound-given-culprit", KindMicroburstIn, false,
 			"inbound, learned against the traffic as the host saw it, after the device's queue: 5.5 ms (0 to 11)", ""},
+		// Inbound, the allowance given: a download's 41 kB bunch 8 ms
+		// before the burst, the windows between empty, was over the
+		// allowance in its window and the span over it ran on to the
+		// burst: the finding started at the bunch, 8.7 ms early
+		// (shapedHead).
+		{"impact-inbound-bunch-gap", KindMicroburstIn, false, "", ""},
+		// Inbound, without the allowance: a download's 62 kB bunch 2 ms
+		// before the burst left the bucket empty, and the burst reached
+		// the host as a 16 kB head and the queue sending at 4.9 kB a
+		// millisecond; the bunch stood out more and was the span's
+		// start, 3.9 ms early (queuedStretch).
+		{name: "impact-inbound-small-head", kind: KindMicroburstIn,
+			lagOpen: "a single burst read 4 ms after it reached the host, counted at once: 0 to 10.2 ms, stated as bounds"},
 	} {
 		rec, err := record.ReadFile(filepath.Join("../testdata/lab", c.name+".rec.gz"))
 		if err != nil {

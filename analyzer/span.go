@@ -171,7 +171,7 @@ func (a *analysis) locateShaped(val func(int) float64, lo, hi int, levels ...lev
 	// One pass over the maximal stretches over the floor, each a
 	// candidate where a window of it stands out.
 	floor := a.opt.StandOutFactor * medianIn(val, lo, hi)
-	best := 0.0
+	best, bestQueued := 0.0, false
 	for x := lo; x < hi; {
 		if val(x) <= floor {
 			x++
@@ -186,13 +186,72 @@ func (a *analysis) locateShaped(val func(int) float64, lo, hi int, levels ...lev
 		// level does stands out as a whole: the device's queue spreads a
 		// burst to the allowance, and its head, split between two
 		// windows, may top neither (the lab's 34 kB head beside a
-		// download's 51 kB bunches, their half the level).
-		if (out || sum > s.level) && sum > best {
-			best, s.lo, s.hi = sum, x, y
+		// download's 51 kB bunches, their half the level). One that
+		// shows the device's queue sending (queuedStretch) is the
+		// cause before any that shows none, however much they carry:
+		// a bunch that passed whole filled no queue (a download's
+		// 62 kB bunch 2 ms before a burst whose head, 16 kB, the bunch
+		// had left the bucket, was named, 2.9 ms early).
+		queued := queuedStretch(val, x, y)
+		if (out || sum > s.level) && (queued && !bestQueued || queued == bestQueued && sum > best) {
+			best, bestQueued, s.lo, s.hi = sum, queued, x, y
 		}
 		x = y
 	}
 	return s
+}
+
+// queuedStretch tells whether the windows [x, y), seen after the device
+// shaped them, show its queue sending: after their highest, shapedRun
+// windows in a row at about their median (shapedHead).
+func queuedStretch(val func(int) float64, x, y int) bool {
+	peak := x
+	for i := x; i < y; i++ {
+		if val(i) > val(peak) {
+			peak = i
+		}
+	}
+	if y-peak-1 < shapedRun {
+		return false
+	}
+	_, ok := shapedHead(val, peak+1, y, medianIn(val, peak+1, y))
+	return ok
+}
+
+// shapedRun is how many fine windows in a row at about the allowance show
+// a device's queue sending what it held (shapedHead): the lab's 64-packet
+// queue behind a 2 MB burst sent 15 ms of it.
+const shapedRun = 4
+
+// shapedHead is, for traffic the host sees after the device shaped it
+// (inbound), where the burst that filled the device's queue reached the
+// host: the first shapedRun windows in [lo, hi) that run at about level
+// (the allowance per window, none under a quarter of it) are that queue
+// sending, and the burst's head is the run of windows straight before
+// them. A queue sends what it holds without a pause, so a window under a
+// quarter of the level before the head ends it: what came before passed
+// the device's bucket whole and left it at once (a download's 41 kB bunch
+// 2 to 9 ms before a burst, the windows between empty, started the
+// burst's finding with it). ok is false where no such stretch is.
+func shapedHead(val func(int) float64, lo, hi int, level float64) (int, bool) {
+	if level <= 0 {
+		return lo, false
+	}
+	for k := lo; k+shapedRun <= hi; k++ {
+		sum, gap := 0.0, false
+		for i := k; i < k+shapedRun; i++ {
+			sum += val(i)
+			gap = gap || val(i) < level/4
+		}
+		if mean := sum / shapedRun; gap || mean < 0.7*level || mean > 1.6*level {
+			continue
+		}
+		for k > lo && val(k-1) >= level/4 {
+			k--
+		}
+		return k, true
+	}
+	return lo, false
 }
 
 // pausedStart is where the traffic of span s began, counting the runs over

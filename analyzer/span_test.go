@@ -42,3 +42,43 @@ func TestPausedStartSplit(t *testing.T) {
 		t.Errorf("pausedStart = %d, want 9: 64.1 beside 20 is under the level", got)
 	}
 }
+
+// TestShapedHead: inbound, the host sees a burst as its head and then the
+// device's queue sending at the allowance; a download's bunch before it,
+// the windows between empty, passed the bucket whole and is not the
+// burst's (the lab's impact-inbound: 41 kB, 1 to 3 ms of nothing, the
+// head of 17 and 27 kB, then 4.9 kB a millisecond against 5).
+func TestShapedHead(t *testing.T) {
+	const level = 5e3
+	v := make([]float64, 40)
+	v[5] = 41e3
+	v[9], v[10] = 17e3, 27e3
+	for i := 11; i < 30; i++ {
+		v[i] = 4.9e3
+	}
+	v[20], v[21] = 2.4e3, 7.3e3 // the host's softirq batching two windows
+	if got, ok := shapedHead(series(v), 5, 30, level); !ok || got != 9 {
+		t.Errorf("shapedHead = %d (%v), want the head's first window, 9", got, ok)
+	}
+	v[6], v[7], v[8] = 3e3, 2e3, 2e3 // no gap: the bunch led into the head
+	if got, _ := shapedHead(series(v), 5, 30, level); got != 5 {
+		t.Errorf("shapedHead = %d, want 5: nothing under a quarter of the level between bunch and head", got)
+	}
+	w := make([]float64, 40)
+	w[5], w[12] = 41e3, 60e3
+	for i := 13; i < 16; i++ {
+		w[i] = 4.9e3 // too short a stretch to be a queue's
+	}
+	if got, ok := shapedHead(series(w), 5, 30, level); ok {
+		t.Errorf("shapedHead = %d, found a queue sending in 3 windows at the allowance, under shapedRun", got)
+	}
+	if queuedStretch(series(w), 12, 16) {
+		t.Error("queuedStretch: 3 windows after the peak taken for a queue sending")
+	}
+	if !queuedStretch(series(v), 9, 30) {
+		t.Error("queuedStretch: the head and 19 windows at the allowance not taken for a queue sending")
+	}
+	if queuedStretch(series(v), 5, 6) {
+		t.Error("queuedStretch: a lone bunch taken for a queue sending")
+	}
+}

@@ -396,7 +396,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			// placed. Later traffic is looked for at the peak's level
 			// still (below): a later bunch over the burst's lower
 			// level is not a later cause.
-			if x, y, level, ok := a.raisedSpan(val, s, lo, hi); ok && y < hi {
+			if x, y, level, ok := a.raisedSpan(val, s, lo, hi, src.sentFirst); ok && y < hi {
 				s.lo, s.hi, raisedLevel = x, y, level
 			}
 		}

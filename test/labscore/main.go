@@ -1,0 +1,351 @@
+// Command labscore re-analyzes bundles of `enaprobe lab run` against what
+// the lab's traffic generators did, with the allowances each run was
+// analyzed with and without them, and says for each whether its findings
+// were right: the measure the analyzer's changes are judged by
+// (docs/development.md, "Scoring the analyzer on lab runs").
+//
+//	for i in 1 2 3; do sudo enaprobe lab run micro-burst -o runs/m$i --truth-file runs/m$i.truth.json; done
+//	go run ./test/labscore runs
+//
+// A run is right when every finding above info of the scenario's kind
+// names one of its bursts first and starts within 2 ms of it (5 ms with
+// counters refreshed once a second or slower), each burst has exactly one,
+// and no finding of another kind is above info. The lag the finding states
+// is classed against the lab's: within 5 ms, off but inside the range it
+// states, or outside it.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/internal/lab/catalog"
+	"github.com/enaprobe/enaprobe/internal/record"
+)
+
+// expectation is what a scenario's run should report.
+type expectation struct {
+	kind string
+	// perBurst: one finding per burst, each naming its burst's source;
+	// otherwise one finding for the run, naming the truth's culprit (or
+	// the first burst's source).
+	perBurst bool
+	// sustained: an overshoot with no edge to place its start by; only
+	// the count, the culprit's address and the learned allowance are
+	// checked.
+	sustained bool
+}
+
+var scenarios = map[string]expectation{
+	"micro-burst":      {kind: analyzer.KindMicroburstOut, perBurst: true},
+	"impact-dropped":   {kind: analyzer.KindMicroburstOut},
+	"impact-queued":    {kind: analyzer.KindMicroburstOut},
+	"impact-inbound":   {kind: analyzer.KindMicroburstIn},
+	"pps-overshoot":    {kind: analyzer.KindPPSExceeded, sustained: true},
+	"link-local":       {kind: analyzer.KindLinkLocalExceeded, sustained: true},
+	"link-local-mild":  {kind: analyzer.KindLinkLocalExceeded, sustained: true},
+	"connection-flood": {kind: analyzer.KindConntrackExceeded, sustained: true},
+}
+
+func main() {
+	only := flag.String("mode", "", "recorded or unknown: score one way only (default both)")
+	verbose := flag.Bool("v", false, "print every finding above info of a run that is not right")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: labscore [-mode recorded|unknown] [-v] DIR...  (each DIR holds NAME/ bundles and NAME.truth.json)")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() == 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	tally := map[string]map[string]int{}
+	for _, dir := range flag.Args() {
+		names, err := bundles(dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "labscore:", err)
+			os.Exit(1)
+		}
+		for _, name := range names {
+			for _, mode := range []string{"recorded", "unknown"} {
+				if *only != "" && *only != mode {
+					continue
+				}
+				s, err := score(dir, name, mode)
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "labscore: %s: %v\n", name, err)
+					continue
+				}
+				fmt.Printf("%-40s %-8s %s\n", filepath.Join(filepath.Base(dir), name), mode, s.line())
+				if *verbose && !s.right {
+					for _, f := range s.findings {
+						fmt.Printf("    %s\n", f)
+					}
+				}
+				if tally[mode] == nil {
+					tally[mode] = map[string]int{}
+				}
+				tally[mode]["runs"]++
+				if s.right {
+					tally[mode]["right"]++
+				}
+				tally[mode]["lag "+s.lagClass]++
+			}
+		}
+	}
+	for _, mode := range []string{"recorded", "unknown"} {
+		if t := tally[mode]; t != nil {
+			fmt.Printf("%s: right %d of %d; lag within 5 ms %d, off inside its range %d, outside it %d, none %d\n", mode,
+				t["right"], t["runs"], t["lag within"], t["lag inside"], t["lag outside"], t["lag none"])
+		}
+	}
+}
+
+// bundles lists the runs of dir: NAME/recording.json.gz beside NAME.truth.json.
+func bundles(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read runs: %w", err)
+	}
+	var names []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, e.Name(), "recording.json.gz")); err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, e.Name()+".truth.json")); err != nil {
+			continue
+		}
+		names = append(names, e.Name())
+	}
+	return names, nil
+}
+
+type verdict struct {
+	right    bool
+	why      []string
+	lagClass string // within, inside, outside, none
+	lag      string
+	findings []string
+}
+
+func (v verdict) line() string {
+	s := "WRONG"
+	if v.right {
+		s = "right"
+	}
+	return fmt.Sprintf("%-5s lag %-7s %-34s %s", s, v.lagClass, v.lag, strings.Join(v.why, "; "))
+}
+
+func score(dir, name, mode string) (verdict, error) {
+	var v verdict
+	rec, err := record.ReadFile(filepath.Join(dir, name, "recording.json.gz"))
+	if err != nil {
+		return v, err
+	}
+	var truth catalog.Truth
+	b, err := os.ReadFile(filepath.Join(dir, name+".truth.json"))
+	if err != nil {
+		return v, err
+	}
+	if err := json.Unmarshal(b, &truth); err != nil {
+		return v, fmt.Errorf("truth: %w", err)
+	}
+	scenario, err := scenarioOf(filepath.Join(dir, name, "environment.json"))
+	if err != nil {
+		return v, err
+	}
+	exp, ok := scenarios[scenario]
+	if !ok {
+		return v, fmt.Errorf("scenario %q is not scored", scenario)
+	}
+	opt, ok := analyzer.RecordedOptions(rec)
+	if !ok {
+		return v, fmt.Errorf("the recording kept no analysis options")
+	}
+	if mode == "unknown" {
+		opt.BaselineBps, opt.BurstBps, opt.PPSAllowance = 0, 0, 0
+	}
+	res := analyzer.Analyze(rec, opt)
+	var found []analyzer.Finding
+	for _, f := range res.Findings {
+		if f.Severity == analyzer.SeverityInfo {
+			continue
+		}
+		top := "-"
+		if len(f.Flows) > 0 {
+			top = f.Flows[0].Src
+		}
+		v.findings = append(v.findings, fmt.Sprintf("%s %s [%.4f, %.4f) %s", f.Severity, f.Kind, f.StartOffsetS, f.EndOffsetS, top))
+		if f.Kind != exp.kind {
+			v.why = append(v.why, fmt.Sprintf("%s above info", f.Kind))
+			continue
+		}
+		found = append(found, f)
+	}
+	offset := func(ns int64) float64 { return float64(ns-rec.Meta.Start.MonoNs) / 1e9 }
+	if exp.sustained {
+		v.sustained(found, truth, rec)
+	} else {
+		slack := 0.002
+		if truth.CounterRefreshNs >= int64(time.Second) {
+			slack = 0.005
+		}
+		type want struct {
+			start float64
+			src   string
+		}
+		var wants []want
+		for _, b := range truth.Bursts {
+			src := b.Src.String()
+			if !exp.perBurst && truth.Culprit.IsValid() {
+				src = truth.Culprit.String()
+			}
+			wants = append(wants, want{offset(b.StartNs), src})
+			if !exp.perBurst {
+				break
+			}
+		}
+		used := make([]bool, len(found))
+		for _, w := range wants {
+			hit := -1
+			for j, f := range found {
+				if !used[j] && math.Abs(f.StartOffsetS-w.start) <= slack && len(f.Flows) > 0 && f.Flows[0].Src == w.src {
+					hit = j
+					break
+				}
+			}
+			if hit < 0 {
+				near := "none"
+				for _, f := range found {
+					if d := f.StartOffsetS - w.start; math.Abs(d) < 1 {
+						top := "-"
+						if len(f.Flows) > 0 {
+							top = f.Flows[0].Src
+						}
+						near = fmt.Sprintf("%+.1f ms %s", d*1e3, top)
+						break
+					}
+				}
+				v.why = append(v.why, fmt.Sprintf("burst at %.4f s missed (nearest %s)", w.start, near))
+				continue
+			}
+			used[hit] = true
+		}
+		for j, f := range found {
+			if !used[j] {
+				top := "-"
+				if len(f.Flows) > 0 {
+					top = f.Flows[0].Src
+				}
+				v.why = append(v.why, fmt.Sprintf("extra at %.4f s naming %s", f.StartOffsetS, top))
+			}
+		}
+	}
+	v.right = len(v.why) == 0
+	v.classLag(found, truth)
+	return v, nil
+}
+
+// sustained checks an overshoot: one finding naming the instance's
+// traffic, and for packets/s the allowance learned within 15%.
+func (v *verdict) sustained(found []analyzer.Finding, truth catalog.Truth, rec *record.Recording) {
+	if len(found) != 1 {
+		v.why = append(v.why, fmt.Sprintf("%d findings, want one", len(found)))
+		return
+	}
+	f := found[0]
+	if c := truth.Culprit; c.IsValid() {
+		// A culprit without a port is a host: any of its flows.
+		want := c.String()
+		ok := len(f.Flows) > 0 && f.Flows[0].Src == want
+		if c.Port() == 0 && len(f.Flows) > 0 {
+			top, err := netip.ParseAddrPort(f.Flows[0].Src)
+			ok = err == nil && top.Addr() == c.Addr() || strings.HasPrefix(f.Flows[0].Src, c.Addr().String()+":")
+		}
+		v.why = appendIf(v.why, !ok, fmt.Sprintf("culprits %v, want %s first", srcs(f), want))
+	}
+	if f.Kind == analyzer.KindPPSExceeded && f.Incident != nil {
+		if la := f.Incident.LearnedAllowance; la != nil {
+			v.why = appendIf(v.why, math.Abs(la.Value-8000) > 0.15*8000, fmt.Sprintf("learned %.0f pps", la.Value))
+		}
+	}
+}
+
+func appendIf(s []string, cond bool, x string) []string {
+	if cond {
+		return append(s, x)
+	}
+	return s
+}
+
+func srcs(f analyzer.Finding) []string {
+	var s []string
+	for _, fl := range f.Flows {
+		s = append(s, fl.Src)
+	}
+	return s
+}
+
+// classLag compares the lag the first finding states with the lab's: the
+// mean of how late it showed each burst, else the lag it was given.
+func (v *verdict) classLag(found []analyzer.Finding, truth catalog.Truth) {
+	v.lagClass = "none"
+	if len(found) == 0 || found[0].Incident == nil {
+		return
+	}
+	var shown []float64
+	for _, b := range truth.Bursts {
+		if b.ShownAfterNs > 0 {
+			shown = append(shown, float64(b.ShownAfterNs)/1e9)
+		}
+	}
+	lab := float64(truth.CounterLagNs) / 1e9
+	if len(shown) > 0 {
+		lab = 0
+		for _, x := range shown {
+			lab += x
+		}
+		lab /= float64(len(shown))
+	}
+	inc := found[0].Incident
+	v.lag = fmt.Sprintf("%.1f (%.1f-%.1f) lab %.1f ms", inc.CounterLagS*1e3, inc.CounterLagLowS*1e3, inc.CounterLagHighS*1e3, lab*1e3)
+	switch {
+	case math.Abs(inc.CounterLagS-lab) <= 0.005:
+		v.lagClass = "within"
+	case lab >= inc.CounterLagLowS-0.002 && lab <= inc.CounterLagHighS+0.002:
+		v.lagClass = "inside"
+	default:
+		v.lagClass = "outside"
+	}
+}
+
+// scenarioOf reads the scenario from the bundle's command line.
+func scenarioOf(envPath string) (string, error) {
+	b, err := os.ReadFile(envPath)
+	if err != nil {
+		return "", err
+	}
+	var env struct {
+		CommandLine string `json:"command_line"`
+	}
+	if err := json.Unmarshal(b, &env); err != nil {
+		return "", fmt.Errorf("environment: %w", err)
+	}
+	args := strings.Fields(env.CommandLine)
+	if i := slices.Index(args, "run"); i >= 0 && i+1 < len(args) {
+		return args[i+1], nil
+	}
+	return "", fmt.Errorf("no lab scenario in %q", env.CommandLine)
+}
