@@ -191,7 +191,7 @@ func (a *analysis) locateShaped(val func(int) float64, lo, hi int, levels ...lev
 		// cause before any that shows none, however much they carry:
 		// a bunch that passed whole filled no queue (a download's
 		// 62 kB bunch 2 ms before a burst whose head, 16 kB, the bunch
-		// had left the bucket, was named, 2.9 ms early).
+		// had left the bucket, was named, 3.9 ms early).
 		queued := queuedStretch(val, x, y)
 		if (out || sum > s.level) && (queued && !bestQueued || queued == bestQueued && sum > best) {
 			best, bestQueued, s.lo, s.hi = sum, queued, x, y
