@@ -137,6 +137,26 @@ func buildFlowIndex(snaps []record.FlowSnapshot) *flowIndex {
 	return fi
 }
 
+// firstSeen is when the flow from src to dst on iface was last first
+// seen before beforeNs: its first sighting, or, where its entry was
+// made again since (evicted while idle), the latest such sighting.
+func (fi *flowIndex) firstSeen(iface, src, dst string, beforeNs int64) (int64, bool) {
+	for i := range fi.flows {
+		f := &fi.flows[i]
+		if f.iface != iface || f.key.Src.String() != src || f.key.Dst.String() != dst {
+			continue
+		}
+		first, ok := f.firstSeenNs, f.firstSeenNs < beforeNs
+		for _, di := range f.deltas {
+			if d := &fi.deltas[di]; d.activeFrom > d.fromNs && d.activeFrom < beforeNs {
+				first, ok = max(first, d.activeFrom), true
+			}
+		}
+		return first, ok
+	}
+	return 0, false
+}
+
 // lastTo is the end of the flow's latest delta, or its first sighting.
 func (fi *flowIndex) lastTo(f *flowInfo) int64 {
 	if n := len(f.deltas); n > 0 {

@@ -149,6 +149,30 @@ func TestLabRecordings(t *testing.T) {
 		// start, 3.9 ms early (queuedStretch).
 		{name: "impact-inbound-small-head", kind: KindMicroburstIn,
 			lagOpen: "a single burst read 4 ms after it reached the host, counted at once: 0 to 10.2 ms, stated as bounds"},
+		// Without the allowance, the burst's first 20 kB (and a TCP
+		// flow's 35 kB bunch in the same window) came 4 ms before the
+		// rest: what stood out began after the pause, the finding 5 ms
+		// late. The burst's flow was first seen with its first part
+		// (culpritStart).
+		{name: "impact-dropped-first-part", kind: KindMicroburstOut,
+			lagOpen: "a single burst whose drops the first jumps tell no closer: 0 to 14.5 ms, stated as bounds"},
+		// A TCP flow's 60 kB bunch 2.5 ms before the burst began the
+		// span that stood out: the finding 2.5 ms early. The
+		// burst's flow was first seen after it (culpritStart).
+		{name: "impact-dropped-bunch-before", kind: KindMicroburstOut,
+			lagOpen: "a single burst whose drops the first jumps tell no closer: 0 to 19.4 ms, stated as bounds"},
+		// With the allowance: the burst's first 42 kB, a window before
+		// the rest, did not empty the bucket alone, and the run holding
+		// the first drop began after that window: the finding 2.7 ms
+		// late (culpritStart).
+		{name: "impact-dropped-given-pause", kind: KindMicroburstOut,
+			lagOpen: "without the allowance, a single burst whose drops the first jumps tell no closer: 0 to 10.1 ms, stated as bounds"},
+		// Inbound: the lab's shaper let the burst's head
+		// through (56 kB), then nothing for 6 ms, then a download's
+		// bunch and the queue sending at the allowance; the finding
+		// began at the second part, 7.9 ms late. The burst's flow was
+		// first seen with its head (culpritStart).
+		{"impact-inbound-two-part", KindMicroburstIn, false, "", ""},
 	} {
 		rec, err := record.ReadFile(filepath.Join("../testdata/lab", c.name+".rec.gz"))
 		if err != nil {

@@ -154,13 +154,39 @@ func stayedAt(val func(int) float64, lo, hi int, last span) bool {
 func (a *analysis) microburstFinding(iface string, dir record.Direction, counter, kind string, fs *fineSeries, inc incident, lag counterLag) Finding {
 	bytesAt := func(i int) float64 { return float64(fs.bytes[i]) }
 	sec := float64(a.g.widthNs) / 1e9
+	standOut := func(i int) bool { return inc.level > 0 && bytesAt(i) >= inc.level }
+	if inc.levelName == levelNone {
+		standOut = nil
+	}
+	// Inbound, the host sees what the device let through: a burst's
+	// survivors, at the allowance, are fewer bytes than a steady download
+	// beside them (the lab's impact-inbound, its allowance given: the
+	// download named first in 3 runs of 4). What a flow carried above its
+	// own rate before tells the one that rose; where none rose, or the
+	// one that did carried a trifle of the span (a probe's pings beside a
+	// download's own overflow, which its snapshots spread evenly), bytes.
+	rank := func(inc incident) (culprits, victims []FlowShare, by string) {
+		by = rankBytes
+		if dir == record.Ingress {
+			by = rankAboveUsual
+		}
+		culprits, victims = a.incidentFlows(iface, []record.Direction{dir}, inc, standOut, by, nil)
+		if by == rankAboveUsual && (len(culprits) == 0 || float64(culprits[0].Bytes) < minRiseShare*sumIn(bytesAt, inc.lo, inc.hi)) {
+			by = rankBytes
+			culprits, victims = a.incidentFlows(iface, []record.Direction{dir}, inc, standOut, by, nil)
+		}
+		return culprits, victims, by
+	}
+	culprits, victims, rankedBy := rank(inc)
+	if len(culprits) > 0 {
+		if lo := a.culpritStart(iface, culprits[0], inc.span); lo != inc.lo {
+			inc.lo = lo
+			culprits, victims, rankedBy = rank(inc)
+		}
+	}
 	s := inc.span
 	f := a.newFinding(kind, a.incidentSeverity(inc), iface, []record.Direction{dir}, s.lo, s.hi)
 	f.Incident = a.incidentInfo(inc, counter, lag, bytesAt, 8, "bps")
-	standOut := func(i int) bool { return s.level > 0 && bytesAt(i) >= s.level }
-	if s.levelName == levelNone {
-		standOut = nil
-	}
 	peak, _ := peakIn(bytesAt, s.lo, s.hi)
 	// A burst straddling two grid windows is split between them: its
 	// peak is the window's width slid over the buckets, as the profile's.
@@ -181,22 +207,7 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 	if l := a.limits.BaselineBps; l.Known {
 		f.Evidence = append(f.Evidence, ev("baseline_allowance_bps", l.Value, "bps"))
 	}
-	// Inbound, the host sees what the device let through: a burst's
-	// survivors, at the allowance, are fewer bytes than a steady download
-	// beside them (the lab's impact-inbound, its allowance given: the
-	// download named first in 3 runs of 4). What a flow carried above its
-	// own rate before tells the one that rose; where none rose, or the
-	// one that did carried a trifle of the span (a probe's pings beside a
-	// download's own overflow, which its snapshots spread evenly), bytes.
-	f.FlowsRankedBy = rankBytes
-	if dir == record.Ingress {
-		f.FlowsRankedBy = rankAboveUsual
-	}
-	f.Flows, f.Victims = a.incidentFlows(iface, []record.Direction{dir}, inc, standOut, f.FlowsRankedBy, nil)
-	if f.FlowsRankedBy == rankAboveUsual && (len(f.Flows) == 0 || float64(f.Flows[0].Bytes) < minRiseShare*spanBytes) {
-		f.FlowsRankedBy = rankBytes
-		f.Flows, f.Victims = a.incidentFlows(iface, []record.Direction{dir}, inc, standOut, f.FlowsRankedBy, nil)
-	}
+	f.Flows, f.Victims, f.FlowsRankedBy = culprits, victims, rankedBy
 	what := "stood out from the interval's own level"
 	if s.levelName != levelIntervalOwn && s.levelName != levelNone {
 		what = fmt.Sprintf("reached the %s allowance of %s", s.levelName[:len(s.levelName)-len("_allowance")],
@@ -222,6 +233,28 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 	f.Summary += victimsText(f.Victims, f.Incident)
 	f.Recommendation = recommendMicroburst
 	return f
+}
+
+// culpritStart is where an incident whose traffic was located as s
+// starts, given the flow named its culprit: where that flow was first
+// seen, when that lies at most MergeGap from s's start, before it (the
+// culprit's own first packets, before a pause of its sender's that ended
+// what stood out: a burst's first 20 kB, 4 ms before the rest, started
+// its finding 5 ms late) or inside s (what came before it was other
+// traffic: a TCP flow's bunch 2.5 ms before a burst started its finding);
+// otherwise s.lo. A flow seen since long before says nothing of when its
+// burst began; one first seen further into s joined traffic over the
+// allowance that others began.
+func (a *analysis) culpritStart(iface string, culprit FlowShare, s span) int {
+	first, ok := a.flows.firstSeen(iface, culprit.Src, culprit.Dst, a.g.startNs(s.hi))
+	if !ok {
+		return s.lo
+	}
+	at := a.g.index(first)
+	if gap := a.mergeGapWindows(); at < s.lo-gap || at > s.lo+gap || at >= s.hi {
+		return s.lo
+	}
+	return at
 }
 
 // minRiseShare is the least share of a span's bytes the flow that rose
