@@ -2,6 +2,7 @@ package analyzer
 
 import (
 	"cmp"
+	"net/netip"
 	"slices"
 
 	"github.com/enaprobe/enaprobe/internal/record"
@@ -141,9 +142,14 @@ func buildFlowIndex(snaps []record.FlowSnapshot) *flowIndex {
 // seen before beforeNs: its first sighting, or, where its entry was
 // made again since (evicted while idle), the latest such sighting.
 func (fi *flowIndex) firstSeen(iface, src, dst string, beforeNs int64) (int64, bool) {
+	from, err1 := netip.ParseAddrPort(src)
+	to, err2 := netip.ParseAddrPort(dst)
+	if err1 != nil || err2 != nil {
+		return 0, false // a row of several flows ("10.0.0.7:*")
+	}
 	for i := range fi.flows {
 		f := &fi.flows[i]
-		if f.iface != iface || f.key.Src.String() != src || f.key.Dst.String() != dst {
+		if f.iface != iface || f.key.Src != from || f.key.Dst != to {
 			continue
 		}
 		first, ok := f.firstSeenNs, f.firstSeenNs < beforeNs
