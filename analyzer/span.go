@@ -205,12 +205,7 @@ func (a *analysis) locateShaped(val func(int) float64, lo, hi int, levels ...lev
 // shaped them, show its queue sending: after their highest, shapedRun
 // windows in a row at about their median (shapedHead).
 func queuedStretch(val func(int) float64, x, y int) bool {
-	peak := x
-	for i := x; i < y; i++ {
-		if val(i) > val(peak) {
-			peak = i
-		}
-	}
+	_, peak := peakIn(val, x, y)
 	if y-peak-1 < shapedRun {
 		return false
 	}
