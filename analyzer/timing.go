@@ -501,6 +501,21 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				depthAt[s.level] = depth
 			}
 		}
+		// With no allowance known, the same holds over the level the
+		// cause stood out from: later traffic that built no more over it
+		// than traffic that moved nothing did (a TCP flow's bunches,
+		// each over a paced burst's level) made no drop of its own.
+		quiet := 0.0
+		if !modeled && src.sentFirst && val != nil && s.levelName == levelIntervalOwn && s.level > 0 {
+			var ok bool
+			if quiet, ok = depthAt[s.level]; !ok {
+				if depthAt == nil {
+					depthAt = map[float64]float64{}
+				}
+				quiet = a.shownDepth(jumps[0].Interface, jumps[0].Name, val, s.level, maxNs+refreshNs+readNs)
+				depthAt[s.level] = quiet
+			}
+		}
 		drainsHere := modeled && !a.lastsLong(s.lo, s.hi, readNs) && (fc == 0 || a.g.startNs(s.lo) >= jumps[fc-1].ToNs)
 		for at := s.hi; val != nil && s.level > 0 && at < causeHi; {
 			x, y, ok := excessSpan(val, at, causeHi, s.level)
@@ -509,7 +524,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			}
 			at = y
 			if x-s.hi > a.mergeGapWindows() {
-				if drainsHere && queuedBehind(val, s, x) || modeled && builtOver(val, span{lo: x, hi: y, level: s.level}) <= depth {
+				if drainsHere && queuedBehind(val, s, x) || (modeled || quiet > 0) && builtOver(val, span{lo: x, hi: y, level: s.level}) <= max(depth, quiet) {
 					continue
 				}
 				if src.sentFirst && src.perDrop != nil && !a.couldMake(jumps[fc:l+1], val, x, y, src.perDrop) {
