@@ -99,13 +99,14 @@ func main() {
 					tally[mode]["right"]++
 				}
 				tally[mode]["lag "+s.lagClass]++
+				tally[mode]["own"] += s.own
 			}
 		}
 	}
 	for _, mode := range []string{"recorded", "unknown"} {
 		if t := tally[mode]; t != nil {
-			fmt.Printf("%s: right %d of %d; lag within 5 ms %d, off inside its range %d, outside it %d, none %d\n", mode,
-				t["right"], t["runs"], t["lag within"], t["lag inside"], t["lag outside"], t["lag none"])
+			fmt.Printf("%s: right %d of %d (%d findings of background flows' own overflows); lag within 5 ms %d, off inside its range %d, outside it %d, none %d\n", mode,
+				t["right"], t["runs"], t["own"], t["lag within"], t["lag inside"], t["lag outside"], t["lag none"])
 		}
 	}
 }
@@ -134,6 +135,7 @@ func bundles(dir string) ([]string, error) {
 
 type verdict struct {
 	right    bool
+	own      int // findings of a background flow's own overflows (ownOverflow)
 	why      []string
 	lagClass string // within, inside, outside, none
 	lag      string
@@ -145,7 +147,67 @@ func (v verdict) line() string {
 	if v.right {
 		s = "right"
 	}
-	return fmt.Sprintf("%-5s lag %-7s %-34s %s", s, v.lagClass, v.lag, strings.Join(v.why, "; "))
+	why := v.why
+	if v.own > 0 {
+		why = append(slices.Clone(why), fmt.Sprintf("(%d of a background flow's own overflows)", v.own))
+	}
+	return fmt.Sprintf("%-5s lag %-7s %-34s %s", s, v.lagClass, v.lag, strings.Join(why, "; "))
+}
+
+// burstReach is how long after a burst's last packet the lab's counter
+// may still move for it: its queue draining (the truth's QueueDelay)
+// and what waited behind it catching up, which are the burst's incident.
+const burstReach = 200 * time.Millisecond
+
+// ownOverflow: a finding naming a flow that sent none of the bursts is
+// right where the lab's counter really moved for that flow's traffic:
+// the TCP or download flow beside the bursts overflows the lab's bucket
+// now and then on its own (a 68 kB bunch over a 64 KiB bucket, 4 drops),
+// which the truth's bursts do not list. So some read of the finding's
+// counter changed, and the drops it can show (made after the read before
+// it, less the most the lab's counters were late, a refresh, and the
+// most its queue held a packet: the lab counts what its shaper held back
+// as it polls) meet
+// the finding's span and none of the bursts, from each one's first
+// packet to burstReach and its queue's delay after its last.
+func ownOverflow(rec *record.Recording, truth catalog.Truth, f analyzer.Finding) bool {
+	if f.Incident == nil || len(f.Flows) == 0 {
+		return false
+	}
+	for _, b := range truth.Bursts {
+		if f.Flows[0].Src == b.Src.String() {
+			return false
+		}
+	}
+	t0 := rec.Meta.Start.MonoNs
+	from := t0 + int64((f.StartOffsetS-0.002)*1e9)
+	to := t0 + int64((f.EndOffsetS+0.002)*1e9)
+	early := truth.CounterAgeMaxNs + truth.CounterRefreshNs + int64(truth.QueueDelay)
+	var prev *record.CounterSample
+	for i := range rec.Counters {
+		c := &rec.Counters[i]
+		if c.Interface != f.Interface || c.Err != "" {
+			continue
+		}
+		v, ok := c.Values[f.Incident.Counter]
+		if !ok {
+			continue
+		}
+		if prev != nil && v > prev.Values[f.Incident.Counter] {
+			lo, hi := prev.BeforeNs-early, c.AfterNs
+			clear := lo < to && hi > from
+			for _, b := range truth.Bursts {
+				if lo < b.EndNs+int64(truth.QueueDelay+burstReach) && hi > b.StartNs {
+					clear = false
+				}
+			}
+			if clear {
+				return true
+			}
+		}
+		prev = c
+	}
+	return false
 }
 
 func score(dir, name, mode string) (verdict, error) {
@@ -244,13 +306,18 @@ func score(dir, name, mode string) (verdict, error) {
 			used[hit] = true
 		}
 		for j, f := range found {
-			if !used[j] {
-				top := "-"
-				if len(f.Flows) > 0 {
-					top = f.Flows[0].Src
-				}
-				v.why = append(v.why, fmt.Sprintf("extra at %.4f s naming %s", f.StartOffsetS, top))
+			if used[j] {
+				continue
 			}
+			if ownOverflow(rec, truth, f) {
+				v.own++
+				continue
+			}
+			top := "-"
+			if len(f.Flows) > 0 {
+				top = f.Flows[0].Src
+			}
+			v.why = append(v.why, fmt.Sprintf("extra at %.4f s naming %s", f.StartOffsetS, top))
 		}
 	}
 	v.right = len(v.why) == 0

@@ -2,10 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/internal/lab/catalog"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // TestScore scores a kept lab recording (testdata/lab) as a run: right
@@ -67,5 +73,56 @@ func TestScore(t *testing.T) {
 	}
 	if v.right || !strings.Contains(v.line(), "missed (nearest -10.") {
 		t.Errorf("the burst moved 10 ms later: %s, want it missed, the finding 10 ms early", v.line())
+	}
+}
+
+// TestOwnOverflow: a finding naming the TCP flow beside a burst is right
+// only where the lab's counter moved for that flow's traffic, away from
+// the burst and what drained behind it.
+func TestOwnOverflow(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	const ctr = "bw_out_allowance_exceeded"
+	t0 := int64(1000 * time.Second)
+	burst := netip.MustParseAddrPort("198.18.0.10:42013")
+	tcp := netip.MustParseAddrPort("198.18.0.10:44142")
+	truth := catalog.Truth{Bursts: []catalog.Burst{{StartNs: t0 + 1800*ms, EndNs: t0 + 1880*ms, Src: burst}}, QueueDelay: 16 * time.Millisecond}
+	rec := &record.Recording{Meta: record.Meta{Start: record.ClockPair{MonoNs: t0}}}
+	// Reads every 10 ms; the counter moves at 555 ms (4) and 1,905 ms
+	// (30, behind the burst).
+	v := uint64(0)
+	for at := int64(5); at < 3000; at += 10 {
+		switch at {
+		case 555:
+			v += 4
+		case 1905:
+			v += 30
+		}
+		rec.Counters = append(rec.Counters, record.CounterSample{Interface: "ens5", BeforeNs: t0 + at*ms, AfterNs: t0 + at*ms + ms/10,
+			Values: map[string]uint64{ctr: v}})
+	}
+	finding := func(src netip.AddrPort, from, to float64) analyzer.Finding {
+		return analyzer.Finding{Kind: analyzer.KindMicroburstOut, Interface: "ens5", StartOffsetS: from, EndOffsetS: to,
+			Flows: []analyzer.FlowShare{{Src: src.String()}}, Incident: &analyzer.Incident{Counter: ctr}}
+	}
+	for _, c := range []struct {
+		name string
+		f    analyzer.Finding
+		want bool
+	}{
+		{"the tcp flow's bunch before the read that moved", finding(tcp, 0.540, 0.541), true},
+		{"the tcp flow's bunch the read before it", finding(tcp, 0.530, 0.531), true},
+		{"the tcp flow where the counter stayed still", finding(tcp, 0.900, 0.901), false},
+		{"the tcp flow behind the burst", finding(tcp, 1.895, 1.900), false},
+		{"the burst's own flow", finding(burst, 0.540, 0.541), false},
+	} {
+		if got := ownOverflow(rec, truth, c.f); got != c.want {
+			t.Errorf("%s: ownOverflow = %v, want %v", c.name, got, c.want)
+		}
+	}
+	// Counters shown up to 400 ms late: the move at 555 ms may show
+	// drops made up to 400 ms before the read ahead of it.
+	truth.CounterAgeMaxNs = int64(400 * time.Millisecond)
+	if !ownOverflow(rec, truth, finding(tcp, 0.300, 0.301)) {
+		t.Error("a move that may show drops made 400 ms before it: the bunch then, want own")
 	}
 }
