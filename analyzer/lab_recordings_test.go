@@ -173,6 +173,14 @@ func TestLabRecordings(t *testing.T) {
 		// began at the second part, 7.9 ms late. The burst's flow was
 		// first seen with its head (culpritStart).
 		{"impact-inbound-two-part", KindMicroburstIn, false, "", ""},
+		// Inbound, reads 50 ms apart: the burst reached the host as a
+		// 30 kB head split between two windows, then the device's queue
+		// sending at the allowance for 29 ms, most of the look-back, so
+		// that its rate was the look-back's median and under the floor
+		// (twice it): only the head stood out, by less than a window over
+		// the level, and a download's 53 kB bunch 11 ms after the queue
+		// emptied was named, its finding 40 ms late (queueEnd).
+		{"impact-inbound-queue-under-floor", KindMicroburstIn, false, "", ""},
 	} {
 		rec, err := record.ReadFile(filepath.Join("../testdata/lab", c.name+".rec.gz"))
 		if err != nil {

@@ -191,14 +191,40 @@ func (a *analysis) locateShaped(val func(int) float64, lo, hi int, levels ...lev
 		// cause before any that shows none, however much they carry:
 		// a bunch that passed whole filled no queue (a download's
 		// 62 kB bunch 2 ms before a burst whose head, 16 kB, the bunch
-		// had left the bucket, was named, 3.9 ms early).
-		queued := queuedStretch(val, x, y)
+		// had left the bucket, was named, 3.9 ms early). Where the
+		// queue sent under the floor (queueEnd), what it sent is the
+		// stretch's too.
+		end := queueEnd(val, y, hi)
+		queued := queuedStretch(val, x, end)
+		if queued {
+			sum += sumIn(val, y, end)
+		}
 		if (out || sum > s.level) && (queued && !bestQueued || queued == bestQueued && sum > best) {
 			best, bestQueued, s.lo, s.hi = sum, queued, x, y
 		}
 		x = y
 	}
 	return s
+}
+
+// queueEnd is where what the device's queue sent after a stretch that
+// ends at y stops: the windows from y on at a quarter or more of the
+// median of the shapedRun windows after y (a queue sends without a
+// pause). A burst's queue sending at the allowance for most of the
+// look-back makes its level the look-back's median, and leaves it
+// under a floor twice that: the head alone stood out, beside a
+// download's bunch 11 ms after it (s44/iu1, the bunch named, 40 ms
+// late).
+func queueEnd(val func(int) float64, y, hi int) int {
+	if hi-y < shapedRun {
+		return y
+	}
+	m := medianIn(val, y, y+shapedRun)
+	end := y
+	for m > 0 && end < hi && val(end) >= m/4 {
+		end++
+	}
+	return end
 }
 
 // queuedStretch tells whether the windows [x, y), seen after the device
