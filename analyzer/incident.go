@@ -200,6 +200,12 @@ type incidentSpec struct {
 	// through fine windows [lo, hi), the stretch between the incident so
 	// far (last) and the next jump's traffic: then both are one incident.
 	over func(lo, hi int, last span) bool
+	// refills, when set, tells whether the traffic through fine windows
+	// [lo, hi) after the incident so far (last) fell short of its
+	// allowance by no more than its bucket refills: the next jump's
+	// traffic met a bucket the incident had left short, and its drops are
+	// the incident's, that traffic its victim.
+	refills func(lo, hi int, last span) bool
 	// skip leaves out a jump whose read interval (fine windows) another
 	// finding explains.
 	skip func(lo, hi int) bool
@@ -427,6 +433,14 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				if behind && !spec.unseen {
 					p.drainLo, p.drainHi = p.hi, max(p.drainHi, hi)
 				}
+				continue
+			}
+			if s.lo-p.hi > gap && (spec.over == nil || !spec.over(p.hi, s.lo, p.span)) && spec.refills != nil && spec.refills(p.hi, s.lo, p.span) {
+				p.toNs = max(p.toNs, s.toNs)
+				p.delta += s.delta
+				p.jumps = append(p.jumps, j)
+				p.drainLo, p.drainHi = p.hi, max(p.drainHi, s.hi)
+				p.queueFull = full
 				continue
 			}
 			if s.lo-p.hi <= gap || spec.over != nil && spec.over(p.hi, s.lo, p.span) {

@@ -181,6 +181,18 @@ func TestLabRecordings(t *testing.T) {
 		// the level, and a download's 53 kB bunch 11 ms after the queue
 		// emptied was named, its finding 40 ms late (queueEnd).
 		{"impact-inbound-queue-under-floor", KindMicroburstIn, false, "", ""},
+		// Inbound, without the allowance: the download's 44 kB bunches
+		// 9 and 18 ms after the device's queue emptied met a bucket the
+		// burst had left short, and the read after them counted 82
+		// drops: a second finding, naming the download. In the second,
+		// 8 drops of a 65 kB bunch 13 ms after it; joined to the burst's
+		// incident, the higher level of its own look-back left only the
+		// bunch standing out, and the download was named first. The
+		// queue's rate shows the allowance (queueRate), and the bucket
+		// the run shows at it what refills (spec.refills): the
+		// download is the burst's victim.
+		{"impact-inbound-refill", KindMicroburstIn, false, "", ""},
+		{"impact-inbound-refill-small", KindMicroburstIn, false, "", ""},
 	} {
 		rec, err := record.ReadFile(filepath.Join("../testdata/lab", c.name+".rec.gz"))
 		if err != nil {

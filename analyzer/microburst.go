@@ -122,6 +122,32 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 			spec.over = func(lo, hi int, last span) bool {
 				return stayedAt(bytesAt, lo, hi, last) || depth > 0 && last.levelName == levels[0].name && shortOfAtMost(bytesAt, lo, hi, last.level, depth)
 			}
+			if bc.dir == record.Ingress && len(levels) == 0 {
+				// Inbound with none known, the device's queue sending
+				// after a burst shows the allowance (queueRate), and the
+				// bucket the run shows at that rate (a window's refill
+				// deeper: the gap's edges are known to a window only)
+				// what it refills: the download's bunches 9 to 18 ms
+				// after the queue emptied, over a bucket not yet refilled,
+				// were a second finding naming it (s44/ig2, 82 drops;
+				// s44i/iu9, 4). They are the burst's victims.
+				queueDepth := map[float64]float64{}
+				spec.refills = func(lo, hi int, last span) bool {
+					if last.levelName != levelIntervalOwn {
+						return false
+					}
+					rate, ok := queueRate(bytesAt, last.lo, queueEnd(bytesAt, last.hi, hi))
+					if !ok {
+						return false
+					}
+					d, ok := queueDepth[rate]
+					if !ok {
+						d = a.shownDepth(iface, bc.name, bytesAt, rate, max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs))
+						queueDepth[rate] = d
+					}
+					return shortOfAtMost(bytesAt, lo, hi, rate, d+rate)
+				}
+			}
 			out = append(out, a.foldRecurring(a.incidents(spec, jumps), func(inc incident) Finding {
 				return a.microburstFinding(iface, bc.dir, bc.name, bc.kind, fs, inc, lag)
 			})...)

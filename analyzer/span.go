@@ -231,12 +231,21 @@ func queueEnd(val func(int) float64, y, hi int) int {
 // shaped them, show its queue sending: after their highest, shapedRun
 // windows in a row at about their median (shapedHead).
 func queuedStretch(val func(int) float64, x, y int) bool {
+	_, ok := queueRate(val, x, y)
+	return ok
+}
+
+// queueRate is the rate per window at which the device's queue sent what
+// windows [x, y) show it sending (queuedStretch): the median after their
+// highest, about the allowance.
+func queueRate(val func(int) float64, x, y int) (float64, bool) {
 	_, peak := peakIn(val, x, y)
 	if y-peak-1 < shapedRun {
-		return false
+		return 0, false
 	}
-	_, ok := shapedHead(val, peak+1, y, medianIn(val, peak+1, y))
-	return ok
+	m := medianIn(val, peak+1, y)
+	_, ok := shapedHead(val, peak+1, y, m)
+	return m, ok
 }
 
 // shapedRun is how many fine windows in a row at about the allowance show
