@@ -208,7 +208,7 @@ func (a *analysis) findings() []Finding {
 	baseline, explained := a.baselineFindings()
 	out := append([]Finding{}, baseline...)
 	out = append(out, a.microbursts(explained)...)
-	out = foldUnseenPPS(append(out, a.ppsFindings()...))
+	out = foldInboundPPS(append(out, a.ppsFindings()...))
 	out = append(out, a.conntrackFindings()...)
 	out = append(out, a.linkLocalFindings()...)
 	out = append(out, a.flowCapFindings()...)

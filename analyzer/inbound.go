@@ -7,21 +7,29 @@ import (
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 )
 
-// foldUnseenPPS folds into a microburst_in finding each pps_exceeded one
-// whose traffic, as the host saw it, explains under a quarter of its drops
-// (Finding.ppsUnseen) and whose every jump was read with one of the
-// microburst_in incident's. Inbound traffic reaches the host after the
+// foldInboundPPS folds into a microburst_in finding each pps_exceeded one
+// whose every jump was read with one of the microburst_in incident's, and
+// whose traffic, as the host saw it, explains under a quarter of its
+// drops (Finding.ppsUnseen), is led by the same flow or a victim, or came
+// after the microburst_in's. Inbound traffic reaches the host after the
 // device shaped it: a 2 MB burst over both allowances arrived at 4 packets
 // a millisecond, under the packet-rate allowance, and the pps finding
 // named the TCP download whose bunch stood out in packets just before the
 // read, a victim, 50 ms after the burst (the lab's impact-inbound: 7 of
 // its 12 kept bundles, analyzed with their allowances). Both counters moved at the same reads for one cause: one
 // incident, the bandwidth finding's, which says the pps counter moved
-// with it.
-func foldUnseenPPS(out []Finding) []Finding {
+// with it. The host may see the packet rate's excess too: a burst's head,
+// before the device's queue, or the victims' bunches after it, over a
+// bucket the burst left short. Led by the same flow or a victim, at the
+// same reads, or after the burst's traffic at reads the burst's incident
+// counts as its own, it is the same cause (the lab's impact-inbound: 43
+// drops read with the burst's first jump, a second finding naming the
+// burst at its start; 2 and 5 read with the jump that counted the
+// download's bunches after it, a second finding naming the download).
+func foldInboundPPS(out []Finding) []Finding {
 	var fold []int
 	for i, p := range out {
-		if p.Kind != KindPPSExceeded || !p.ppsUnseen || p.Incident == nil {
+		if p.Kind != KindPPSExceeded || p.Incident == nil {
 			continue
 		}
 		for j := range out {
@@ -29,9 +37,21 @@ func foldUnseenPPS(out []Finding) []Finding {
 			if b.Kind != KindMicroburstIn || b.Interface != p.Interface || b.Incident == nil || !readWith(p.Incident.Timeline, b.Incident.Timeline) {
 				continue
 			}
+			why := ": inbound packets reach the host only after the device shaped them, so the packet rate it saw cannot show what was dropped"
+			switch {
+			case p.ppsUnseen:
+			case ledFrom(p, *b):
+				why = ", by the same traffic"
+			case p.StartOffsetS >= b.EndOffsetS:
+				// Its traffic came after the burst's, and its jumps are
+				// ones the burst's incident counts as its own: the
+				// traffic behind the burst.
+				why = ", by the traffic behind it"
+			default:
+				continue
+			}
 			b.Evidence = append(b.Evidence, ev(counters.PPSAllowanceExceeded, float64(p.Incident.Delta), "packets"))
-			b.Summary += fmt.Sprintf("; %s rose by %d at the same reads: inbound packets reach the host only after the device shaped them, so the packet rate it saw cannot show what was dropped",
-				counters.PPSAllowanceExceeded, p.Incident.Delta)
+			b.Summary += fmt.Sprintf("; %s rose by %d at the same reads%s", counters.PPSAllowanceExceeded, p.Incident.Delta, why)
 			if severityRank(p.Severity) > severityRank(b.Severity) {
 				b.Severity = p.Severity
 			}
@@ -54,4 +74,15 @@ func readWith(some, all []CounterJump) bool {
 		}
 	}
 	return len(some) > 0
+}
+
+// ledFrom tells whether finding p's first flow is b's first or one of its
+// victims: the same traffic.
+func ledFrom(p, b Finding) bool {
+	if len(p.Flows) == 0 {
+		return false
+	}
+	lead := p.Flows[0]
+	same := func(f FlowShare) bool { return f.Src == lead.Src && f.Dst == lead.Dst }
+	return len(b.Flows) > 0 && same(b.Flows[0]) || slices.ContainsFunc(b.Victims, same)
 }

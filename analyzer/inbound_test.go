@@ -22,7 +22,7 @@ import (
 // refresh and lag, given the bandwidth allowance or not; no pps_exceeded
 // naming the download (7 of 12 kept lab bundles named it, 50 ms after
 // the burst; here every one of the 24 timings gave two findings before
-// foldUnseenPPS). The burst is named first with no lag, and behind a
+// foldInboundPPS). The burst is named first with no lag, and behind a
 // 100 ms or 1 s refresh up to a lag of 250 ms. Open: behind a lag where
 // every read shows it, or of 1 s, the download's bunches stand out of
 // the burst the host saw shaped to the allowance and are named first

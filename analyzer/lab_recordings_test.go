@@ -193,6 +193,13 @@ func TestLabRecordings(t *testing.T) {
 		// download is the burst's victim.
 		{"impact-inbound-refill", KindMicroburstIn, false, "", ""},
 		{"impact-inbound-refill-small", KindMicroburstIn, false, "", ""},
+		// Inbound: the burst's head, before the device's queue, was over
+		// the packet rate as the host saw it (30 kpps in its 1 ms
+		// window), and the packet-rate counter rose by 43 at the burst's
+		// first jump: a pps_exceeded finding of its own, naming the
+		// burst at its start, beside the microburst_in (foldInboundPPS).
+		{name: "impact-inbound-pps-head", kind: KindMicroburstIn,
+			lagOpen: "a single burst whose first jumps tell its drops no closer: 0 to 10.4 ms, stated as bounds"},
 	} {
 		rec, err := record.ReadFile(filepath.Join("../testdata/lab", c.name+".rec.gz"))
 		if err != nil {
@@ -219,6 +226,11 @@ func TestLabRecordings(t *testing.T) {
 			t.Run(c.name+"/"+o.name, func(t *testing.T) {
 				res := Analyze(rec, o.opt)
 				found := aboveInfo(res, c.kind)
+				if pps := aboveInfo(res, KindPPSExceeded); c.kind == KindMicroburstIn && len(pps) > 0 {
+					// Inbound, the packet-rate counter's moves read with
+					// the burst's are its (foldInboundPPS).
+					t.Errorf("%d pps_exceeded findings above info beside the inbound burst's, the first at %.4f s", len(pps), pps[0].StartOffsetS)
+				}
 				burstS := float64(truth.Bursts[0].StartNs-rec.Meta.Start.MonoNs) / 1e9
 				if c.recurring {
 					var rest []Finding

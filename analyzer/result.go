@@ -198,7 +198,7 @@ type Finding struct {
 	// window starts at its first SYN): its owners are ranked over it too.
 	flowsFromNs, flowsToNs int64
 	// ppsUnseen marks a pps_exceeded incident whose traffic, as the host
-	// saw it, explains under a quarter of its drops (foldUnseenPPS).
+	// saw it, explains under a quarter of its drops (foldInboundPPS).
 	ppsUnseen bool
 	// Impact is set on the findings of an allowance that queues or drops
 	// (microburst_in, microburst_out, pps_exceeded, baseline_exhausted):
