@@ -41,7 +41,7 @@ func (a *analysis) ppsFindings() []Finding {
 				// rate, not in every window: one incident while the traffic
 				// between two jumps fell short of it by at most what a
 				// bucket refills in IncidentRefill.
-				return shortOfAtMost(packetsAt, lo, hi, levels[0].perWindow, a.opt.PPSAllowance*a.opt.IncidentRefill.Seconds())
+				return shortOfAtMost(packetsAt, lo, hi, levels[0].perWindow, levels[0].perSecond*a.opt.IncidentRefill.Seconds())
 			}}
 		lag := a.counterLagFor(iface, jumps, lagTraffic{locate: spec.locate, val: packetsAt, perDrop: func(int, int) float64 { return 1 }})
 		spec.lag = lag
