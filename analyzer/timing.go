@@ -933,14 +933,46 @@ func (a *analysis) lastsLong(lo, hi int, readNs int64) bool {
 // rates per read interval into low and high (splitLevel), and that level,
 // when the stretch lasts longIncidentReads reads or more.
 func (a *analysis) longOvershoot(val func(int) float64, lo, hi int, readNs int64) (x, y int, level float64, ok bool) {
-	if level = splitLevel(val, lo, hi, int(max(readNs/a.g.widthNs, 1))); level <= 0 {
+	read := int(max(readNs/a.g.widthNs, 1))
+	if level = splitLevel(val, lo, hi, read); level > 0 {
+		if x, y, ok = excessSpan(val, lo, hi, level); ok && a.lastsLong(x, y, readNs) {
+			return x, y, level, true
+		}
+	}
+	// Sent in pulses (2 or 5 ms every 20 or 40 ms), an overshoot leaves
+	// read intervals of nothing inside it, as low as the traffic around
+	// it, and the split per read interval is between the pulses and the
+	// rest: each pulse a stretch of its own. Split over pulseSpan
+	// instead, it is one stretch, whose read intervals, a quarter of them
+	// or more, fall under its level: pulsed. (Not otherwise: a burst
+	// beside a steady overshoot, which splits per read interval at the
+	// burst, would have the overshoot's level learned too low.)
+	coarse := int(max(int64(pulseSpan), readNs) / a.g.widthNs)
+	if coarse <= read {
+		return 0, 0, 0, false
+	}
+	if level = splitLevel(val, lo, hi, coarse); level <= 0 {
 		return 0, 0, 0, false
 	}
 	if x, y, ok = excessSpan(val, lo, hi, level); !ok || !a.lastsLong(x, y, readNs) {
 		return 0, 0, 0, false
 	}
+	under, n := 0, 0
+	for i := x; i+read <= y; i += read {
+		n++
+		if sumIn(val, i, i+read) < level*float64(read) {
+			under++
+		}
+	}
+	if 4*under < n {
+		return 0, 0, 0, false
+	}
 	return x, y, level, true
 }
+
+// pulseSpan is what an overshoot's rate is taken over where it is sent in
+// pulses that leave read intervals empty (longOvershoot).
+const pulseSpan = 50 * time.Millisecond
 
 // splitLevel is the level, per fine window, that best splits the rates of
 // [lo, hi) taken per coarse windows into low and high (Otsu's threshold:
