@@ -25,6 +25,19 @@ func (a *analysis) shownDepth(iface, counter string, val func(int) float64, leve
 	return absorbedDepth(val, a.watchedWindows(iface, counter, counterLag{lookNs: lookNs}), level)
 }
 
+// shownDepths is shownDepth at each level asked for, each worked out once.
+func (a *analysis) shownDepths(iface, counter string, val func(int) float64, lookNs int64) func(level float64) float64 {
+	at := map[float64]float64{}
+	return func(level float64) float64 {
+		d, ok := at[level]
+		if !ok {
+			d = a.shownDepth(iface, counter, val, level, lookNs)
+			at[level] = d
+		}
+		return d
+	}
+}
+
 // bucketStart is where the traffic of span s that emptied a bucket of
 // depth at its level began. The run of traffic holding the first drop
 // (firstDrop, the bucket full at s.lo) is the incident's, from its first

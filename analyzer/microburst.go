@@ -131,7 +131,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				// after the queue emptied, over a bucket not yet refilled,
 				// were a second finding naming it (s44/ig2, 82 drops;
 				// s44i/iu9, 4). They are the burst's victims.
-				queueDepth := map[float64]float64{}
+				queueDepth := a.shownDepths(iface, bc.name, bytesAt, max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs))
 				spec.refills = func(lo, hi int, last span) bool {
 					if last.levelName != levelIntervalOwn {
 						return false
@@ -140,12 +140,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 					if !ok {
 						return false
 					}
-					d, ok := queueDepth[rate]
-					if !ok {
-						d = a.shownDepth(iface, bc.name, bytesAt, rate, max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs))
-						queueDepth[rate] = d
-					}
-					return shortOfAtMost(bytesAt, lo, hi, rate, d+rate)
+					return shortOfAtMost(bytesAt, lo, hi, rate, queueDepth(rate)+rate)
 				}
 			}
 			out = append(out, a.foldRecurring(a.incidents(spec, jumps), func(inc incident) Finding {

@@ -360,9 +360,12 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	rough := false       // some from few lags
 	var clusters []lagRange
 	var queue []lagPart
-	var depthAt map[float64]float64 // the bucket the run shows, per level, once needed
 	for _, c := range lagClusters(jumps, refreshNs, readNs) {
 		queue = append(queue, lagPart{fc: c[0], l: c[1]})
+	}
+	var shown func(level float64) float64 // the bucket the run shows, per level, once needed
+	if len(jumps) > 0 && val != nil {
+		shown = a.shownDepths(jumps[0].Interface, jumps[0].Name, val, maxNs+refreshNs+readNs)
 	}
 	for qi := 0; qi < len(queue); qi++ {
 		fc, l, floor := queue[qi].fc, queue[qi].l, queue[qi].floor
@@ -490,31 +493,16 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		//     the next cause (ofBlip; an upload's modeled queue, counted
 		//     whole, outlasted the 1.2 s to a burst after it).
 		modeled := src.sentFirst && val != nil && overAllowance(s)
-		depth := 0.0
+		depth, quiet := 0.0, 0.0
 		if modeled {
-			var ok bool
-			if depth, ok = depthAt[s.level]; !ok {
-				if depthAt == nil {
-					depthAt = map[float64]float64{}
-				}
-				depth = a.shownDepth(jumps[0].Interface, jumps[0].Name, val, s.level, maxNs+refreshNs+readNs)
-				depthAt[s.level] = depth
-			}
-		}
-		// With no allowance known, the same holds over the level the
-		// cause stood out from: later traffic that built no more over it
-		// than traffic that moved nothing did (a TCP flow's bunches,
-		// each over a paced burst's level) made no drop of its own.
-		quiet := 0.0
-		if !modeled && src.sentFirst && val != nil && s.levelName == levelIntervalOwn && s.level > 0 {
-			var ok bool
-			if quiet, ok = depthAt[s.level]; !ok {
-				if depthAt == nil {
-					depthAt = map[float64]float64{}
-				}
-				quiet = a.shownDepth(jumps[0].Interface, jumps[0].Name, val, s.level, maxNs+refreshNs+readNs)
-				depthAt[s.level] = quiet
-			}
+			depth = shown(s.level)
+		} else if src.sentFirst && val != nil && s.levelName == levelIntervalOwn && s.level > 0 {
+			// With no allowance known, the same holds over the level the
+			// cause stood out from: later traffic that built no more
+			// over it than traffic that moved nothing did (a TCP flow's
+			// bunches, each over a paced burst's level) made no drop of
+			// its own.
+			quiet = shown(s.level)
 		}
 		drainsHere := modeled && !a.lastsLong(s.lo, s.hi, readNs) && (fc == 0 || a.g.startNs(s.lo) >= jumps[fc-1].ToNs)
 		for at := s.hi; val != nil && s.level > 0 && at < causeHi; {
@@ -931,7 +919,8 @@ func (a *analysis) lastsLong(lo, hi int, readNs int64) bool {
 
 // longOvershoot is the stretch of [lo, hi) over the level that splits its
 // rates per read interval into low and high (splitLevel), and that level,
-// when the stretch lasts longIncidentReads reads or more.
+// when the stretch lasts longIncidentReads reads or more; for a sender
+// that pulses, its rates per pulseSpan.
 func (a *analysis) longOvershoot(val func(int) float64, lo, hi int, readNs int64) (x, y int, level float64, ok bool) {
 	read := int(max(readNs/a.g.widthNs, 1))
 	if level = splitLevel(val, lo, hi, read); level > 0 {
