@@ -488,6 +488,14 @@ func (a *analysis) drains(spec incidentSpec, p *incident, j counters.Jump, to in
 		// 5: the burst's 1,049 drops were put on the bunch).
 		return false, full
 	}
+	if !spec.sentFirst && spec.val != nil && s.levelName != levelNone && queuedStretch(spec.val, s.lo, s.hi) && !queuedStretch(spec.val, p.lo, p.hi) {
+		// Inbound, what the host sees of a burst is shaped, and may carry
+		// less over the level than a download's bunch did: a stretch
+		// that shows the device's queue sending where the incident's
+		// showed none filled a queue of its own (a burst's 965 drops,
+		// 76 ms after a download's own 12, were taken for their drain).
+		return false, full
+	}
 	if !seenSoonAfter(spec, last, j) {
 		return false, full // reads between them saw nothing counted
 	}

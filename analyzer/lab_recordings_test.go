@@ -193,6 +193,16 @@ func TestLabRecordings(t *testing.T) {
 		// download is the burst's victim.
 		{"impact-inbound-refill", KindMicroburstIn, false, "", ""},
 		{"impact-inbound-refill-small", KindMicroburstIn, false, "", ""},
+		// Inbound, without the allowance: the download's own overflows
+		// (43 drops, read over 150 ms) came just before the burst, whose
+		// head and queue, shaped to the allowance, carried less over the
+		// level than the download's bunches: its 1,345 drops were taken
+		// for the download's queue draining, the burst for its victim,
+		// and the finding named the download, 235 ms early. A stretch
+		// that shows the device's queue sending, after an incident that
+		// showed none, filled a queue of its own (drains).
+		{name: "impact-inbound-after-own", kind: KindMicroburstIn, recurring: true,
+			lagOpen: "a single burst whose first jumps tell its drops no closer: 0 to 21 ms, stated as bounds"},
 		// Inbound: the burst's head, before the device's queue, was over
 		// the packet rate as the host saw it (30 kpps in its 1 ms
 		// window), and the packet-rate counter rose by 43 at the burst's
