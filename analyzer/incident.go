@@ -268,6 +268,21 @@ type incident struct {
 	queueFull bool
 }
 
+// count adds jump j, whose look-back's traffic is s, to the incident's
+// drops; full says whether it found the queue full.
+func (p *incident) count(s span, j counters.Jump, full bool) {
+	p.toNs = max(p.toNs, s.toNs)
+	p.delta += s.delta
+	p.jumps = append(p.jumps, j)
+	p.queueFull = full
+}
+
+// drainTo extends the windows after the incident's traffic whose drops it
+// counts to hi.
+func (p *incident) drainTo(hi int) {
+	p.drainLo, p.drainHi = p.hi, max(p.drainHi, hi)
+}
+
 // lateHorizon is how far past its look-back a jump with nothing before it
 // may still count the incident before it: the drops of a queue draining,
 // or of a read later than the lag.
@@ -414,11 +429,8 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				// counting most of what was offered: the incident's
 				// queue still draining, what stands out here (a TCP
 				// flow's bunch) queued behind it, its victim.
-				p.toNs = max(p.toNs, s.toNs)
-				p.delta += s.delta
-				p.jumps = append(p.jumps, j)
-				p.drainLo, p.drainHi = p.hi, max(p.drainHi, hi)
-				p.queueFull = full
+				p.count(s, j, full)
+				p.drainTo(hi)
 				continue
 			}
 			if unexplained && (to-a.g.startNs(p.hi) <= spec.lag.lookNs+lateHorizon || a.queueRest(spec, p, j, s)) {
@@ -426,35 +438,27 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				// the incident before it, late, or its queue's rest. Its
 				// drops are that incident's, and its traffic says nothing
 				// of when.
-				p.toNs = max(p.toNs, s.toNs)
-				p.delta += s.delta
-				p.jumps = append(p.jumps, j)
-				p.queueFull = full
+				p.count(s, j, full)
 				if behind && !spec.unseen {
-					p.drainLo, p.drainHi = p.hi, max(p.drainHi, hi)
+					p.drainTo(hi)
 				}
 				continue
 			}
-			if s.lo-p.hi > gap && (spec.over == nil || !spec.over(p.hi, s.lo, p.span)) && spec.refills != nil && spec.refills(p.hi, s.lo, p.span) {
-				p.toNs = max(p.toNs, s.toNs)
-				p.delta += s.delta
-				p.jumps = append(p.jumps, j)
-				p.drainLo, p.drainHi = p.hi, max(p.drainHi, s.hi)
-				p.queueFull = full
+			joins := s.lo-p.hi <= gap || spec.over != nil && spec.over(p.hi, s.lo, p.span)
+			if !joins && spec.refills != nil && spec.refills(p.hi, s.lo, p.span) {
+				p.count(s, j, full)
+				p.drainTo(s.hi)
 				continue
 			}
-			if s.lo-p.hi <= gap || spec.over != nil && spec.over(p.hi, s.lo, p.span) {
+			if joins {
 				if behind && !spec.unseen && s.hi <= p.hi {
-					p.drainLo, p.drainHi = p.hi, max(p.drainHi, hi)
+					p.drainTo(hi)
 				}
 				p.lo, p.hi = min(p.lo, s.lo), max(p.hi, s.hi)
-				p.toNs = max(p.toNs, s.toNs)
-				p.delta += s.delta
 				if s.level > p.level {
 					p.level, p.levelName, p.levelPerSecond = s.level, s.levelName, s.levelPerSecond
 				}
-				p.jumps = append(p.jumps, j)
-				p.queueFull = full
+				p.count(s, j, full)
 				continue
 			}
 		}
