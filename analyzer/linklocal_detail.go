@@ -114,9 +114,13 @@ type SearchExpansion struct {
 	NDotsFrom string `json:"ndots_from"`
 }
 
-// IMDSDetail is a client's IMDS requests.
+// IMDSDetail is a client's IMDS requests, each counted once: a request
+// segment sent again (same connection, same TCP sequence number) is counted
+// in Retransmitted only. The allowance counts every copy as a packet, and
+// drops it copies: a request it drops is sent again until answered.
 type IMDSDetail struct {
 	Requests         int     `json:"requests"`
+	Retransmitted    int     `json:"retransmitted"`
 	RequestsPerS     float64 `json:"requests_per_s"`
 	TokenRequests    int     `json:"token_requests"`
 	GetsWithToken    int     `json:"gets_with_token"`
@@ -474,7 +478,20 @@ func imdsDetail(ps []record.LinkLocalPayload, durS float64) *IMDSDetail {
 	d := &IMDSDetail{Paths: []PathRate{}}
 	paths := map[string]int{}
 	creds := map[string]bool{}
+	type segment struct {
+		key record.FlowKey
+		seq uint32
+	}
+	sent := map[segment]bool{}
 	for _, p := range ps {
+		if p.TCPSeq != 0 {
+			s := segment{p.Key, p.TCPSeq}
+			if sent[s] {
+				d.Retransmitted++
+				continue
+			}
+			sent[s] = true
+		}
 		d.Requests++
 		switch p.IMDSKind {
 		case record.IMDSTokenRequest:

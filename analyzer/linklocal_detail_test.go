@@ -145,6 +145,44 @@ func TestLinkLocalDetailIMDSTokens(t *testing.T) {
 	}
 }
 
+// TestLinkLocalDetailIMDSRetransmissions: a request segment sent again
+// (same connection, same sequence number) is one request; a second request
+// on a kept-alive connection (a new sequence number) is another; a
+// recording without sequence numbers (0) counts every copy, as before.
+func TestLinkLocalDetailIMDSRetransmissions(t *testing.T) {
+	client := netip.MustParseAddr("10.0.3.10")
+	storm := credentialStorm(client, "app-role", 40, 0, 4_000_000)
+	var ps []record.LinkLocalPayload
+	for i, p := range storm {
+		p.TCPSeq = 1_000_000 + uint32(i)
+		ps = append(ps, p)
+		if i%4 == 1 { // every other GET sent three times
+			p.TimeNs += 200_000
+			ps = append(ps, p)
+			p.TimeNs += 400_000
+			ps = append(ps, p)
+		}
+	}
+	// A kept-alive connection: the same token request twice, 100 bytes apart.
+	keep := storm[0]
+	keep.Key.Src = netip.AddrPortFrom(client, 39000)
+	keep.TCPSeq = 7
+	second := keep
+	second.TCPSeq, second.TimeNs = 107, keep.TimeNs+1_000_000
+	ps = append(ps, keep, second)
+	im := (&analysis{rec: &record.Recording{LinkLocalPayloads: ps}}).linkLocalDetail("eth0", 0, 1e9).Clients[0].IMDS
+	if im.Requests != 82 || im.Retransmitted != 40 || im.TokenRequests != 42 || im.GetsWithToken != 40 || im.TokensPerGet != 42.0/40 {
+		t.Errorf("with sequence numbers: %+v, want 82 requests (42 token, 40 GETs), 40 retransmitted", im)
+	}
+	for i := range ps {
+		ps[i].TCPSeq = 0
+	}
+	im = (&analysis{rec: &record.Recording{LinkLocalPayloads: ps}}).linkLocalDetail("eth0", 0, 1e9).Clients[0].IMDS
+	if im.Requests != 122 || im.Retransmitted != 0 || im.GetsWithToken != 80 {
+		t.Errorf("without: %+v, want every one of 122 copies counted", im)
+	}
+}
+
 func TestLinkLocalDetailNTP(t *testing.T) {
 	client := netip.MustParseAddr("10.0.3.11")
 	var ps []record.LinkLocalPayload

@@ -212,7 +212,9 @@ type ProbeLlPayloadEvent struct {
 	Dir        uint8
 	ImdsKind   uint8
 	Pad        uint8
+	TcpSeq     uint32
 	Data       [256]uint8
+	_          [4]byte
 }
 
 type ProbeLlRate struct {

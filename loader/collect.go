@@ -455,7 +455,7 @@ func linkLocalPayload(iface string, ev bpf.ProbeLlPayloadEvent) record.LinkLocal
 	n := min(int(ev.Captured), len(ev.Data))
 	return record.LinkLocalPayload{Interface: iface, Direction: record.Direction(ev.Dir), TimeNs: int64(ev.TsNs),
 		Service: record.Service(ev.Service), Key: flowKey(ev.Key), Len: ev.PayloadLen,
-		IMDSKind: record.IMDSKind(ev.ImdsKind), Data: slices.Clone(ev.Data[:n])}
+		IMDSKind: record.IMDSKind(ev.ImdsKind), TCPSeq: ev.TcpSeq, Data: slices.Clone(ev.Data[:n])}
 }
 
 // drainRing reads every record waiting in ring as a T, without blocking.

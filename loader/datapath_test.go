@@ -166,7 +166,7 @@ func checkLinkLocalPayload(t testing.TB, tp *testProbe, dir record.Direction, fr
 	}
 	got := linkLocalPayload("", evs[0])
 	if got.Service != want.Service || got.Key != want.Key || got.Len != want.Len || got.IMDSKind != want.IMDSKind ||
-		!bytes.Equal(got.Data, want.Data) || got.Direction != dir || got.TimeNs == 0 {
+		got.TCPSeq != want.TCPSeq || !bytes.Equal(got.Data, want.Data) || got.Direction != dir || got.TimeNs == 0 {
 		t.Errorf("link-local payload: got %+v, want %+v dir %s", got, want, dir)
 	}
 }

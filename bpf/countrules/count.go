@@ -61,6 +61,7 @@ type Packet struct {
 	Service  record.Service
 	Echo     bool   // a TCP ACK echoing the timestamp TSEcr
 	TSEcr    uint32 // host order
+	TCPSeq   uint32 // a TCP segment's sequence number, host order
 }
 
 // MsOf is the datapath's ns to ms, without a division (ms_of in
@@ -233,6 +234,7 @@ func parseL4(b []byte, off uint32, proto uint8, p *Packet, k *rawKey) {
 		}
 		k.sport, k.dport = binary.BigEndian.Uint16(b[off:]), binary.BigEndian.Uint16(b[off+2:])
 		p.TCPFlags = b[off+13]
+		p.TCPSeq = binary.BigEndian.Uint32(b[off+4:])
 		p.HdrLen = off + uint32(b[off+12]>>4)<<2
 		p.Class = record.ClassTCP
 		if b[off+12] >= 0x80 && off+32 <= n && binary.BigEndian.Uint32(b[off+20:]) == 0x0101080a && p.TCPFlags&tcpFlagACK != 0 {

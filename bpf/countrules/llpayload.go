@@ -20,6 +20,8 @@ import (
 //     packet (IPv4 total length, IPv6 40 + payload length) or of the skb,
 //     whichever comes first: the Ethernet padding of a short frame is not
 //     payload. Len is their count (at most 65535); none gives nothing.
+//   - TCPSeq is a TCP segment's sequence number, 0 for UDP: what tells a
+//     retransmitted request from a new one.
 //   - Rate-capped per interface; the events over the cap are counted as
 //     loss (not modelled here: the tests set a cap they stay under).
 
@@ -29,6 +31,7 @@ type PayloadEvent struct {
 	Key      record.FlowKey
 	Len      uint16
 	IMDSKind record.IMDSKind
+	TCPSeq   uint32
 	Data     []byte
 }
 
@@ -80,6 +83,9 @@ func LinkLocalPayload(frame []byte, dir record.Direction, vpcResolver netip.Addr
 	l := n - off
 	ev.Service, ev.Key = p.Service, p.Key
 	ev.Len = uint16(min(l, 0xffff))
+	if tcp {
+		ev.TCPSeq = p.TCPSeq
+	}
 	ev.Data = frame[off : off+min(l, most)]
 	return ev, true
 }

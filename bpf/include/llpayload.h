@@ -22,7 +22,9 @@ volatile const __u32 ll_payload_rate = 4096;
  * the packet's payload bytes (after the L4 header), of which the first
  * captured are in data (the Ethernet padding of a short frame is not
  * payload). imds_kind is the IMDS look's verdict on a request
- * (enum imds_kind: whether it carried the token header), 0 otherwise. */
+ * (enum imds_kind: whether it carried the token header), 0 otherwise.
+ * tcp_seq is a TCP segment's sequence number (0 for UDP): a retransmitted
+ * request repeats it, so the detail counts requests, not their copies. */
 struct ll_payload_event {
 	__u64 ts_ns;
 	struct flow_key key;
@@ -32,6 +34,7 @@ struct ll_payload_event {
 	__u8 dir;
 	__u8 imds_kind;
 	__u8 pad;
+	__u32 tcp_seq;
 	__u8 data[LL_PAYLOAD_MAX];
 };
 
@@ -146,6 +149,11 @@ __attribute__((noinline)) int ll_payload(struct __sk_buff *skb, __u32 dir, __u32
 	ev->service = svc;
 	ev->dir = dir;
 	ev->imds_kind = svc == LL_IMDS ? imds_kind : 0;
+	/* The class read again here, not tcp kept: a register live this long
+	 * keeps TCP's and UDP's states apart through the function (1,400
+	 * more instructions checked on 6.18). */
+	__u32 seq_mask = -(__u32)(p->class == CLASS_TCP);
+	ev->tcp_seq = p->tcp_seq & seq_mask;
 	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
 	return 1;
 }

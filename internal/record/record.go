@@ -364,7 +364,10 @@ type IMDSEvent struct {
 // IMDS request's request line (IMDSKind says whether it carried the token
 // header; the loader drops the headers, which carry the token itself), or
 // an NTP packet's first LinkLocalNTPBytes. Len is the packet's
-// payload length, Data its first LinkLocalPayloadBytes at most.
+// payload length, Data its first LinkLocalPayloadBytes at most. TCPSeq is a
+// TCP segment's sequence number, which a retransmission repeats; 0 for UDP
+// and in recordings made before it was kept (a segment whose number is 0
+// counts as new: one in 2^32).
 type LinkLocalPayload struct {
 	Interface string
 	Direction Direction
@@ -373,6 +376,7 @@ type LinkLocalPayload struct {
 	Key       FlowKey
 	Len       uint16
 	IMDSKind  IMDSKind `json:",omitempty"`
+	TCPSeq    uint32   `json:",omitempty"`
 	Data      []byte
 }
 

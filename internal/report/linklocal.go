@@ -68,6 +68,9 @@ func linkLocalClientRows(c analyzer.LinkLocalClient) [][2]string {
 		add("IMDS requests", fmt.Sprintf("%s (%.1f/s): %s token requests, %s GETs with a token, %s without; %.2f token requests per GET",
 			fmtCount(uint64(d.Requests)), d.RequestsPerS, fmtCount(uint64(d.TokenRequests)), fmtCount(uint64(d.GetsWithToken)),
 			fmtCount(uint64(d.GetsWithoutToken)), d.TokensPerGet))
+		if d.Retransmitted > 0 {
+			add("IMDS retransmissions", fmt.Sprintf("%s request segments sent again (each request above is counted once)", fmtCount(uint64(d.Retransmitted))))
+		}
 		paths := make([]string, 0, len(d.Paths))
 		for _, p := range d.Paths {
 			paths = append(paths, fmt.Sprintf("%s %s (%.1f/s)", p.Path, fmtCount(uint64(p.Requests)), p.PerS))

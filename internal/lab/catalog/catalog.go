@@ -104,9 +104,11 @@ type LinkLocalTruth struct {
 	Search        []string
 	NDots         int
 	NXDomainShare float64
-	// IMDS: the credentials path, and token requests per GET.
+	// IMDS: the credentials path, token requests per GET, and the GETs
+	// the client sent (each once, however often TCP sent it).
 	CredentialsPath string
 	TokensPerGet    float64
+	GETs            int64
 	// NTP: when each poll left the client (CLOCK_MONOTONIC).
 	NTPSendNs []int64
 }

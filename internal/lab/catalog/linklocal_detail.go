@@ -78,7 +78,7 @@ func imdsCredentialStorm() Scenario {
 				per = float64(tokens) / float64(gets)
 			}
 			return Truth{Notes: []string{fmt.Sprintf("%d token requests, %d credential GETs", tokens, gets)},
-				LinkLocal: &LinkLocalTruth{Fix: "imds_token", CredentialsPath: lab.IMDSCredentialsPath, TokensPerGet: per}}, nil
+				LinkLocal: &LinkLocalTruth{Fix: "imds_token", CredentialsPath: lab.IMDSCredentialsPath, TokensPerGet: per, GETs: gets}}, nil
 		},
 	}
 }
