@@ -66,7 +66,7 @@ func learnedText(l *LearnedAllowance, flag string, flagValue string) string {
 // through it, so the traffic was over the allowance, and what passed is
 // about the allowance. 0 when there is no such run.
 func (a *analysis) passedWhileMoving(incs []incident, offered func(int) float64) float64 {
-	gap := int(int64(a.opt.IncidentRefill) / a.g.widthNs)
+	gap := a.refillWindows()
 	best, bestLo, bestHi := 0, 0, 0
 	for f := 0; f < len(incs); {
 		l := f

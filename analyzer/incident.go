@@ -69,6 +69,9 @@ type lagTraffic struct {
 	drops     func(first counters.Jump, hi int) exactDrops
 	raised    bool
 	sentFirst bool
+	// burstStart, where set, is where the burst located as s began, no
+	// earlier than floor (nil: at s.lo).
+	burstStart func(s span, floor int) int
 }
 
 // exactDrops is the drops a counter counted, per fine window from lo on,
@@ -266,6 +269,9 @@ type incident struct {
 	// queue not yet empty; the next jump, if it follows at once, counts
 	// the rest of it, however little (drains).
 	queueFull bool
+	// floor is where the incident before it ends (its hi), 0 for the
+	// first: what lies before belongs to that one.
+	floor int
 }
 
 // count adds jump j, whose look-back's traffic is s, to the incident's
@@ -462,7 +468,11 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				continue
 			}
 		}
-		out = append(out, incident{span: s, jumps: []counters.Jump{j}, queueFull: a.queuedOver(spec, from, to, j.Delta)})
+		inc := incident{span: s, jumps: []counters.Jump{j}, queueFull: a.queuedOver(spec, from, to, j.Delta)}
+		if n := len(out); n > 0 {
+			inc.floor = out[n-1].hi
+		}
+		out = append(out, inc)
 	}
 	return out
 }

@@ -79,6 +79,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				// dropped them; inbound ones it never saw.
 				src.perDrop = func(lo, hi int) float64 { return share(sumIn(bytesAt, lo, hi), float64(sumUint(fs.packets, lo, hi))) }
 				src.sentFirst = true
+				src.burstStart = func(s span, floor int) int { return a.burstStart(iface, bc.dir, s, floor) }
 			}
 			spec.sentFirst = src.sentFirst
 			lag := a.counterLagFor(iface, jumps, src)
@@ -200,7 +201,7 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 	}
 	culprits, victims, rankedBy := rank(inc)
 	if len(culprits) > 0 {
-		if lo := a.culpritStart(iface, culprits[0], inc.span); lo != inc.lo {
+		if lo := a.culpritStart(iface, dir, culprits[0], inc, lag); lo != inc.lo {
 			inc.lo = lo
 			culprits, victims, rankedBy = rank(inc)
 		}
@@ -266,16 +267,129 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 // otherwise s.lo. A flow seen since long before says nothing of when its
 // burst began; one first seen further into s joined traffic over the
 // allowance that others began.
-func (a *analysis) culpritStart(iface string, culprit FlowShare, s span) int {
+//
+// Further back, the culprit's first sighting is the start when the
+// counter cannot tell its earlier traffic from s (the incident's first
+// jump looks back over both, and no incident before it lies between
+// them) and that traffic is of a piece with s: the
+// flow was born a burst and stood out at s's level every time it sent
+// (burstBefore). A burst whose sender paused 11 to 32 ms inside it (its
+// socket's buffer full behind its own queue), counters refreshed once a
+// second, was found from its last part, 31 ms late.
+func (a *analysis) culpritStart(iface string, dir record.Direction, culprit FlowShare, inc incident, lag counterLag) int {
+	s := inc.span
 	first, ok := a.flows.firstSeen(iface, culprit.Src, culprit.Dst, a.g.startNs(s.hi))
 	if !ok {
 		return s.lo
 	}
 	at := a.g.index(first)
-	if gap := a.mergeGapWindows(); at < s.lo-gap || at > s.lo+gap || at >= s.hi {
+	gap := a.mergeGapWindows()
+	if at > s.lo+gap || at >= s.hi {
+		return s.lo
+	}
+	if at >= s.lo-gap {
+		return at
+	}
+	if len(inc.jumps) == 0 || s.levelName == levelNone {
+		return s.lo
+	}
+	from, _ := a.certain(inc.jumps[0])
+	if at < max(a.g.index(from-lag.lookNs), inc.floor) || !a.burstBefore(iface, dir, culprit.Src, culprit.Dst, at, s) {
 		return s.lo
 	}
 	return at
+}
+
+// burstStart is where the burst located as s began, for the lag learned
+// from it: the first sighting of the flow that carried most of s, where
+// that lies before s, no earlier than floor, and the flow's traffic
+// between was of a piece with s (burstBefore); else s.lo. The same rule
+// as culpritStart's, before the lag is known: a sender's pauses inside
+// its burst leave its largest part the most over the level, and the
+// first drop, in its first part, taken as no earlier than that part put
+// the lag 17 to 65 ms short. (Not on to the flow's parts after s: its
+// last drops may lie there, but behind a deep queue counted as it drains
+// the parts of a sender starved of CPU, taken as the burst's end, put the
+// lag at 331 ms where the lab's was 0.)
+func (a *analysis) burstStart(iface string, dir record.Direction, s span, floor int) int {
+	var top *flowTally
+	ts := a.events.tallies(seriesKey{iface, dir}, a.g, s.lo, s.hi, nil)
+	for i := range ts {
+		if top == nil || ts[i].bytes > top.bytes {
+			top = &ts[i]
+		}
+	}
+	if top == nil {
+		return s.lo
+	}
+	src, dst := top.ref.key.Src.String(), top.ref.key.Dst.String()
+	first, ok := a.flows.firstSeen(iface, src, dst, a.g.startNs(s.hi))
+	if !ok {
+		return s.lo
+	}
+	if at := a.g.index(first); at < s.lo && at >= floor && a.burstBefore(iface, dir, src, dst, at, s) {
+		return at
+	}
+	return s.lo
+}
+
+// burstBefore tells whether the traffic of the flow from src to dst in
+// fine windows [at, s.lo), from its first sighting at to span s, was one
+// burst's: its runs (flowRuns) begin within MergeGap of at, each reached
+// s's level (runReaches) and came at most IncidentRefill before the next
+// or s: a longer silence lets a bucket refill, the earlier run a burst of
+// its own. A flow that began with a trickle, or sent at a rate that did
+// not stand out, had not begun the burst.
+func (a *analysis) burstBefore(iface string, dir record.Direction, src, dst string, at int, s span) bool {
+	runs := a.flowRuns(iface, dir, src, dst, at, s.lo)
+	if len(runs) == 0 || runs[0][0] > at+a.mergeGapWindows() {
+		return false
+	}
+	for k, r := range runs {
+		next := s.lo
+		if k+1 < len(runs) {
+			next = runs[k+1][0]
+		}
+		if next-r[1] > a.refillWindows() || !a.runReaches(iface, dir, r, s.level) {
+			return false
+		}
+	}
+	return true
+}
+
+// refillWindows is IncidentRefill in fine windows: the longest silence a
+// bucket is taken not to refill in.
+func (a *analysis) refillWindows() int { return int(int64(a.opt.IncidentRefill) / a.g.widthNs) }
+
+// flowRuns are the runs of the flow from src to dst's window events (the
+// windows it moved HeavyBytes or more in) within fine windows [lo, hi),
+// events at most a pause apart (pauseWindows) being one run.
+func (a *analysis) flowRuns(iface string, dir record.Direction, src, dst string, lo, hi int) [][2]int {
+	var runs [][2]int
+	evs := a.events[seriesKey{iface, dir}]
+	fromNs, toNs := a.g.startNs(lo), a.g.startNs(hi)
+	i, _ := slices.BinarySearchFunc(evs, fromNs-a.g.widthNs, func(e record.WindowEvent, t int64) int { return cmp.Compare(e.StartNs, t) })
+	for ; i < len(evs) && evs[i].StartNs < toNs; i++ {
+		e := &evs[i]
+		x, y := a.g.index(e.StartNs), a.g.index(e.StartNs+max(e.WidthNs, 1)-1)+1
+		if y <= lo || x >= hi || e.Key.Src.String() != src || e.Key.Dst.String() != dst {
+			continue
+		}
+		x, y = max(x, lo), min(y, hi)
+		if n := len(runs); n > 0 && x <= runs[n-1][1]+a.pauseWindows() {
+			runs[n-1][1] = max(runs[n-1][1], y)
+			continue
+		}
+		runs = append(runs, [2]int{x, y})
+	}
+	return runs
+}
+
+// runReaches tells whether the traffic of fine windows r reached level in
+// a window's time slid over the buckets: a 140 kB part over a 106 kB
+// level came as 101 and 39 kB in two grid windows.
+func (a *analysis) runReaches(iface string, dir record.Direction, r [2]int, level float64) bool {
+	return a.slidingPeakBytes(iface, dir, a.g.startNs(r[0]), a.g.startNs(r[1]), a.g.widthNs) >= level
 }
 
 // minRiseShare is the least share of a span's bytes the flow that rose

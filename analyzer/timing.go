@@ -543,6 +543,20 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		if parted || s.levelName == levelNone || s.hi >= hi {
 			continue // parted, nothing there, or still going at the read: no end seen
 		}
+		if src.burstStart != nil {
+			// Its sender's pauses split a burst: its first drop may lie
+			// in a part before the one that stood out most. Not in one
+			// before the jump before the cluster, which may have shown
+			// that part's drops (10 ms reads with no lag: a cluster of
+			// the burst's third part, taken back to its first, shown by
+			// the cluster before, put the lag at 6 ms).
+			floor := lo
+			if fc > 0 {
+				_, prevRead := a.certain(jumps[fc-1])
+				floor = max(floor, a.g.index(prevRead))
+			}
+			s.lo = src.burstStart(s, floor)
+		}
 		if raisedLevel > 0 {
 			s.level = raisedLevel
 		}
