@@ -411,8 +411,14 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			// drops: two changes a second apart, each with a 1 ms blip
 			// standing out of the overshoot as its cause, fit a refresh
 			// of 0 and stated a lag of 0 to 0).
-			if x, y, _, ok := a.longOvershoot(val, lo, hi, readNs); ok &&
-				a.g.startNs(y) > firstPrev-maxNs && int64(y-x)*a.g.widthNs/max(readNs, 1)-int64(l-fc+1) > 2 {
+			// Each read whose interval held its traffic over its level
+			// would have shown a change: an overshoot sent in pulses
+			// (2 ms every 40 ms) changes the counter only at the reads
+			// after its pulses, each a cluster of one, which fit a
+			// refresh of 0; counted by the reads it spanned, a refresh
+			// of 40 ms was taken as known.
+			if x, y, lv, ok := a.longOvershoot(val, lo, hi, readNs); ok && a.g.startNs(y) > firstPrev-maxNs &&
+				a.readsOver(val, x, y, readNs, lv)-changesIn(jumps, a.g.startNs(x), a.g.startNs(y)+maxNs) > 2 {
 				fits = false
 			}
 		}
@@ -971,6 +977,31 @@ func (a *analysis) longOvershoot(val func(int) float64, lo, hi int, readNs int64
 		return 0, 0, 0, false
 	}
 	return x, y, level, true
+}
+
+// readsOver is how many read intervals (readNs of fine windows each) of
+// [x, y) carried val over level: those in which a device that shows every
+// change at the next read would have had drops to show.
+func (a *analysis) readsOver(val func(int) float64, x, y int, readNs int64, level float64) int {
+	read := int(max(readNs/a.g.widthNs, 1))
+	n := 0
+	for i := x; i < y; i += read {
+		if sumIn(val, i, min(i+read, y)) >= level*float64(min(read, y-i)) {
+			n++
+		}
+	}
+	return n
+}
+
+// changesIn is how many of jumps were read in (fromNs, toNs].
+func changesIn(jumps []counters.Jump, fromNs, toNs int64) int {
+	n := 0
+	for _, j := range jumps {
+		if j.ToNs > fromNs && j.ToNs <= toNs {
+			n++
+		}
+	}
+	return n
 }
 
 // pulseSpan is what an overshoot's rate is taken over where it is sent in
