@@ -79,7 +79,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				// dropped them; inbound ones it never saw.
 				src.perDrop = func(lo, hi int) float64 { return share(sumIn(bytesAt, lo, hi), float64(sumUint(fs.packets, lo, hi))) }
 				src.sentFirst = true
-				src.burstStart = func(s span, floor int) int { return a.burstStart(iface, bc.dir, s, floor) }
+				src.burstStart = func(s span, floor int) int { return a.burstStart(iface, bc.dir, s, floor, bytesAt) }
 			}
 			spec.sentFirst = src.sentFirst
 			lag := a.counterLagFor(iface, jumps, src)
@@ -201,7 +201,7 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 	}
 	culprits, victims, rankedBy := rank(inc)
 	if len(culprits) > 0 {
-		if lo := a.culpritStart(iface, dir, culprits[0], inc, lag); lo != inc.lo {
+		if lo := a.culpritStart(iface, dir, culprits[0], inc, bytesAt, lag); lo != inc.lo {
 			inc.lo = lo
 			culprits, victims, rankedBy = rank(inc)
 		}
@@ -276,7 +276,7 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 // (burstBefore). A burst whose sender paused 11 to 32 ms inside it (its
 // socket's buffer full behind its own queue), counters refreshed once a
 // second, was found from its last part, 31 ms late.
-func (a *analysis) culpritStart(iface string, dir record.Direction, culprit FlowShare, inc incident, lag counterLag) int {
+func (a *analysis) culpritStart(iface string, dir record.Direction, culprit FlowShare, inc incident, val func(int) float64, lag counterLag) int {
 	s := inc.span
 	first, ok := a.flows.firstSeen(iface, culprit.Src, culprit.Dst, a.g.startNs(s.hi))
 	if !ok {
@@ -294,7 +294,7 @@ func (a *analysis) culpritStart(iface string, dir record.Direction, culprit Flow
 		return s.lo
 	}
 	from, _ := a.certain(inc.jumps[0])
-	if at < max(a.g.index(from-lag.lookNs), inc.floor) || !a.burstBefore(iface, dir, culprit.Src, culprit.Dst, at, s) {
+	if at < max(a.g.index(from-lag.lookNs), inc.floor) || !a.burstBefore(iface, dir, culprit.Src, culprit.Dst, at, s, val) {
 		return s.lo
 	}
 	return at
@@ -311,7 +311,7 @@ func (a *analysis) culpritStart(iface string, dir record.Direction, culprit Flow
 // last drops may lie there, but behind a deep queue counted as it drains
 // the parts of a sender starved of CPU, taken as the burst's end, put the
 // lag at 331 ms where the lab's was 0.)
-func (a *analysis) burstStart(iface string, dir record.Direction, s span, floor int) int {
+func (a *analysis) burstStart(iface string, dir record.Direction, s span, floor int, val func(int) float64) int {
 	var top *flowTally
 	ts := a.events.tallies(seriesKey{iface, dir}, a.g, s.lo, s.hi, nil)
 	for i := range ts {
@@ -327,7 +327,7 @@ func (a *analysis) burstStart(iface string, dir record.Direction, s span, floor 
 	if !ok {
 		return s.lo
 	}
-	if at := a.g.index(first); at < s.lo && at >= floor && a.burstBefore(iface, dir, src, dst, at, s) {
+	if at := a.g.index(first); at < s.lo && at >= floor && a.burstBefore(iface, dir, src, dst, at, s, val) {
 		return at
 	}
 	return s.lo
@@ -336,21 +336,25 @@ func (a *analysis) burstStart(iface string, dir record.Direction, s span, floor 
 // burstBefore tells whether the traffic of the flow from src to dst in
 // fine windows [at, s.lo), from its first sighting at to span s, was one
 // burst's: its runs (flowRuns) begin within MergeGap of at, each reached
-// s's level (runReaches) and came at most IncidentRefill before the next
-// or s: a longer silence lets a bucket refill, the earlier run a burst of
-// its own. A flow that began with a trickle, or sent at a rate that did
-// not stand out, had not begun the burst.
-func (a *analysis) burstBefore(iface string, dir record.Direction, src, dst string, at int, s span) bool {
+// s's level and StandOutPeakShare of s's peak (runReaches: parts that
+// stood out as s did; over an allowance given, any part of a flow's
+// transfers would) and came at most IncidentRefill before the next or s:
+// a longer silence lets a bucket refill, the earlier run a burst of its
+// own. A flow that began with a trickle, or sent at a rate that did not
+// stand out, had not begun the burst.
+func (a *analysis) burstBefore(iface string, dir record.Direction, src, dst string, at int, s span, val func(int) float64) bool {
 	runs := a.flowRuns(iface, dir, src, dst, at, s.lo)
 	if len(runs) == 0 || runs[0][0] > at+a.mergeGapWindows() {
 		return false
 	}
+	peak, _ := peakIn(val, s.lo, s.hi)
+	level := max(s.level, a.opt.StandOutPeakShare*peak)
 	for k, r := range runs {
 		next := s.lo
 		if k+1 < len(runs) {
 			next = runs[k+1][0]
 		}
-		if next-r[1] > a.refillWindows() || !a.runReaches(iface, dir, r, s.level) {
+		if next-r[1] > a.refillWindows() || !a.runReaches(iface, dir, r, level) {
 			return false
 		}
 	}

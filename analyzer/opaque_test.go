@@ -1164,6 +1164,36 @@ func TestLongPausedBurst(t *testing.T) {
 	})
 }
 
+// TestBurstAfterTransfers: a new flow's 64 kB transfers, 1 ms each every
+// 60 ms for half a second, each passed whole by the 64 KiB bucket, then
+// its 1 MB burst: one finding from the burst, not from the flow's first
+// transfer. Each transfer is a run of window events that reaches the
+// allowance given, the pauses are shorter than a bucket needs to refill
+// for the rule that takes a burst back to its flow's first sighting
+// (culpritStart), and behind a 1 s refresh the first jump looks back over
+// all of them: without the parts' bar of half the span's peak, the
+// finding started at the first transfer, 600 ms early, in the 8 timings
+// with the allowance given and a refresh of 100 ms or 1 s.
+func TestBurstAfterTransfers(t *testing.T) {
+	const d = 5 * time.Second
+	burstAt := 2*time.Second + 300*time.Microsecond
+	burst := egressBurst(17, 9, 1214, burstAt, 5*time.Millisecond, 1e6)
+	var transfers []synth.Phase
+	for at := burstAt - 600*time.Millisecond; at < burstAt-30*time.Millisecond; at += 60 * time.Millisecond {
+		transfers = append(transfers, synth.Phase{From: at, To: at + time.Millisecond, Bps: 64e3 * 8 / 0.001})
+	}
+	burst.Phases = append(transfers, burst.Phases...)
+	spec := besideSteady("burst-after-transfers", 50, d, burst)
+	spec.HeavyBytes = 20e3 // each transfer a run of window events, whichever windows it straddles
+	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
+		drops := truth.Drops["eth0"][counters.BwOutAllowanceExceeded]
+		if len(drops) == 0 || drops[0].From < burstAt {
+			t.Fatalf("the device's first drop at %v: before the burst, the case's premise", drops)
+		}
+		checkOneIncident(t, analyzeBW40(rec, given), KindMicroburstOut, burst.Src.String(), burstAt, drops[0].From, refresh)
+	})
+}
+
 // tcpBunches is a TCP flow paced at 24 Mbit/s as the lab's victims are:
 // 60 kB in 1 ms every 20 ms, from from until d.
 func tcpBunches(from, d time.Duration) synth.Flow {
