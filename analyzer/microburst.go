@@ -294,10 +294,7 @@ func (a *analysis) culpritStart(iface string, dir record.Direction, culprit Flow
 		return s.lo
 	}
 	from, _ := a.certain(inc.jumps[0])
-	if at < max(a.g.index(from-lag.lookNs), inc.floor) || !a.burstBefore(iface, dir, culprit.Src, culprit.Dst, at, s, val) {
-		return s.lo
-	}
-	return at
+	return a.burstFrom(iface, dir, culprit.Src, culprit.Dst, s, max(a.g.index(from-lag.lookNs), inc.floor), val)
 }
 
 // burstStart is where the burst located as s began, for the lag learned
@@ -322,7 +319,13 @@ func (a *analysis) burstStart(iface string, dir record.Direction, s span, floor 
 	if top == nil {
 		return s.lo
 	}
-	src, dst := top.ref.key.Src.String(), top.ref.key.Dst.String()
+	return a.burstFrom(iface, dir, top.ref.key.Src.String(), top.ref.key.Dst.String(), s, floor, val)
+}
+
+// burstFrom is the first sighting of the flow from src to dst, where that
+// lies before span s, no earlier than floor, and the flow's traffic from
+// it to s was of a piece with s (burstBefore); else s.lo.
+func (a *analysis) burstFrom(iface string, dir record.Direction, src, dst string, s span, floor int, val func(int) float64) int {
 	first, ok := a.flows.firstSeen(iface, src, dst, a.g.startNs(s.hi))
 	if !ok {
 		return s.lo

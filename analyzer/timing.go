@@ -966,14 +966,8 @@ func (a *analysis) longOvershoot(val func(int) float64, lo, hi int, readNs int64
 	if x, y, ok = excessSpan(val, lo, hi, level); !ok || !a.lastsLong(x, y, readNs) {
 		return 0, 0, 0, false
 	}
-	under, n := 0, 0
-	for i := x; i+read <= y; i += read {
-		n++
-		if sumIn(val, i, i+read) < level*float64(read) {
-			under++
-		}
-	}
-	if 4*under < n {
+	n := (y - x) / read
+	if under := n - a.readsOver(val, x, x+n*read, readNs, level); 4*under < n {
 		return 0, 0, 0, false
 	}
 	return x, y, level, true
