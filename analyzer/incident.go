@@ -31,6 +31,9 @@ type counterLag struct {
 	lowNs, highNs            int64
 	refreshNs                int64
 	refreshKnown             bool
+	// refreshFollowsTraffic: a period the changes' spacing showed was set
+	// aside for a refresh of 0 that the traffic's drops fit (estimateLag).
+	refreshFollowsTraffic bool
 	// clusters is how many incidents an estimated lag was learned from.
 	clusters int
 	source   string
@@ -47,6 +50,10 @@ type counterLag struct {
 	// first drop by.
 	bucketDepth float64
 	depthRough  bool
+	// changesShown is how many changes long incidents made at each read
+	// whose interval held their modeled drops: a device that shows
+	// every change at the next read would have (readsDropping).
+	changesShown int
 }
 
 // lagTraffic is the traffic a counter's lag is learned from: locate finds
@@ -617,7 +624,8 @@ func (a *analysis) incidentInfo(inc incident, counter string, lag counterLag, va
 		DropRate: share(float64(inc.delta), dur), Timeline: []CounterJump{},
 		CounterLagS: float64(lag.pointNs) / 1e9, CounterLagLowS: float64(lag.lowNs) / 1e9, CounterLagHighS: float64(lag.highNs) / 1e9,
 		CounterLagSource: lag.source, CounterLagBounded: lag.boundedOnly(), CounterRefreshS: float64(lag.refreshNs) / 1e9, CounterRefreshKnown: lag.refreshKnown,
-		LookBackS: float64(lag.lookNs) / 1e9, DrainS: drain}
+		CounterRefreshFollowsTraffic: lag.refreshFollowsTraffic,
+		LookBackS:                    float64(lag.lookNs) / 1e9, DrainS: drain}
 	for _, j := range inc.jumps {
 		info.Timeline = append(info.Timeline, CounterJump{Time: a.wall(j.ToNs), OffsetS: a.offsetS(j.ToNs), Delta: j.Delta})
 	}
@@ -681,6 +689,8 @@ func jumpsText(info *Incident) string {
 func lagText(info *Incident) string {
 	refresh := "changes at successive reads"
 	switch {
+	case info.CounterRefreshFollowsTraffic:
+		refresh = "changed only with its traffic, whose rhythm hides how often it refreshes"
 	case !info.CounterRefreshKnown:
 		refresh = "changed too rarely to tell how often it refreshes"
 	case info.CounterRefreshS > 0:

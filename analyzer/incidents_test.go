@@ -351,9 +351,15 @@ func TestLagText(t *testing.T) {
 			t.Errorf("lag %v (%v to %v): evidence %v", c.lag, c.low, c.high, names)
 		}
 	}
+	// A period set aside for the traffic's rhythm is no refresh known.
+	info := &Incident{Counter: counters.PPSAllowanceExceeded, CounterLagSource: lagEstimated, CounterRefreshFollowsTraffic: true,
+		CounterLagS: 0.019, CounterLagLowS: 0, CounterLagHighS: 0.038, CounterLagBounded: true, LookBackS: 1.04}
+	if got, want := lagText(info), "pps_allowance_exceeded changed only with its traffic, whose rhythm hides how often it refreshes; drops shown 0 s to 38 ms"; !strings.Contains(got, want) {
+		t.Errorf("refresh set aside: %q, want %q", got, want)
+	}
 	// Inbound, the host saw the traffic past the device's queue: the lag
 	// it states is from then.
-	info := &Incident{Counter: counters.BwInAllowanceExceeded, CounterLagSource: lagEstimated, CounterRefreshKnown: true,
+	info = &Incident{Counter: counters.BwInAllowanceExceeded, CounterLagSource: lagEstimated, CounterRefreshKnown: true,
 		CounterLagS: 0.0104, CounterLagLowS: 0.0052, CounterLagHighS: 0.0156, LookBackS: 0.02}
 	if got, want := lagText(info), "drops shown about 10.4 ms after the traffic reached the host (5.2 ms to 15.6 ms)"; !strings.Contains(got, want) {
 		t.Errorf("inbound: %q, want %q", got, want)

@@ -273,10 +273,16 @@ type Incident struct {
 	// CounterRefreshS is the spacing of the reads at which the counter
 	// changed (0: at successive reads, the device shows every change at
 	// the next read); CounterRefreshKnown is false when the changes were
-	// too few or too far apart to tell (then taken as 0, or as 1 s when
-	// the incidents disagree with 0, and CounterLagLowS is 0).
+	// too few or too far apart to tell, or came where the traffic's
+	// drops did (CounterRefreshFollowsTraffic); it is then taken as 0, or
+	// as 1 s when the incidents disagree with 0, and CounterLagLowS is 0.
 	CounterRefreshS     float64 `json:"counter_refresh_s"`
 	CounterRefreshKnown bool    `json:"counter_refresh_known"`
+	// CounterRefreshFollowsTraffic: a period the changes' spacing showed
+	// was set aside, the changes having come where the traffic's drops
+	// did (at every read that held a pulsed sender's, or one read per
+	// burst): the spacing is the traffic's as much as a refresh's.
+	CounterRefreshFollowsTraffic bool `json:"counter_refresh_follows_traffic,omitempty"`
 	// LookBackS is how far before each read's interval its traffic was
 	// looked for: the highest lag and one refresh.
 	LookBackS float64 `json:"look_back_s"`

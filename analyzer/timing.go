@@ -232,14 +232,22 @@ func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known boo
 	}
 	zero, zeroOK, fits := a.estimateLagWith(jumps, 0, readNs, src)
 	switch {
-	case known && (!zeroOK || !fits || zero.clusters < 2):
+	case known && (!zeroOK || !fits || zero.clusters < 2 && zero.changesShown < longIncidentReads):
 		lag, ok, _ = a.estimateLagWith(jumps, refreshNs, readNs, src)
 		lag.refreshKnown = true
 		return lag, ok
 	case !known && (!zeroOK || !fits):
 		lag, ok, _ = a.estimateLagWith(jumps, int64(MaxCounterRefresh), readNs, src)
 	default:
+		// The period the changes' spacing suggests is the traffic's
+		// rhythm, not a refresh's. One incident fits a refresh of 0 so
+		// where a device that shows every change at the next read would
+		// have changed at each read that held its drops, and it did, at
+		// longIncidentReads reads or more (2 ms pulses every 40 ms,
+		// shown at once 30 ms late, were stated as a known refresh of
+		// 40 ms and a lag 16.4 ms short).
 		lag, ok = zero, zeroOK
+		lag.refreshFollowsTraffic = known
 	}
 	lag.lowNs = 0
 	return lag, ok
@@ -360,6 +368,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	rough := false       // some from few lags
 	var clusters []lagRange
 	var queue []lagPart
+	shownAtOnce := 0 // changes of long incidents, at each read that held their drops
 	for _, c := range lagClusters(jumps, refreshNs, readNs) {
 		queue = append(queue, lagPart{fc: c[0], l: c[1]})
 	}
@@ -417,9 +426,16 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			// after its pulses, each a cluster of one, which fit a
 			// refresh of 0; counted by the reads it spanned, a refresh
 			// of 40 ms was taken as known.
-			if x, y, lv, ok := a.longOvershoot(val, lo, hi, readNs); ok && a.g.startNs(y) > firstPrev-maxNs &&
-				a.readsOver(val, x, y, readNs, lv)-changesIn(jumps, a.g.startNs(x), a.g.startNs(y)+maxNs) > 2 {
-				fits = false
+			if x, y, lv, ok := a.longOvershoot(val, lo, hi, readNs); ok && a.g.startNs(y) > firstPrev-maxNs {
+				over, shown := a.readsOver(val, x, y, readNs, lv), changesIn(jumps, a.g.startNs(x), a.g.startNs(y)+maxNs)
+				if over-shown > 2 {
+					fits = false
+				} else if over >= longIncidentReads {
+					// Every read that held its pulses changed the
+					// counter: a refresh the changes' spacing
+					// suggests is the pulses'.
+					shownAtOnce = max(shownAtOnce, shown)
+				}
 			}
 		}
 		if long && s.levelName == levelIntervalOwn {
@@ -432,12 +448,14 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				s.lo, s.hi, s.level = x, y, lv
 				// What passed over it is about the allowance (what
 				// learnAllowance reports), a better level for the drops
-				// than the split, which lies below it: the lab's 8 kpps
+				// than the split, below it or above: the lab's 8 kpps
 				// split at 5.6 to 6.8, and the drops of its sender's
-				// slower stretches came out early.
+				// slower stretches came out early; 20 ms pulses every
+				// 40 ms split over pulseSpan at 14 kpps, and each
+				// pulse's drops came out late (the lag 14.4 ms short).
 				if src.perDrop != nil {
 					passed := passedPerWindow(val, x, y, float64(riseOf(jumps[fc:l+1]))*src.perDrop(x, y))
-					if passed > lv && passed < sumIn(val, x, y)/float64(y-x) {
+					if passed > 0 && passed < sumIn(val, x, y)/float64(y-x) {
 						s.level = passed
 					}
 				}
@@ -576,17 +594,37 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			}
 		}
 		start, end := a.g.startNs(s.lo), a.g.startNs(s.hi)
-		if (end-start)/max(readNs, 1)-int64(l-fc+1) > 2 {
-			fits = false
+		// A device that shows every change at the next read changes the
+		// counter at every read whose interval held the cause's traffic
+		// over its level (a long cause's: its modeled drops, below); a
+		// counter that changed at far fewer was refreshed less often.
+		// Not at every read the cause spanned: an overshoot sent in 2 ms
+		// pulses every 20 ms, shown at once, changes it at every other
+		// read (its lag, then learned under a refresh the run could not
+		// tell, came out 6.5 ms short).
+		changes := int64(l - fc + 1)
+		reads := (end - start) / max(readNs, 1)
+		if val != nil && s.level > 0 {
+			reads = int64(a.readsOver(val, s.lo, s.hi, readNs, s.level))
 		}
 		longTraffic := val != nil && s.level > 0 && end-start >= longIncidentReads*max(readNs, 1)
 		if longTraffic {
 			if r, depth, n, ok := a.longClusterRange(jumps[fc:l+1], s, val, refreshNs, readNs, maxNs); ok {
+				// Its bucket, learned, held its first pulses' drops
+				// back: those reads had none to show.
+				if int64(a.readsDropping(val, s, depth, readNs))-changes > 2 {
+					fits = false
+				} else if refreshNs == 0 {
+					shownAtOnce += int(changes)
+				}
 				clusters = append(clusters, r)
 				depths = append(depths, depth)
 				rough = rough || n < longIncidentReads/2
 				continue
 			}
+		}
+		if reads-changes > 2 {
+			fits = false
 		}
 		// The first drop came no earlier than a bucket that deep, full
 		// at the start, ran dry.
@@ -714,7 +752,8 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		depth = depths[len(depths)/2]
 	}
 	lag = counterLag{lowNs: r.from, highNs: r.to, pointNs: point, refreshNs: refreshNs,
-		clusters: len(clusters), source: lagEstimated, overshootLevel: level, bucketDepth: depth, depthRough: rough}
+		clusters: len(clusters), source: lagEstimated, overshootLevel: level, bucketDepth: depth, depthRough: rough,
+		changesShown: shownAtOnce}
 	return lag, true, fits
 }
 
@@ -794,6 +833,20 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 		}
 		return at
 	}
+	// pauseIn is the longest the modeled drops paused while reaching
+	// from x to y.
+	pauseIn := func(x, y float64) int64 {
+		i := max(sort.SearchFloat64s(cum, max(x, math.SmallestNonzeroFloat64))-1, 0)
+		j := min(sort.SearchFloat64s(cum, y), len(drops))
+		longest, run := 0, 0
+		for k := i; k < j; k++ {
+			if run++; drops[k] > 0 {
+				run = 0
+			}
+			longest = max(longest, run)
+		}
+		return int64(longest) * a.g.widthNs
+	}
 	half := 0.0
 	if long {
 		half = total / float64(len(cluster)) / 2
@@ -801,9 +854,11 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 	out := make([]lagRange, 0, len(cluster)-1)
 	var sofar uint64
 	for _, j := range cluster[:len(cluster)-1] {
+		before := total * float64(sofar) / float64(rise)
 		sofar += j.Delta
 		target := total * float64(sofar) / float64(rise)
 		from, to := a.certain(j)
+		prev := from
 		if long && refreshNs == 0 {
 			from = j.ToNs
 		}
@@ -812,7 +867,24 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 		// or early (a 1 s refresh's first jump, 9% of the rise, came out
 		// 30 ms early).
 		h := min(half, target, total-target)
-		out = append(out, lagRange{from - reached(target+h), to - reached(target-h)})
+		r := lagRange{from - reached(target+h), to - reached(target-h)}
+		if long && refreshNs == 0 {
+			// The read before showed the drops until it, less the
+			// lag, and no more than the share before this jump. Where
+			// the drops paused just after this jump's share (traffic
+			// in pulses, the jump its pulse's last), the pause alone
+			// leaves the lag anywhere from the read less the pause's
+			// end: 20 ms pulses every 40 ms, shown 30 ms late, put it
+			// at 16.5 ms.
+			// Only there: elsewhere the model's drops are not the
+			// device's to a read interval (the lab's impact-dropped
+			// TCP bunches, at once: 2.9 to 8.9 ms where it was 0).
+			hb := min(half, before, total-before)
+			if low := prev - reached(before+hb); pauseIn(target-h, target+h) >= to-prev && low > r.from && low <= r.to {
+				r.from = low
+			}
+		}
+		out = append(out, r)
 	}
 	return out
 }
@@ -987,6 +1059,19 @@ func (a *analysis) readsOver(val func(int) float64, x, y int, readNs int64, leve
 	return n
 }
 
+// readsDropping is how many read intervals (readNs of fine windows each,
+// from s.lo) held drops of a bucket of depth over s's level (bucketDrops).
+func (a *analysis) readsDropping(val func(int) float64, s span, depth float64, readNs int64) int {
+	read := int(max(readNs/a.g.widthNs, 1))
+	n, last := 0, -1
+	for i, d := range bucketDrops(val, s, depth) {
+		if k := i / read; d > 0 && k != last {
+			n, last = n+1, k
+		}
+	}
+	return n
+}
+
 // changesIn is how many of jumps were read in (fromNs, toNs].
 func changesIn(jumps []counters.Jump, fromNs, toNs int64) int {
 	n := 0
@@ -1107,6 +1192,18 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 		// One jump's read interval (with a refresh) or read (without)
 		// is what each lag cannot tell apart.
 		widen = a.readUncertainty(cluster, refreshNs) / 2
+	} else {
+		// A refresh's snapshot, placed to a millisecond, in a pause of
+		// the drops (a sender in pulses) shows the same count anywhere
+		// in it, and a share off by a pulse's drops falls a pulse
+		// away: the lag is known no finer than the pauses (2 ms pulses
+		// every 20 ms behind a 1 s refresh and a 30 ms lag: 3.9 to
+		// 24.3 ms stated).
+		// Pauses shorter than a read, as a sender's 10 ms ticks leave,
+		// are within what the lags' spread already says.
+		if p := a.longestPause(bucketDrops(val, s, depth)); p >= readNs {
+			widen += p
+		}
 	}
 	if len(lags) < longIncidentReads/2 {
 		// Too few jumps to average out where the model's drops fall
@@ -1120,6 +1217,20 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 	}
 	slices.Sort(lags)
 	return lagRange{max(lags[len(lags)/4]-widen, 0), lags[3*len(lags)/4] + widen}, depth, len(lags), true
+}
+
+// longestPause is the longest run of windows without drops between the
+// first and the last of drops, in ns.
+func (a *analysis) longestPause(drops []float64) int64 {
+	longest, run, seen := 0, 0, false
+	for _, d := range drops {
+		if d > 0 {
+			longest, run, seen = max(longest, run), 0, true
+		} else if seen {
+			run++
+		}
+	}
+	return int64(longest) * a.g.widthNs
 }
 
 // readUncertainty is the median width of the span a cluster's jumps
