@@ -10,8 +10,9 @@ import (
 // foldInboundPPS folds into a microburst_in finding each pps_exceeded one
 // whose every jump was read with one of the microburst_in incident's, and
 // whose traffic, as the host saw it, explains under a quarter of its
-// drops (Finding.ppsUnseen), is led by the same flow or a victim, or came
-// after the microburst_in's. Inbound traffic reaches the host after the
+// drops (Finding.ppsUnseen), is led by the same flow or a victim, came
+// after the microburst_in's, or came before it and was read only with its
+// first jump. Inbound traffic reaches the host after the
 // device shaped it: a 2 MB burst over both allowances arrived at 4 packets
 // a millisecond, under the packet-rate allowance, and the pps finding
 // named the TCP download whose bunch stood out in packets just before the
@@ -47,6 +48,15 @@ func foldInboundPPS(out []Finding) []Finding {
 				// ones the burst's incident counts as its own: the
 				// traffic behind the burst.
 				why = ", by the traffic behind it"
+			case p.EndOffsetS <= b.StartOffsetS && readWith(p.Incident.Timeline, b.Incident.Timeline[:1]):
+				// Before the burst as the host saw it, and shown only
+				// with its first drops: the device counted them as the
+				// burst arrived, before its queue let the host see it
+				// (the lab's impact-inbound, no allowance known: 69
+				// drops read with the burst's first 819, put on a
+				// download's 40-packet bunch 20 ms before the burst was
+				// sent, whose own bucket it could not have emptied).
+				why = ", as the burst arrived"
 			default:
 				continue
 			}
