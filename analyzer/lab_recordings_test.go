@@ -229,6 +229,13 @@ func TestLabRecordings(t *testing.T) {
 		// before the burst was sent: a pps_exceeded finding naming the
 		// download (foldInboundPPS).
 		{name: "impact-inbound-pps-arrival", kind: KindMicroburstIn},
+		// Inbound, the allowances given: the packet-rate counter rose by
+		// 807 at the burst's first two reads, and its incident, over the
+		// allowance from a download's bunches 65 ms before the burst
+		// through the burst, named the download, whose packets
+		// outnumbered the burst's 145 survivors: a pps_exceeded finding
+		// of its own (foldInboundPPS).
+		{name: "impact-inbound-pps-over-burst", kind: KindMicroburstIn},
 	} {
 		rec, err := record.ReadFile(filepath.Join("../testdata/lab", c.name+".rec.gz"))
 		if err != nil {
