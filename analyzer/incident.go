@@ -54,6 +54,11 @@ type counterLag struct {
 	// whose interval held their modeled drops: a device that shows
 	// every change at the next read would have (readsDropping).
 	changesShown int
+	// pulsedAtRefresh: a long incident's modeled drops came in pulses
+	// as far apart as the refresh its lag was learned under
+	// (dropsRecurAt), so the changes' spacing may be the pulses', and
+	// the lag is known only to the range (bounded).
+	pulsedAtRefresh, bounded bool
 }
 
 // lagTraffic is the traffic a counter's lag is learned from: locate finds
@@ -143,7 +148,7 @@ func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, src lagTra
 // boundedOnly tells an estimated lag the run only bounded (boundsLag):
 // its point, the range's middle, is no estimate.
 func (l counterLag) boundedOnly() bool {
-	return l.source == lagEstimated && boundsLag(l.lowNs, l.pointNs, l.highNs)
+	return l.source == lagEstimated && (l.bounded || boundsLag(l.lowNs, l.pointNs, l.highNs))
 }
 
 // refreshLook is how much of a counter's refresh a look-back before its

@@ -235,6 +235,15 @@ func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known boo
 	case known && (!zeroOK || !fits || zero.clusters < 2 && zero.changesShown < longIncidentReads):
 		lag, ok, _ = a.estimateLagWith(jumps, refreshNs, readNs, src)
 		lag.refreshKnown = true
+		if lag.pulsedAtRefresh {
+			// Pulses as far apart as the period: a device that shows
+			// every change at once changes the counter at the same
+			// reads, and each change tells the lag only modulo the
+			// pulses' period (2 ms pulses every 40 ms shown 250 ms late
+			// were stated as a known refresh of 40 ms and a lag of
+			// 233.6 ms). The range holds it either way.
+			lag.refreshKnown, lag.refreshFollowsTraffic, lag.bounded = false, true, true
+		}
 		return lag, ok
 	case !known && (!zeroOK || !fits):
 		lag, ok, _ = a.estimateLagWith(jumps, int64(MaxCounterRefresh), readNs, src)
@@ -369,6 +378,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	var clusters []lagRange
 	var queue []lagPart
 	shownAtOnce := 0 // changes of long incidents, at each read that held their drops
+	pulsed := false  // a long incident's drops came in pulses a refresh apart
 	for _, c := range lagClusters(jumps, refreshNs, readNs) {
 		queue = append(queue, lagPart{fc: c[0], l: c[1]})
 	}
@@ -617,6 +627,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				} else if refreshNs == 0 {
 					shownAtOnce += int(changes)
 				}
+				if refreshNs > 0 && a.dropsRecurAt(bucketDrops(val, s, depth), refreshNs, readNs) {
+					pulsed = true
+				}
 				clusters = append(clusters, r)
 				depths = append(depths, depth)
 				rough = rough || n < longIncidentReads/2
@@ -753,7 +766,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	}
 	lag = counterLag{lowNs: r.from, highNs: r.to, pointNs: point, refreshNs: refreshNs,
 		clusters: len(clusters), source: lagEstimated, overshootLevel: level, bucketDepth: depth, depthRough: rough,
-		changesShown: shownAtOnce}
+		changesShown: shownAtOnce, pulsedAtRefresh: pulsed}
 	return lag, true, fits
 }
 
@@ -1217,6 +1230,36 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 	}
 	slices.Sort(lags)
 	return lagRange{max(lags[len(lags)/4]-widen, 0), lags[3*len(lags)/4] + widen}, depth, len(lags), true
+}
+
+// dropsRecurAt tells whether drops (per fine window) came in runs, each
+// after a pause of a read or longer, whose starts recur every periodNs
+// (their median spacing within half a read of it), at least
+// longIncidentReads of them.
+func (a *analysis) dropsRecurAt(drops []float64, periodNs, readNs int64) bool {
+	pause := int(max(readNs/a.g.widthNs, 1))
+	var starts []int
+	quiet := pause // a run at the very start counts
+	for i, d := range drops {
+		if d <= 0 {
+			quiet++
+			continue
+		}
+		if quiet >= pause {
+			starts = append(starts, i)
+		}
+		quiet = 0
+	}
+	if len(starts) < longIncidentReads {
+		return false
+	}
+	gaps := make([]int64, 0, len(starts)-1)
+	for k := 1; k < len(starts); k++ {
+		gaps = append(gaps, int64(starts[k]-starts[k-1])*a.g.widthNs)
+	}
+	slices.Sort(gaps)
+	d := gaps[len(gaps)/2] - periodNs
+	return max(d, -d) <= readNs/2
 }
 
 // longestPause is the longest run of windows without drops between the
