@@ -249,7 +249,10 @@ type incidentSpec struct {
 	// waited, in a queue that had not emptied (a counter of packets
 	// "queued or dropped"). readNs is the read interval.
 	queued func(lo, hi int, delta uint64) bool
-	readNs int64
+	// packets, where set with queued, is how many packets the host saw
+	// over fine windows [lo, hi).
+	packets func(lo, hi int) float64
+	readNs  int64
 	// raised: with no allowance known, a located span that peaks in a
 	// stretch raised over the second before it is that stretch
 	// (raisedSpan).
@@ -521,6 +524,18 @@ func (a *analysis) drains(spec incidentSpec, p *incident, j counters.Jump, to in
 		// showed none filled a queue of its own (a burst's 965 drops,
 		// 76 ms after a download's own 12, were taken for their drain).
 		return false, full
+	}
+	if spec.packets != nil {
+		// A queue drains the packets that waited in it, which the host
+		// sees; a jump that counts more than each packet the host saw
+		// since the incident began, counted at most twice, counted
+		// drops the host never saw: a new cause (a burst's 1,204 after
+		// a download's jumps of 4 to 16 a read, taken for the download's
+		// queue draining, the burst folded into its recurring findings).
+		lo, hi := p.lo, a.g.index(to)
+		if hi > lo && float64(j.Delta) > maxCountsPerPacket*spec.packets(lo, hi) {
+			return false, full
+		}
 	}
 	if !seenSoonAfter(spec, last, j) {
 		return false, full // reads between them saw nothing counted

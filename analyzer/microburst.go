@@ -89,6 +89,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 			spec.queued = func(lo, hi int, delta uint64) bool {
 				return float64(delta) >= queuedShare*float64(sumUint(fs.packets, lo, hi))
 			}
+			spec.packets = func(lo, hi int) float64 { return float64(sumUint(fs.packets, lo, hi)) }
 			var depth float64
 			if len(levels) > 0 {
 				// Traffic over the allowance that built no more than
