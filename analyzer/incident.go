@@ -244,13 +244,12 @@ type incidentSpec struct {
 	// packets a located span's traffic above its level could explain
 	// (nil: not checked).
 	excess func(s span) float64
-	// queued, when set, tells whether a rise of delta counts at least
-	// queuedShare of the packets offered over fine windows [lo, hi): they
-	// waited, in a queue that had not emptied (a counter of packets
-	// "queued or dropped"). readNs is the read interval.
-	queued func(lo, hi int, delta uint64) bool
-	// packets, where set with queued, is how many packets the host saw
-	// over fine windows [lo, hi).
+	// packets, when set, is how many packets the host saw over fine
+	// windows [lo, hi): a rise that counts at least queuedShare of them
+	// counts packets that waited, in a queue that had not emptied (a
+	// counter of packets "queued or dropped": queuedOver), and one that
+	// counts over maxCountsPerPacket of them counted drops the host never
+	// saw (drains). readNs is the read interval.
 	packets func(lo, hi int) float64
 	readNs  int64
 	// raised: with no allowance known, a located span that peaks in a
@@ -502,7 +501,7 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 // them (full), or, right after a jump that did, anything (the queue
 // emptied before the read).
 func (a *analysis) drains(spec incidentSpec, p *incident, j counters.Jump, to int64, s span) (drains, full bool) {
-	if spec.queued == nil {
+	if spec.packets == nil {
 		return false, false
 	}
 	last := p.jumps[len(p.jumps)-1]
@@ -525,17 +524,14 @@ func (a *analysis) drains(spec incidentSpec, p *incident, j counters.Jump, to in
 		// 76 ms after a download's own 12, were taken for their drain).
 		return false, full
 	}
-	if spec.packets != nil {
-		// A queue drains the packets that waited in it, which the host
-		// sees; a jump that counts more than each packet the host saw
-		// since the incident began, counted at most twice, counted
-		// drops the host never saw: a new cause (a burst's 1,204 after
-		// a download's jumps of 4 to 16 a read, taken for the download's
-		// queue draining, the burst folded into its recurring findings).
-		lo, hi := p.lo, a.g.index(to)
-		if hi > lo && float64(j.Delta) > maxCountsPerPacket*spec.packets(lo, hi) {
-			return false, full
-		}
+	// A queue drains the packets that waited in it, which the host sees;
+	// a jump that counts more than each packet the host saw since the
+	// incident began, counted at most twice, counted drops the host never
+	// saw: a new cause (a burst's 1,204 after a download's jumps of 4 to
+	// 16 a read, taken for the download's queue draining, the burst
+	// folded into its recurring findings).
+	if lo, hi := p.lo, a.g.index(to); hi > lo && float64(j.Delta) > maxCountsPerPacket*spec.packets(lo, hi) {
+		return false, full
 	}
 	if !seenSoonAfter(spec, last, j) {
 		return false, full // reads between them saw nothing counted
@@ -580,13 +576,13 @@ func overLevel(val func(int) float64, s span, level float64) float64 {
 
 // queuedOver tells whether a rise of delta, read over [fromNs, toNs),
 // counts at least queuedShare of the packets offered where the lag puts
-// that stretch (spec.queued; false where it is unset).
+// that stretch (spec.packets; false where it is unset).
 func (a *analysis) queuedOver(spec incidentSpec, fromNs, toNs int64, delta uint64) bool {
-	if spec.queued == nil {
+	if spec.packets == nil {
 		return false
 	}
 	lo, hi := a.g.span(fromNs-spec.lag.pointNs, toNs-spec.lag.pointNs)
-	return hi > lo && spec.queued(lo, hi, delta)
+	return hi > lo && float64(delta) >= queuedShare*spec.packets(lo, hi)
 }
 
 // incidentFlows is the one place an incident's flows are told apart: the

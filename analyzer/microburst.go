@@ -86,9 +86,6 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 			spec.lag = lag
 			spec.readNs = a.readInterval(iface)
 			spec.raised = true
-			spec.queued = func(lo, hi int, delta uint64) bool {
-				return float64(delta) >= queuedShare*float64(sumUint(fs.packets, lo, hi))
-			}
 			spec.packets = func(lo, hi int) float64 { return float64(sumUint(fs.packets, lo, hi)) }
 			var depth float64
 			if len(levels) > 0 {

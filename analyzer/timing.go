@@ -678,12 +678,13 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			if r, depth, n, ok := a.longClusterRange(jumps[fc:l+1], s, val, refreshNs, readNs, maxNs); ok {
 				// Its bucket, learned, held its first pulses' drops
 				// back: those reads had none to show.
-				if int64(a.readsDropping(val, s, depth, readNs))-changes > 2 {
+				drops := bucketDrops(val, s, depth)
+				if int64(a.readsDropping(drops, readNs))-changes > 2 {
 					fits = false
 				} else if refreshNs == 0 {
 					shownAtOnce += int(changes)
 				}
-				if refreshNs > 0 && a.dropsRecurAt(bucketDrops(val, s, depth), refreshNs, readNs) {
+				if refreshNs > 0 && a.dropsRecurAt(drops, refreshNs, readNs) {
 					pulsed = true
 				}
 				clusters = append(clusters, r)
@@ -894,8 +895,9 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 	// reached is when the modeled drops reached x: the first window to
 	// reach it, in proportion within it; 0 is reached at the first drop,
 	// not at the span's start (a bucket's worth of traffic before it).
+	window := func(x float64) int { return max(sort.SearchFloat64s(cum, max(x, math.SmallestNonzeroFloat64))-1, 0) }
 	reached := func(x float64) int64 {
-		i := max(sort.SearchFloat64s(cum, max(x, math.SmallestNonzeroFloat64))-1, 0)
+		i := window(x)
 		at := a.g.startNs(s.lo + i)
 		if i < len(drops) && drops[i] > 0 {
 			at += int64(min(max((x-cum[i])/drops[i], 0), 1) * float64(a.g.widthNs))
@@ -905,16 +907,7 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 	// pauseIn is the longest the modeled drops paused while reaching
 	// from x to y.
 	pauseIn := func(x, y float64) int64 {
-		i := max(sort.SearchFloat64s(cum, max(x, math.SmallestNonzeroFloat64))-1, 0)
-		j := min(sort.SearchFloat64s(cum, y), len(drops))
-		longest, run := 0, 0
-		for k := i; k < j; k++ {
-			if run++; drops[k] > 0 {
-				run = 0
-			}
-			longest = max(longest, run)
-		}
-		return int64(longest) * a.g.widthNs
+		return a.longestPause(drops[window(x):max(min(sort.SearchFloat64s(cum, y), len(drops)), window(x))])
 	}
 	half := 0.0
 	if long {
@@ -1129,11 +1122,11 @@ func (a *analysis) readsOver(val func(int) float64, x, y int, readNs int64, leve
 }
 
 // readsDropping is how many read intervals (readNs of fine windows each,
-// from s.lo) held drops of a bucket of depth over s's level (bucketDrops).
-func (a *analysis) readsDropping(val func(int) float64, s span, depth float64, readNs int64) int {
+// from the first) held drops (per fine window, bucketDrops).
+func (a *analysis) readsDropping(drops []float64, readNs int64) int {
 	read := int(max(readNs/a.g.widthNs, 1))
 	n, last := 0, -1
-	for i, d := range bucketDrops(val, s, depth) {
+	for i, d := range drops {
 		if k := i / read; d > 0 && k != last {
 			n, last = n+1, k
 		}
