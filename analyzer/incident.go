@@ -73,6 +73,10 @@ type counterLag struct {
 // a long burst's own level is the stretch it peaks in (raisedSpan).
 // sentFirst says the host saw the traffic before the device counted it
 // (outbound bytes): a cluster's cause was sent before its first jump.
+// shapedPackets, set where the host saw the traffic after the device's
+// bucket and queue (inbound bytes), is how many packets it saw in
+// [lo, hi): what they let through, each up to the queue's delay after
+// the drops beside it.
 type lagTraffic struct {
 	locate    func(lo, hi int) span
 	val       func(int) float64
@@ -81,6 +85,8 @@ type lagTraffic struct {
 	drops     func(first counters.Jump, hi int) exactDrops
 	raised    bool
 	sentFirst bool
+	// shapedPackets, see above; nil outbound.
+	shapedPackets func(lo, hi int) float64
 	// burstStart, where set, is where the burst located as s began, no
 	// earlier than floor (nil: at s.lo).
 	burstStart func(s span, floor int) int

@@ -80,6 +80,8 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				src.perDrop = func(lo, hi int) float64 { return share(sumIn(bytesAt, lo, hi), float64(sumUint(fs.packets, lo, hi))) }
 				src.sentFirst = true
 				src.burstStart = func(s span, floor int) int { return a.burstStart(iface, bc.dir, s, floor, bytesAt) }
+			} else {
+				src.shapedPackets = func(lo, hi int) float64 { return float64(sumUint(fs.packets, lo, hi)) }
 			}
 			spec.sentFirst = src.sentFirst
 			lag := a.counterLagFor(iface, jumps, src)

@@ -248,6 +248,24 @@ func queueRate(val func(int) float64, x, y int) (float64, bool) {
 	return m, ok
 }
 
+// queueBegan is the end of the window by which the device's queue that
+// windows [x, y) show sending (queuedStretch) had begun to fill: the
+// first after their highest at about the rate it sent at (the head, what
+// the bucket let through at once, may end in it). ok is false where they
+// show no queue.
+func queueBegan(val func(int) float64, x, y int) (int, bool) {
+	m, ok := queueRate(val, x, y)
+	if !ok {
+		return 0, false
+	}
+	_, peak := peakIn(val, x, y)
+	i := peak + 1
+	for i < y && val(i) > 1.6*m {
+		i++
+	}
+	return min(i+1, y), true
+}
+
 // shapedRun is how many fine windows in a row at about the allowance show
 // a device's queue sending what it held (shapedHead): the lab's 64-packet
 // queue behind a 2 MB burst sent 15 ms of it.

@@ -82,3 +82,23 @@ func TestShapedHead(t *testing.T) {
 		t.Error("queuedStretch: a lone bunch taken for a queue sending")
 	}
 }
+
+func TestQueueBegan(t *testing.T) {
+	v := make([]float64, 40)
+	v[9], v[10] = 17e3, 27e3 // the head, split between two windows
+	for i := 11; i < 30; i++ {
+		v[i] = 4.9e3
+	}
+	if got, ok := queueBegan(series(v), 9, 30); !ok || got != 12 {
+		t.Errorf("queueBegan = %d (%v), want 12: the queue had begun by the end of the first window at its rate", got, ok)
+	}
+	v[11] = 12e3 // the head's tail, over the queue's rate
+	if got, _ := queueBegan(series(v), 9, 30); got != 13 {
+		t.Errorf("queueBegan = %d, want 13: the head ended in window 11", got)
+	}
+	w := make([]float64, 40)
+	w[5] = 60e3 // a bunch the bucket let through whole
+	if got, ok := queueBegan(series(w), 5, 6); ok {
+		t.Errorf("queueBegan = %d, found a queue behind a lone bunch", got)
+	}
+}

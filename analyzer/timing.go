@@ -595,6 +595,20 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			quiet = shown(s.level)
 		}
 		drainsHere := modeled && !a.lastsLong(s.lo, s.hi, readNs) && (fc == 0 || a.g.startNs(s.lo) >= jumps[fc-1].ToNs)
+		// Inbound, a drop means the device's queue was full, and the host
+		// then sees it sending at the allowance. Later traffic it saw
+		// whole, with no queue sending behind it, filled none: it
+		// counted no more than its own packets, queued a moment, and is
+		// no later cause of a first jump that counted more, where the
+		// cause shows a queue (a download's bunches, bigger as it
+		// recovered behind a burst, were taken for the cause of its
+		// 1,091 drops, even after their read: behind a 34 ms lag, the
+		// lab's burst was placed 15 ms late and its lag stated as 0 to
+		// 6 ms).
+		sQueued := src.shapedPackets != nil && val != nil && queuedStretch(val, s.lo, queueEnd(val, s.hi, hi))
+		countedMore := func(x, y int) bool {
+			return float64(jumps[fc].Delta) > src.shapedPackets(x, y) && !queuedStretch(val, x, queueEnd(val, y, hi))
+		}
 		for at := s.hi; val != nil && s.level > 0 && at < causeHi; {
 			x, y, ok := excessSpan(val, at, causeHi, s.level)
 			if !ok {
@@ -602,6 +616,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			}
 			at = y
 			if x-s.hi > a.mergeGapWindows() {
+				if sQueued && countedMore(x, y) {
+					continue
+				}
 				if drainsHere && queuedBehind(val, s, x) || (modeled || quiet > 0) && builtOver(val, span{lo: x, hi: y, level: s.level}) <= max(depth, quiet) {
 					continue
 				}
@@ -707,7 +724,17 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				first = a.g.startNs(e)
 			}
 		}
-		add(firstPrev-end-refreshNs, firstRead-first)
+		// It came by the traffic's end, and inbound, where the host saw
+		// the device's queue sending, as its first packet queued: a
+		// device counts packets queued as well as dropped (AWS-LIMITS.md),
+		// and its queue began where its bucket ran dry (queueBegan).
+		firstBy := end
+		if src.shapedPackets != nil && val != nil {
+			if i, ok := queueBegan(val, s.lo, queueEnd(val, s.hi, hi)); ok {
+				firstBy = min(end, a.g.startNs(i))
+			}
+		}
+		add(firstPrev-firstBy-refreshNs, firstRead-first)
 		// Under one lag, the reads that show a cause's drops span its
 		// traffic, a refresh and a read at most from the first. Where
 		// most of the jumps came later, the counter went on counting
@@ -754,15 +781,31 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			for rise := riseOf(jumps[fc : l+1]); last > fc && float64(tail+jumps[last].Delta) < drainTailShare*float64(rise); last-- {
 				tail += jumps[last].Delta
 			}
-			if val != nil && s.level > 0 && !longTraffic {
-				for k, r := range a.shareRanges(jumps[fc:l+1], s, val, 0, false, refreshNs) {
-					if fc+k <= last {
-						add(r.from, r.to)
+			lastFrom, _ := a.certain(jumps[last])
+			if src.shapedPackets != nil {
+				// Inbound, the host saw the traffic after the device's
+				// queue: a drop, made as a packet arrived to a full
+				// queue, is seen beside the packets that queue held, up
+				// to its delay later. So the drops lie anywhere in the
+				// traffic as the host saw it, the last one too, and the
+				// traffic's shape tells no share of them: a burst's
+				// queue sends at the allowance after its drops ended.
+				// Where its delay is, nothing the device publishes
+				// says (the lab's was 22 ms: the last drop taken at the
+				// traffic's end, and the shares spread over it, stated
+				// 0 to 6 ms where the lag was 34, and 11.6 to 15 where
+				// it was 0).
+				add(lastFrom-end-refreshNs, lastRead-start)
+			} else {
+				if val != nil && s.level > 0 && !longTraffic {
+					for k, r := range a.shareRanges(jumps[fc:l+1], s, val, 0, false, refreshNs) {
+						if fc+k <= last {
+							add(r.from, r.to)
+						}
 					}
 				}
+				add(lastFrom-end-refreshNs, lastRead-end)
 			}
-			lastFrom, _ := a.certain(jumps[last])
-			add(lastFrom-end-refreshNs, lastRead-end)
 		}
 		if r, ok := a.clusterRange(own); ok {
 			clusters = append(clusters, r)
