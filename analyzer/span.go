@@ -248,23 +248,41 @@ func queueRate(val func(int) float64, x, y int) (float64, bool) {
 	return m, ok
 }
 
-// queueBegan is the end of the window by which the device's queue that
-// windows [x, y) show sending (queuedStretch) had begun to fill: the
-// first after their highest at about the rate it sent at (the head, what
-// the bucket let through at once, may end in it). ok is false where they
-// show no queue.
-func queueBegan(val func(int) float64, x, y int) (int, bool) {
-	m, ok := queueRate(val, x, y)
-	if !ok {
+// queueBegan is, for traffic the host saw after the device shaped it,
+// starting at window lo, the end of the window by which the device's
+// queue had begun to fill: its head is what its first headWindows
+// windows carry over the rate the windows after it run at (what the
+// bucket let through at once, split by the host's batching, an empty
+// window between), and the queue is shapedRun windows at about that rate
+// after it (shapedHead); the first of those is where it sent. Only the
+// traffic's start is looked at: a download's bunch later on may top the
+// head. ok is false where no queue follows the head.
+func queueBegan(val func(int) float64, lo, hi int) (int, bool) {
+	if lo+1+shapedRun > hi {
 		return 0, false
 	}
-	_, peak := peakIn(val, x, y)
-	i := peak + 1
-	for i < y && val(i) > 1.6*m {
-		i++
+	m := medianIn(val, lo+1, min(lo+1+headWindows+2*shapedRun, hi))
+	i := lo + 1
+	for k := lo; k < min(lo+headWindows, hi); k++ {
+		if val(k) > 1.6*m {
+			i = k + 1
+		}
 	}
-	return min(i+1, y), true
+	for i < hi && val(i) > 1.6*m {
+		i++ // the head's tail
+	}
+	if i+shapedRun > hi {
+		return 0, false
+	}
+	if _, ok := shapedHead(val, i, i+shapedRun, m); !ok {
+		return 0, false
+	}
+	return i + 1, true
 }
+
+// headWindows is how many fine windows a burst's head, as the host sees
+// it inbound, may take: split between two, its tail in a third.
+const headWindows = 3
 
 // shapedRun is how many fine windows in a row at about the allowance show
 // a device's queue sending what it held (shapedHead): the lab's 64-packet

@@ -96,9 +96,17 @@ func TestQueueBegan(t *testing.T) {
 	if got, _ := queueBegan(series(v), 9, 30); got != 13 {
 		t.Errorf("queueBegan = %d, want 13: the head ended in window 11", got)
 	}
+	v[10], v[11] = 0, 35e3 // the head split by the host's batching, an empty window between
+	if got, _ := queueBegan(series(v), 9, 30); got != 13 {
+		t.Errorf("queueBegan = %d, want 13: the head's second part in window 11", got)
+	}
+	v[25] = 80e3 // a download's bunch later on, topping the head
+	if got, _ := queueBegan(series(v), 9, 30); got != 13 {
+		t.Errorf("queueBegan = %d, want 13: a later bunch is not the head", got)
+	}
 	w := make([]float64, 40)
 	w[5] = 60e3 // a bunch the bucket let through whole
-	if got, ok := queueBegan(series(w), 5, 6); ok {
+	if got, ok := queueBegan(series(w), 5, 30); ok {
 		t.Errorf("queueBegan = %d, found a queue behind a lone bunch", got)
 	}
 }

@@ -605,7 +605,10 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		// 1,091 drops, even after their read: behind a 34 ms lag, the
 		// lab's burst was placed 15 ms late and its lag stated as 0 to
 		// 6 ms).
-		sQueued := src.shapedPackets != nil && val != nil && queuedStretch(val, s.lo, queueEnd(val, s.hi, hi))
+		sQueued := false
+		if src.shapedPackets != nil && val != nil {
+			_, sQueued = queueBegan(val, s.lo, hi)
+		}
 		countedMore := func(x, y int) bool {
 			return float64(jumps[fc].Delta) > src.shapedPackets(x, y) && !queuedStretch(val, x, queueEnd(val, y, hi))
 		}
@@ -730,7 +733,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		// and its queue began where its bucket ran dry (queueBegan).
 		firstBy := end
 		if src.shapedPackets != nil && val != nil {
-			if i, ok := queueBegan(val, s.lo, queueEnd(val, s.hi, hi)); ok {
+			if i, ok := queueBegan(val, s.lo, hi); ok {
 				firstBy = min(end, a.g.startNs(i))
 			}
 		}
