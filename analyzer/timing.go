@@ -480,6 +480,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			}
 		}
 		s := locate(lo, hi)
+		locatedLo := s.lo
 		long := val != nil && l > fc && lastRead-firstPrev >= longIncidentReads*readNs
 		raisedLevel := 0.0
 		if src.raised && s.levelName == levelIntervalOwn {
@@ -813,7 +814,18 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				// traffic's end, and the shares spread over it, stated
 				// 0 to 6 ms where the lag was 34, and 11.6 to 15 where
 				// it was 0).
-				add(lastFrom-end-refreshNs, lastRead-start)
+				// A cause found after the cluster's first read, later
+				// traffic having taken the place of what was located
+				// first (a download's latest bunch before the last read,
+				// of its drops over 2 s), made none of the first jump's
+				// counts: the drops lie anywhere from what was located
+				// first (behind a 36 ms lag, that bunch stated 0 to
+				// 16.6 ms).
+				from := start
+				if start > firstRead {
+					from = min(start, a.g.startNs(locatedLo))
+				}
+				add(lastFrom-end-refreshNs, lastRead-from)
 			} else {
 				if val != nil && s.level > 0 && !longTraffic {
 					for k, r := range a.shareRanges(jumps[fc:l+1], s, val, 0, false, refreshNs) {
