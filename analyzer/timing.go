@@ -710,7 +710,11 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			reads = int64(a.readsOver(val, s.lo, s.hi, readNs, s.level))
 		}
 		longTraffic := val != nil && s.level > 0 && end-start >= longIncidentReads*max(readNs, 1)
-		if longTraffic {
+		// Inbound, the share model of a long cluster does not hold: the
+		// host sees what the device's queue let through, not what it
+		// dropped (below). Over a download's drops before a burst it
+		// stated 82 to 117 ms where the lag was 0.
+		if longTraffic && src.shapedPackets == nil {
 			if r, depth, n, ok := a.longClusterRange(jumps[fc:l+1], s, val, refreshNs, readNs, maxNs); ok {
 				// Its bucket, learned, held its first pulses' drops
 				// back: those reads had none to show.
@@ -813,7 +817,12 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				// says (the lab's was 22 ms: the last drop taken at the
 				// traffic's end, and the shares spread over it, stated
 				// 0 to 6 ms where the lag was 34, and 11.6 to 15 where
-				// it was 0).
+				// it was 0). And later traffic than the cause's, queued
+				// a moment, may have made the last count: the cause's
+				// end bounds nothing (a download's drip, its cause's
+				// end 22 ms before the read before its last jump,
+				// stated 22 to 74 ms where the lag was 0).
+				//
 				// A cause found after the cluster's first read, later
 				// traffic having taken the place of what was located
 				// first (a download's latest bunch before the last read,
@@ -825,7 +834,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				if start > firstRead {
 					from = min(start, a.g.startNs(locatedLo))
 				}
-				add(lastFrom-end-refreshNs, lastRead-from)
+				add(0, lastRead-from)
 			} else {
 				if val != nil && s.level > 0 && !longTraffic {
 					for k, r := range a.shareRanges(jumps[fc:l+1], s, val, 0, false, refreshNs) {
