@@ -15,8 +15,10 @@ import (
 )
 
 // TestScore scores a kept lab recording (testdata/lab) as a run: right
-// with its truth both ways, and wrong once the truth's burst is moved
-// 10 ms later, its finding then starting too early.
+// with its truth both ways, the lag in its range (inbound, one burst
+// between reads 50 ms apart: a range only, analyzer/timing.go), and wrong
+// once the truth's burst is moved 10 ms later, its finding then starting
+// too early.
 func TestScore(t *testing.T) {
 	dir := t.TempDir()
 	const name = "impact-inbound-bunch-gap"
@@ -55,8 +57,8 @@ func TestScore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !v.right || v.lagClass != "within" {
-			t.Errorf("%s: %s, want right, the lag within 5 ms", mode, v.line())
+		if !v.right || v.lagClass != "within" && v.lagClass != "inside" {
+			t.Errorf("%s: %s, want right, the lag in its range", mode, v.line())
 		}
 	}
 	var moved map[string]any
