@@ -368,6 +368,11 @@ func TestLabLagRanges(t *testing.T) {
 		// before the read before the cluster's last jump, put the lag at
 		// 22 to 74 ms where it was 0 (once the share model was gone).
 		"impact-inbound-drip-end",
+		// Behind 34.5 ms, the burst's first jump parted off the
+		// download's drops after it, whose cluster, its cause the same
+		// burst, took its first count as where the burst's queue began,
+		// which the jump before had shown: 61.8 to 63.8 ms.
+		"impact-inbound-lag-parted",
 	} {
 		rec, truth, opts := labCase(t, name)
 		labLag := float64(truth.CounterLagNs) / 1e9

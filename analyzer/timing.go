@@ -751,9 +751,17 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		// the device's queue sending, as its first packet queued: a
 		// device counts packets queued as well as dropped (AWS-LIMITS.md),
 		// and its queue began where its bucket ran dry (queueBegan).
+		// Where a jump before the cluster, read after the traffic
+		// began, may have shown that first count, the cluster's first
+		// is a later one, and inbound any traffic up to its read, queued
+		// a moment, may have made it (a burst's first jump parted off
+		// the download's drops after it, whose cluster, its cause the
+		// same burst, stated 61.8 to 63.8 ms where the lag was 34.5).
 		firstBy := end
 		if src.shapedPackets != nil && val != nil {
-			if i, ok := queueBegan(val, s.lo, hi); ok {
+			if fc > 0 && start < jumps[fc-1].ToNs {
+				firstBy = firstRead
+			} else if i, ok := queueBegan(val, s.lo, hi); ok {
 				firstBy = min(end, a.g.startNs(i))
 			}
 		}
