@@ -73,6 +73,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 					return a.locate(bytesAt, lo, hi, levels...)
 				},
 				skip: func(lo, hi int) bool { return overlapsAny(lo, hi, exhausted[bc.dir]) }}
+			packetsAt := func(lo, hi int) float64 { return float64(sumUint(fs.packets, lo, hi)) }
 			src := lagTraffic{locate: spec.locate, val: bytesAt, raised: true}
 			if bc.dir == record.Egress {
 				// Egress drops were seen by the host before the device
@@ -81,14 +82,14 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				src.sentFirst = true
 				src.burstStart = func(s span, floor int) int { return a.burstStart(iface, bc.dir, s, floor, bytesAt) }
 			} else {
-				src.shapedPackets = func(lo, hi int) float64 { return float64(sumUint(fs.packets, lo, hi)) }
+				src.shapedPackets = packetsAt
 			}
 			spec.sentFirst = src.sentFirst
 			lag := a.counterLagFor(iface, jumps, src)
 			spec.lag = lag
 			spec.readNs = a.readInterval(iface)
 			spec.raised = true
-			spec.packets = func(lo, hi int) float64 { return float64(sumUint(fs.packets, lo, hi)) }
+			spec.packets = packetsAt
 			var depth float64
 			if len(levels) > 0 {
 				// Traffic over the allowance that built no more than

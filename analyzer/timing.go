@@ -321,10 +321,9 @@ func splitDominant(jumps []counters.Jump, c [2]int, readNs int64) [][2]int {
 	for k := f; k <= l; k++ {
 		if k < x || k > y {
 			other = max(other, jumps[k].Delta)
+		} else {
+			run += jumps[k].Delta
 		}
-	}
-	for k := x; k <= y; k++ {
-		run += jumps[k].Delta
 	}
 	for k := x; k <= y; k++ {
 		if jumps[k].Delta <= rise-run && jumps[k].Delta <= dominantOver*other {
@@ -796,23 +795,6 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		}
 		drained := !longTraffic && firstRead > start && (countsQueue || 2*a.readAfter(jumps[fc:l+1], firstRead+end-start+refreshNs+max(readNs, 1)) > l-fc+1)
 		if !drained {
-			// A long overshoot's one share range is as late as a bucket
-			// made its first drop, which one range cannot tell: its
-			// first and last drops' ranges only (wide, and true).
-			// Trailing jumps that together count under a tenth of the
-			// rise may count what queued behind the traffic, not its
-			// drops (TCP segments counted as a shallow queue drained: 88
-			// after 2,365): the last drop was shown by the last jump
-			// before them, or by one of them. Taken from the read before
-			// the last jump, it had put the lag at 5 to 7 ms at least
-			// where the lab's was 0, in 5 of the lab's impact-dropped
-			// bundles.
-			last := l
-			var tail uint64
-			for rise := riseOf(jumps[fc : l+1]); last > fc && float64(tail+jumps[last].Delta) < drainTailShare*float64(rise); last-- {
-				tail += jumps[last].Delta
-			}
-			lastFrom, _ := a.certain(jumps[last])
 			if src.shapedPackets != nil {
 				// Inbound, the host saw the traffic after the device's
 				// queue: a drop, made as a packet arrived to a full
@@ -844,6 +826,22 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				}
 				add(0, lastRead-from)
 			} else {
+				// A long overshoot's one share range is as late as a
+				// bucket made its first drop, which one range cannot
+				// tell: its first and last drops' ranges only (wide, and
+				// true). Trailing jumps that together count under a
+				// tenth of the rise may count what queued behind the
+				// traffic, not its drops (TCP segments counted as a
+				// shallow queue drained: 88 after 2,365): the last drop
+				// was shown by the last jump before them, or by one of
+				// them. Taken from the read before the last jump, it had
+				// put the lag at 5 to 7 ms at least where the lab's was
+				// 0, in 5 of the lab's impact-dropped bundles.
+				last := l
+				var tail uint64
+				for rise := riseOf(jumps[fc : l+1]); last > fc && float64(tail+jumps[last].Delta) < drainTailShare*float64(rise); last-- {
+					tail += jumps[last].Delta
+				}
 				if val != nil && s.level > 0 && !longTraffic {
 					for k, r := range a.shareRanges(jumps[fc:l+1], s, val, 0, false, refreshNs) {
 						if fc+k <= last {
@@ -851,6 +849,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 						}
 					}
 				}
+				lastFrom, _ := a.certain(jumps[last])
 				add(lastFrom-end-refreshNs, lastRead-end)
 			}
 		}
