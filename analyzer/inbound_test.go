@@ -22,12 +22,14 @@ import (
 // refresh and lag, given the bandwidth allowance or not; no pps_exceeded
 // naming the download (7 of 12 kept lab bundles named it, 50 ms after
 // the burst; here every one of the 24 timings gave two findings before
-// foldInboundPPS). The burst is named first under every refresh up to
-// a lag of 250 ms (behind 30 and 250 ms with every read shown and no
-// allowance given, the download's later bunches had been taken for the
-// cause: countedMore, 2026-12-04). Open: behind a lag of 1 s, the
-// download's bunches stand out of the burst the host saw shaped to the
-// allowance and are named first.
+// foldInboundPPS). The burst is named first under every refresh and lag
+// (behind 30 and 250 ms with every read shown and no allowance given,
+// the download's later bunches had been taken for the cause: countedMore,
+// 2026-12-04; behind 1 s, in 5 of the 6 timings, the latest bunch before
+// the read: this device has no queue, so the host sees the burst as a
+// 66 kB head no different from the download's 60 kB bunches, and only
+// the bunches' likeness to those that moved nothing sets them aside,
+// 2026-12-04).
 func TestInboundBurstBothCounters(t *testing.T) {
 	const d = 4 * time.Second
 	burstAt := 2*time.Second + 300*time.Microsecond
@@ -60,7 +62,7 @@ func TestInboundBurstBothCounters(t *testing.T) {
 		if f.Kind != KindMicroburstIn {
 			t.Errorf("a %s, want microburst_in", f.Kind)
 		}
-		if lag < time.Second && (len(f.Flows) == 0 || f.Flows[0].Src != burst.Src.String()) {
+		if len(f.Flows) == 0 || f.Flows[0].Src != burst.Src.String() {
 			t.Errorf("naming %+v, want %s first", f.Flows, burst.Src)
 		}
 		if !strings.Contains(f.Summary, counters.PPSAllowanceExceeded+" rose by") {
