@@ -35,11 +35,16 @@ func foldInboundPPS(out []Finding) []Finding {
 		}
 		for j := range out {
 			b := &out[j]
-			if b.Kind != KindMicroburstIn || b.Interface != p.Interface || b.Incident == nil || !readWith(p.Incident.Timeline, b.Incident.Timeline) {
+			if b.Kind != KindMicroburstIn || b.Interface != p.Interface || b.Incident == nil {
 				continue
 			}
 			why := ": inbound packets reach the host only after the device shaped them, so the packet rate it saw cannot show what was dropped"
 			switch {
+			case !readWith(p.Incident.Timeline, b.Incident.Timeline):
+				if !crossedFirst(p, *b) {
+					continue
+				}
+				why = ", by the same traffic, from a read before: its packet rate crossed that allowance first"
 			case p.ppsUnseen:
 			case ledFrom(p, *b):
 				why = ", by the same traffic"
@@ -82,6 +87,24 @@ func foldInboundPPS(out []Finding) []Finding {
 		out = slices.Delete(out, i, i+1)
 	}
 	return out
+}
+
+// crossedFirst tells whether pps_exceeded finding p is burst b's traffic
+// crossing the packet-rate allowance before the bandwidth one: led by
+// b's flow, within b's span as the host saw it, its first jump read
+// before b's first and none after b's last. A 2 MB burst at 200 Mbit/s
+// emptied the lab's packet-rate bucket within milliseconds and its 1 MiB
+// byte bucket 40 ms later: the pps counter moved a read earlier, and the
+// burst was named twice (2 of 8 fresh impact-inbound runs, both ways).
+func crossedFirst(p, b Finding) bool {
+	pt, bt := p.Incident.Timeline, b.Incident.Timeline
+	if len(pt) == 0 || len(bt) == 0 || len(p.Flows) == 0 || len(b.Flows) == 0 {
+		return false
+	}
+	lead, burst := p.Flows[0], b.Flows[0]
+	return lead.Src == burst.Src && lead.Dst == burst.Dst &&
+		p.StartOffsetS >= b.StartOffsetS && p.EndOffsetS <= b.EndOffsetS &&
+		pt[0].Time.Before(bt[0].Time) && !pt[len(pt)-1].Time.After(bt[len(bt)-1].Time)
 }
 
 // readWith tells whether every jump of some was read with one of all's

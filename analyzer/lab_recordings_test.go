@@ -249,6 +249,13 @@ func TestLabRecordings(t *testing.T) {
 		// outnumbered the burst's 145 survivors: a pps_exceeded finding
 		// of its own (foldInboundPPS).
 		{name: "impact-inbound-pps-over-burst", kind: KindMicroburstIn},
+		// Inbound, both ways: the burst emptied the lab's packet-rate
+		// bucket within milliseconds and its 1 MiB byte bucket 40 ms
+		// later, so the pps counter moved a read before the bandwidth
+		// counter did; at reads the burst's incident did not count, its
+		// pps_exceeded finding, naming the burst too, was not folded
+		// (crossedFirst).
+		{name: "impact-inbound-pps-first", kind: KindMicroburstIn, lagOpen: inboundLagOpen},
 		// Inbound, no allowance known: the lab counted a few of the
 		// download's packets at nearly every read for 4 s (what its
 		// shaper held back), then the burst's 1,204 drops in one jump.
