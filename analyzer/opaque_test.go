@@ -442,6 +442,44 @@ func eachTiming(t *testing.T, spec synth.Spec, run func(t *testing.T, rec *recor
 	}
 }
 
+// TestPausedOvershoot: TestBucketedOvershoot's overshoot with its sender
+// pausing 11 ms a second in (the lab's pps-overshoot on a busy host): one
+// incident, its lag and refresh stated as there. Given the allowance, the
+// part after the pause had been taken for the cause of every jump (the
+// lab's lag learned as 15.9 ms where it was 37.9, in 3 runs of 3): 9 of
+// these 24 timings failed the checks below.
+//
+// Open: no lag, a refresh of 100 ms or 1 s, the allowance given or not:
+// the drops' pause, a read long, widens the range as a pulsed sender's
+// would (longClusterRange), and its middle lies 16 to 20 ms off; only the
+// range is checked there.
+func TestPausedOvershoot(t *testing.T) {
+	const d = 5 * time.Second
+	over := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 42100),
+		Dst: netip.AddrPortFrom(incPeer, 9002), Size: 64, Jitter: 0.2,
+		Phases: []synth.Phase{{From: time.Second, To: 2 * time.Second, Bps: 10000 * 64 * 8}, {From: 2*time.Second + 11*time.Millisecond, To: 3 * time.Second, Bps: 10000 * 64 * 8}}}
+	flows := []synth.Flow{steady(record.Egress, netip.AddrPortFrom(incHost, 40300), netip.AddrPortFrom(opaqueLAN, 8125), 100, 2000*100*8, d), over}
+	spec := synth.Spec{Name: "paused_pps", Duration: d, Seed: 53, SampleNs: incSampleNs,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000, PPSBurst: 800}}, Flows: flows}
+	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
+		opt := DefaultOptions()
+		if given {
+			opt.PPSAllowance = 8000
+		}
+		res := Analyze(rec, opt)
+		checkOneIncident(t, res, KindPPSExceeded, over.Src.String(), time.Second, truth.Drops["eth0"][counters.PPSAllowanceExceeded][0].From, refresh)
+		if refresh == 0 || lag > 0 {
+			checkOvershootTiming(t, res, KindPPSExceeded, refresh, lag)
+			return
+		}
+		for _, f := range aboveInfo(res, KindPPSExceeded) {
+			if inc := f.Incident; inc.CounterLagLowS > 0.005 {
+				t.Errorf("lag range stated %.4f to %.4f s, the device's 0", inc.CounterLagLowS, inc.CounterLagHighS)
+			}
+		}
+	})
+}
+
 // TestBucketedOvershoot: 10 kpps of small packets for 2 s beside a steady
 // 2 kpps, over an 8 kpps allowance whose bucket holds 800 packets (200 ms
 // of the excess, as the lab's pps-overshoot): one incident from the
