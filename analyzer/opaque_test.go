@@ -454,12 +454,34 @@ func eachTiming(t *testing.T, spec synth.Spec, run func(t *testing.T, rec *recor
 // would (longClusterRange), and its middle lies 16 to 20 ms off; only the
 // range is checked there.
 func TestPausedOvershoot(t *testing.T) {
+	ms := time.Millisecond
+	eachBucketedOvershoot(t, "paused_pps", 53, []synth.Phase{{From: time.Second, To: 2 * time.Second}, {From: 2011 * ms, To: 3 * time.Second}},
+		func(t *testing.T, res *Result, refresh, lag time.Duration) {
+			if refresh == 0 || lag > 0 {
+				checkOvershootTiming(t, res, KindPPSExceeded, refresh, lag)
+				return
+			}
+			for _, f := range aboveInfo(res, KindPPSExceeded) {
+				if inc := f.Incident; inc.CounterLagLowS > 0.005 {
+					t.Errorf("lag range stated %.4f to %.4f s, the device's 0", inc.CounterLagLowS, inc.CounterLagHighS)
+				}
+			}
+		})
+}
+
+// eachBucketedOvershoot runs check on the analysis of 10 kpps of small
+// packets over phases (their rates set here) beside a steady 2 kpps, over
+// an 8 kpps allowance whose bucket holds 800 packets, under every timing,
+// after checking it is one incident from the overshoot's start.
+func eachBucketedOvershoot(t *testing.T, name string, seed uint64, phases []synth.Phase, check func(t *testing.T, res *Result, refresh, lag time.Duration)) {
 	const d = 5 * time.Second
+	for k := range phases {
+		phases[k].Bps = 10000 * 64 * 8
+	}
 	over := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 42100),
-		Dst: netip.AddrPortFrom(incPeer, 9002), Size: 64, Jitter: 0.2,
-		Phases: []synth.Phase{{From: time.Second, To: 2 * time.Second, Bps: 10000 * 64 * 8}, {From: 2*time.Second + 11*time.Millisecond, To: 3 * time.Second, Bps: 10000 * 64 * 8}}}
+		Dst: netip.AddrPortFrom(incPeer, 9002), Size: 64, Jitter: 0.2, Phases: phases}
 	flows := []synth.Flow{steady(record.Egress, netip.AddrPortFrom(incHost, 40300), netip.AddrPortFrom(opaqueLAN, 8125), 100, 2000*100*8, d), over}
-	spec := synth.Spec{Name: "paused_pps", Duration: d, Seed: 53, SampleNs: incSampleNs,
+	spec := synth.Spec{Name: name, Duration: d, Seed: seed, SampleNs: incSampleNs,
 		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000, PPSBurst: 800}}, Flows: flows}
 	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
 		opt := DefaultOptions()
@@ -467,16 +489,8 @@ func TestPausedOvershoot(t *testing.T) {
 			opt.PPSAllowance = 8000
 		}
 		res := Analyze(rec, opt)
-		checkOneIncident(t, res, KindPPSExceeded, over.Src.String(), time.Second, truth.Drops["eth0"][counters.PPSAllowanceExceeded][0].From, refresh)
-		if refresh == 0 || lag > 0 {
-			checkOvershootTiming(t, res, KindPPSExceeded, refresh, lag)
-			return
-		}
-		for _, f := range aboveInfo(res, KindPPSExceeded) {
-			if inc := f.Incident; inc.CounterLagLowS > 0.005 {
-				t.Errorf("lag range stated %.4f to %.4f s, the device's 0", inc.CounterLagLowS, inc.CounterLagHighS)
-			}
-		}
+		checkOneIncident(t, res, KindPPSExceeded, over.Src.String(), phases[0].From, truth.Drops["eth0"][counters.PPSAllowanceExceeded][0].From, refresh)
+		check(t, res, refresh, lag)
 	})
 }
 
@@ -490,22 +504,10 @@ func TestPausedOvershoot(t *testing.T) {
 // start and the lag came out 60 to 115 ms long, and with a 1 s refresh its
 // range (10 ms wide) held none of the lags.
 func TestBucketedOvershoot(t *testing.T) {
-	const d = 5 * time.Second
-	over := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Src: netip.AddrPortFrom(incHost, 42100),
-		Dst: netip.AddrPortFrom(incPeer, 9002), Size: 64, Jitter: 0.2,
-		Phases: []synth.Phase{{From: time.Second, To: 3 * time.Second, Bps: 10000 * 64 * 8}}}
-	flows := []synth.Flow{steady(record.Egress, netip.AddrPortFrom(incHost, 40300), netip.AddrPortFrom(opaqueLAN, 8125), 100, 2000*100*8, d), over}
-	spec := synth.Spec{Name: "bucketed_pps", Duration: d, Seed: 37, SampleNs: incSampleNs,
-		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000, PPSBurst: 800}}, Flows: flows}
-	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
-		opt := DefaultOptions()
-		if given {
-			opt.PPSAllowance = 8000
-		}
-		res := Analyze(rec, opt)
-		checkOneIncident(t, res, KindPPSExceeded, over.Src.String(), time.Second, truth.Drops["eth0"][counters.PPSAllowanceExceeded][0].From, refresh)
-		checkOvershootTiming(t, res, KindPPSExceeded, refresh, lag)
-	})
+	eachBucketedOvershoot(t, "bucketed_pps", 37, []synth.Phase{{From: time.Second, To: 3 * time.Second}},
+		func(t *testing.T, res *Result, refresh, lag time.Duration) {
+			checkOvershootTiming(t, res, KindPPSExceeded, refresh, lag)
+		})
 }
 
 // TestOvershootCutShort: the same overshoot, with no allowance given,
