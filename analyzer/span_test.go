@@ -110,3 +110,35 @@ func TestQueueBegan(t *testing.T) {
 		t.Errorf("queueBegan = %d, found a queue behind a lone bunch", got)
 	}
 }
+
+// TestShapedParts: an inbound burst whose sender paused between parts, as
+// the host saw it (the lab's impact-inbound-parts, kB per 1 ms window):
+// from its flow's first window on, the burst's, where that window stands
+// out of the rate the device's queue sent the located part at and no
+// pause under a quarter of it lasts longer than MergeGap (10 ms).
+func TestShapedParts(t *testing.T) {
+	a := &analysis{g: grid{widthNs: 1e6}, opt: DefaultOptions()}
+	const q = 4.9 // the queue's rate, kB per window
+	parts := []float64{48.6, q, q, 6, 0, 0, 0, 14.5, 0, 0, 0, 0, 0, 0, 0, 44.9, q, q, q, q, 0, 0, 0, 0, 0}
+	last := []float64{30.9, q, q, q, q, q, q, q, q, q, q, q, q, q, q, 5.3}
+	for _, c := range []struct {
+		name   string
+		series []float64
+		want   bool
+	}{
+		{"four parts", append(append([]float64{}, parts...), last...), true},
+		{"a pause longer than MergeGap", append(append(append([]float64{}, parts[:7]...), make([]float64, 11)...), last...), false},
+		{"a first window under the queue's head", append(append([]float64{q, q}, parts[1:]...), last...), false},
+	} {
+		val := func(i int) float64 {
+			if i < 0 || i >= len(c.series) {
+				return 0
+			}
+			return c.series[i] * 1e3
+		}
+		lo := len(c.series) - len(last)
+		if got := a.shapedParts(val, 0, span{lo: lo, hi: len(c.series)}); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
