@@ -101,8 +101,7 @@ func crossedFirst(p, b Finding) bool {
 	if len(pt) == 0 || len(bt) == 0 || len(p.Flows) == 0 || len(b.Flows) == 0 {
 		return false
 	}
-	lead, burst := p.Flows[0], b.Flows[0]
-	return lead.Src == burst.Src && lead.Dst == burst.Dst &&
+	return sameFlow(p.Flows[0], b.Flows[0]) &&
 		p.StartOffsetS >= b.StartOffsetS && p.EndOffsetS <= b.EndOffsetS &&
 		pt[0].Time.Before(bt[0].Time) && !pt[len(pt)-1].Time.After(bt[len(bt)-1].Time)
 }
@@ -124,7 +123,9 @@ func ledFrom(p, b Finding) bool {
 	if len(p.Flows) == 0 {
 		return false
 	}
-	lead := p.Flows[0]
-	same := func(f FlowShare) bool { return f.Src == lead.Src && f.Dst == lead.Dst }
+	same := func(f FlowShare) bool { return sameFlow(f, p.Flows[0]) }
 	return len(b.Flows) > 0 && same(b.Flows[0]) || slices.ContainsFunc(b.Victims, same)
 }
+
+// sameFlow tells whether two rows name one flow.
+func sameFlow(x, y FlowShare) bool { return x.Src == y.Src && x.Dst == y.Dst }

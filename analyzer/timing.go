@@ -647,12 +647,13 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		// under it and the rule set aside the bunches that were the
 		// burst's queue, its range falling short of the lag (0 to 24.9
 		// ms where it was 51.2, in 2 of 54 fresh inbound runs).
-		sQueued, shapedQuiet := false, 0.0
+		// noMoreThanQuiet: traffic that built no more over its level
+		// than traffic that moved nothing did (the bucket the run shows).
+		noMoreThanQuiet := func(sp span) bool { return builtOver(val, sp) <= shown(sp.level) }
+		sQueued, shapedQuiet := false, false
 		if src.shapedPackets != nil && val != nil {
 			_, sQueued = queueBegan(val, s.lo, hi)
-			if !sQueued && s.levelName == levelIntervalOwn && s.level > 0 {
-				shapedQuiet = shown(s.level)
-			}
+			shapedQuiet = !sQueued && s.levelName == levelIntervalOwn && s.level > 0 && shown(s.level) > 0
 		}
 		countedMore := func(x, y int) bool {
 			return float64(jumps[fc].Delta) > src.shapedPackets(x, y) && !queuedStretch(val, x, queueEnd(val, y, hi))
@@ -664,7 +665,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			}
 			at = y
 			if x-s.hi > a.mergeGapWindows() {
-				if (sQueued || shapedQuiet > 0 && builtOver(val, span{lo: x, hi: y, level: s.level}) <= shapedQuiet) && countedMore(x, y) {
+				if (sQueued || shapedQuiet && noMoreThanQuiet(span{lo: x, hi: y, level: s.level})) && countedMore(x, y) {
 					continue
 				}
 				if drainsHere && queuedBehind(val, s, x) || (modeled || quiet > 0) && builtOver(val, span{lo: x, hi: y, level: s.level}) <= max(depth, quiet) {
@@ -726,7 +727,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		}
 		if src.shapedPackets != nil && val != nil && s.levelName != levelNone && s.level > 0 &&
 			float64(riseOf(jumps[fc:l+1])) <= src.shapedPackets(s.lo, s.hi) &&
-			!queuedStretch(val, s.lo, queueEnd(val, s.hi, hi)) && builtOver(val, s) <= shown(s.level) {
+			!queuedStretch(val, s.lo, queueEnd(val, s.hi, hi)) && noMoreThanQuiet(s) {
 			// Inbound, a few drops whose cause the host saw whole, no
 			// queue sending behind it, and that built no more over its
 			// level than traffic that moved nothing did: one bunch of
