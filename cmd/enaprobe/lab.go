@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/enaprobe/enaprobe/internal/capture"
+	"github.com/enaprobe/enaprobe/internal/ena"
 	"github.com/enaprobe/enaprobe/internal/lab"
 	"github.com/enaprobe/enaprobe/internal/lab/catalog"
 )
@@ -113,10 +114,6 @@ type labRunFlags struct {
 	out            outputFlags
 }
 
-// labReadInterval is the lab's counter read interval: a read costs a few
-// ms, as it dumps the conntrack table.
-const labReadInterval = 50 * time.Millisecond
-
 func newLabRunCommand() *cobra.Command {
 	f := &labRunFlags{}
 	cmd := &cobra.Command{
@@ -132,7 +129,7 @@ func newLabRunCommand() *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	f.capture.register(fs, labReadInterval, "a lab read costs a few ms: it dumps the conntrack table; a scenario with lagged counters sets its own")
+	f.capture.register(fs, ena.DefaultInterval, "as a trace's; a scenario may set its own")
 	registerWindow(fs, &f.window)
 	fs.DurationVar(&f.counterLag, "emulate-counter-lag", 0, "make the lab's counters show a drop this long after it happened, a duration from 0 to 5s, e.g. 30ms (default: the scenario's)")
 	fs.DurationVar(&f.counterRefresh, "counter-refresh", 0, "make the lab's counters change only every this long, at a random phase, a duration from 0 to 5s, e.g. 1s (default: the scenario's, 0: at every poll)")

@@ -2,12 +2,14 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/enaprobe/enaprobe/internal/record"
 )
 
@@ -207,6 +209,62 @@ func TestConntrackFlood(t *testing.T) {
 	defer v6.Close()
 	if got := readCounters(t, l)[counters.ConntrackAllowanceAvailable]; v6.Established != 5 || got != max-5 {
 		t.Errorf("5 IPv6 connections (%d established) left %s at %d, want %d", v6.Established, counters.ConntrackAllowanceAvailable, got, max-5)
+	}
+	// A trace's reads, which count in the background, follow.
+	src := l.Counters()
+	if src.Kind() != "lab" {
+		t.Errorf("kind %q, want lab", src.Kind())
+	}
+	deadline = time.Now().Add(2 * time.Second)
+	for {
+		v, err := src.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v[counters.ConntrackAllowanceAvailable] == max-5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a trace's reads show %s at %d 2 s after 5 connections, want %d", counters.ConntrackAllowanceAvailable, v[counters.ConntrackAllowanceAvailable], max-5)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestTrackedGauge: a read returns the last count and starts one dump in
+// the background only once the count is gaugeMaxAge old; after close,
+// reads fail.
+func TestTrackedGauge(t *testing.T) {
+	l := upLab(t, Config{})
+	g := l.gauge
+	dumping := func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.dumping
+	}
+	_, at, err := g.read(monoclock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.dumps.Wait()
+	if _, at2, err := g.read(at + int64(gaugeMaxAge)); err != nil || at2 != at || dumping() {
+		t.Fatalf("a count gaugeMaxAge old: taken at %d (first %d), %v, dumping %v; want the first, no dump", at2, at, err, dumping())
+	}
+	if _, _, err := g.read(at + int64(gaugeMaxAge) + 1); err != nil || !dumping() {
+		t.Fatalf("a count older than gaugeMaxAge: %v, dumping %v; want a dump started", err, dumping())
+	}
+	// A read while the dump runs starts no second one.
+	if _, _, err := g.read(at + int64(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	g.dumps.Wait()
+	if _, at3, err := g.read(at + int64(gaugeMaxAge)); err != nil || at3 <= at {
+		t.Fatalf("after the dump: taken at %d (first %d), %v", at3, at, err)
+	}
+	g.dumps.Wait()
+	g.close()
+	if _, _, err := g.read(monoclock.Now()); !errors.Is(err, errLabClosed) {
+		t.Errorf("read after close: %v, want %v", err, errLabClosed)
 	}
 }
 

@@ -15,12 +15,21 @@ import (
 // CounterNames lists the emulated counters in ethtool order.
 var CounterNames = append(append([]string(nil), counters.AllowanceExceeded...), counters.ConntrackAllowanceAvailable)
 
-// Counters returns a Source reading the emulated ENA counters from the
-// kernel machinery that enforces each allowance. Every read is fresh: two
-// qdisc dumps, one conntrack dump and the nftables counters over netlink,
-// about 3 ms on a 2-core VM (BenchmarkCountersRead; the conntrack dump
-// dominates, see trackedConnections).
+// Counters returns the Source a trace reads: the emulated ENA counters
+// from the kernel machinery that enforces each allowance. Every read of
+// the drop counters is fresh: two qdisc dumps and the nftables counters
+// over netlink, about half a millisecond on a 2-core VM
+// (BenchmarkCountersRead), so it can be read every 10 ms as a device is.
+// conntrack_allowance_available comes from a count at most gaugeMaxAge
+// old (trackedGauge says why).
 func (l *Lab) Counters() ena.Source { return counterSource{l} }
+
+// ReadCounters reads every counter now, the tracked connections counted
+// for this read: what a test's or a scenario's before and after need.
+func (l *Lab) ReadCounters() (map[string]uint64, error) {
+	v, _, err := l.readCounters(true)
+	return v, err
+}
 
 type counterSource struct{ l *Lab }
 
@@ -30,7 +39,7 @@ var errLabClosed = errors.New("read lab counters: lab closed")
 func (counterSource) Kind() string { return "lab" }
 
 func (s counterSource) Read() (map[string]uint64, error) {
-	v, _, err := s.l.readCounters()
+	v, _, err := s.l.readCounters(false)
 	return v, err
 }
 
@@ -38,13 +47,16 @@ func (s counterSource) Read() (map[string]uint64, error) {
 // was taken (CLOCK_MONOTONIC), the middle of the dump that returned it
 // (of the two dumps' middles for a sum of two): under load a read takes
 // tens of ms, and a value is as old as its own dump, not the read's start.
-func (l *Lab) readCounters() (values map[string]uint64, sampled map[string]int64, err error) {
+// exact counts the tracked connections in this read; otherwise they come
+// from trackedGauge.
+func (l *Lab) readCounters(exact bool) (values map[string]uint64, sampled map[string]int64, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed.Load() {
 		return nil, nil, errLabClosed
 	}
-	// The nftables and conntrack dumps take milliseconds each: overlap.
+	// The nftables dump and an exact conntrack count take a while each:
+	// overlap.
 	type nftResult struct {
 		counters map[string]uint64
 		sampled  map[string]int64
@@ -62,7 +74,14 @@ func (l *Lab) readCounters() (values map[string]uint64, sampled map[string]int64
 	}
 	out, outAt, outErr := timed(func() (uint64, error) { return shaperHeldBack(l.instNl, l.instLink) })
 	in, inAt, inErr := timed(func() (uint64, error) { return shaperHeldBack(l.vpcNl, l.vpcLink) })
-	tracked, trackedAt, ctErr := timed(l.trackedConnections)
+	var tracked uint64
+	var trackedAt int64
+	var ctErr error
+	if exact {
+		tracked, trackedAt, ctErr = timed(l.trackedConnections)
+	} else {
+		tracked, trackedAt, ctErr = l.gauge.read(monoclock.Now())
+	}
 	nftRes := <-nftDone
 	if outErr != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", counters.BwOutAllowanceExceeded, outErr)
@@ -124,7 +143,7 @@ func FormatEthtool(values map[string]uint64) string {
 // -S` format, for enaprobe's --counters-file. The file is replaced by a
 // rename, so a concurrent reader sees the old or the new reading, whole.
 func (l *Lab) WriteCountersFile(path string) error {
-	values, _, err := l.readCounters()
+	values, _, err := l.readCounters(false)
 	if err != nil {
 		return err
 	}

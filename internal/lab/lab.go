@@ -36,6 +36,9 @@ type Lab struct {
 	// safe for concurrent use.
 	mu     sync.Mutex
 	closed atomic.Bool
+	// gauge is conntrack_allowance_available as a trace reads it, counted
+	// in the background on a handle of its own.
+	gauge *trackedGauge
 }
 
 // Up builds a lab. Its namespaces get fresh random names, so labs of
@@ -106,8 +109,15 @@ func (l *Lab) setupNamespaces() error {
 	if l.instNl, err = l.inst.Netlink(unix.NETLINK_ROUTE, unix.NETLINK_NETFILTER); err != nil {
 		return err
 	}
-	l.vpcNl, err = l.vpc.Netlink(unix.NETLINK_ROUTE, unix.NETLINK_NETFILTER)
-	return err
+	if l.vpcNl, err = l.vpc.Netlink(unix.NETLINK_ROUTE, unix.NETLINK_NETFILTER); err != nil {
+		return err
+	}
+	gaugeNl, err := l.vpc.Netlink(unix.NETLINK_NETFILTER)
+	if err != nil {
+		return err
+	}
+	l.gauge = &trackedGauge{nl: gaugeNl}
+	return nil
 }
 
 // Close stops the services and removes the veth pair (with its qdiscs and
@@ -122,6 +132,9 @@ func (l *Lab) Close() error {
 		return nil
 	}
 	var errs []error
+	if l.gauge != nil {
+		l.gauge.close()
+	}
 	if l.services != nil {
 		errs = append(errs, l.services.close())
 	}

@@ -27,14 +27,11 @@ func upLab(t *testing.T, cfg Config) *Lab {
 	return l
 }
 
-// readCounters reads the lab's counter source, failing the test on error.
+// readCounters reads every lab counter now (ReadCounters), failing the
+// test on error.
 func readCounters(t *testing.T, l *Lab) map[string]uint64 {
 	t.Helper()
-	src := l.Counters()
-	if src.Kind() != "lab" {
-		t.Fatalf("kind %q, want lab", src.Kind())
-	}
-	v, err := src.Read()
+	v, err := l.ReadCounters()
 	if err != nil {
 		t.Fatalf("read counters: %v", err)
 	}

@@ -15,8 +15,8 @@ import (
 // LaggedCounters is a counter source that shows the lab's counters as
 // they were Lag ago, as an ENA device can show a drop some ms after the
 // traffic that moved it. A poller reads the kernel counters back to back
-// in the background (one read takes a few ms, see Counters), so a
-// trace can sample this source every 10 ms: a read only copies from the
+// in the background (a read takes half a millisecond, see Counters), so
+// a trace can sample this source every 10 ms: a read only copies from the
 // poller's history. The lag a reader sees is Lag plus the age of the
 // poll it gets: up to one poll's duration more.
 //
@@ -106,7 +106,7 @@ func (l *Lab) LaggedCounters(lag, refresh time.Duration) (*LaggedCounters, error
 
 func (s *LaggedCounters) poll() error {
 	start := monoclock.Now()
-	v, sampled, err := s.l.readCounters()
+	v, sampled, err := s.l.readCounters(false)
 	if err != nil {
 		return err
 	}

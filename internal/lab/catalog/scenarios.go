@@ -190,7 +190,7 @@ func connFlood() Scenario {
 		},
 		CounterLag: 20 * time.Millisecond, SampleInterval: 10 * time.Millisecond,
 		Drive: func(ctx context.Context, l *lab.Lab) (Truth, error) {
-			before, err := l.Counters().Read()
+			before, err := l.ReadCounters()
 			if err != nil {
 				return Truth{}, err
 			}
