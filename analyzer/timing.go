@@ -791,6 +791,20 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				first = a.g.startNs(e)
 			}
 		}
+		if src.shapedPackets != nil && val != nil && overAllowance(s) {
+			// Inbound, over an allowance given, the span may hold a
+			// download's bunches before the burst, each over the
+			// allowance in its window and passed whole: the device's
+			// bucket ran dry, and its first count came, no earlier than
+			// the head of what its queue sent after (shapedHead), within
+			// MergeGap of the span's start (the lab's impact-inbound,
+			// read every 10 ms with no lag: 0 to 10 ms stated from a
+			// bunch 6 ms before the burst, 0 to 4 without the allowance,
+			// whose level no bunch reaches).
+			if k, ok := shapedHead(val, s.lo, min(hi, s.lo+a.mergeGapWindows()+shapedRun), s.level); ok {
+				first = max(first, a.g.startNs(k))
+			}
+		}
 		// It came by the traffic's end, and inbound, where the host saw
 		// the device's queue sending, as its first packet queued: a
 		// device counts packets queued as well as dropped (AWS-LIMITS.md),
