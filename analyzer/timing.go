@@ -650,9 +650,28 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		// noMoreThanQuiet: traffic that built no more over its level
 		// than traffic that moved nothing did (the bucket the run shows).
 		noMoreThanQuiet := func(sp span) bool { return builtOver(val, sp) <= shown(sp.level) }
+		// headOf is where the head of s began, inbound: over an
+		// allowance given, s may begin with a download's bunches before
+		// the burst, each over the allowance in its window and passed
+		// whole, and the burst's head is that of the first stretch of
+		// the device's queue sending (shapedHead), within MergeGap of
+		// s's start (the lab's impact-inbound, read every 10 ms: with no
+		// lag, 0 to 11.6 ms stated from a bunch 6 ms before the burst,
+		// 0 to 7.6 without the allowance, whose level no bunch reaches;
+		// behind 31 ms, no queue seen from the bunch, and a bunch after
+		// the read taken for the cause, 0 to 100 ms).
+		headOf := func(s span) int {
+			if src.shapedPackets != nil && val != nil && overAllowance(s) {
+				gap := a.mergeGapWindows()
+				if k, ok := shapedHead(val, s.lo, min(hi, s.lo+gap+headWindows+shapedRun), s.level); ok && k <= s.lo+gap {
+					return k
+				}
+			}
+			return s.lo
+		}
 		sQueued, shapedQuiet := false, false
 		if src.shapedPackets != nil && val != nil {
-			_, sQueued = queueBegan(val, s.lo, hi)
+			_, sQueued = queueBegan(val, headOf(s), hi)
 			shapedQuiet = !sQueued && s.levelName == levelIntervalOwn && s.level > 0 && shown(s.level) > 0
 		}
 		countedMore := func(x, y int) bool {
@@ -791,20 +810,10 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				first = a.g.startNs(e)
 			}
 		}
-		if src.shapedPackets != nil && val != nil && overAllowance(s) {
-			// Inbound, over an allowance given, the span may hold a
-			// download's bunches before the burst, each over the
-			// allowance in its window and passed whole: the device's
-			// bucket ran dry, and its first count came, no earlier than
-			// the head of what its queue sent after (shapedHead), within
-			// MergeGap of the span's start (the lab's impact-inbound,
-			// read every 10 ms with no lag: 0 to 10 ms stated from a
-			// bunch 6 ms before the burst, 0 to 4 without the allowance,
-			// whose level no bunch reaches).
-			if k, ok := shapedHead(val, s.lo, min(hi, s.lo+a.mergeGapWindows()+shapedRun), s.level); ok {
-				first = max(first, a.g.startNs(k))
-			}
-		}
+		// Inbound, the device's bucket ran dry, and its first count
+		// came, no earlier than the head of what its queue sent after.
+		headLo := headOf(s)
+		first = max(first, a.g.startNs(headLo))
 		// It came by the traffic's end, and inbound, where the host saw
 		// the device's queue sending, as its first packet queued: a
 		// device counts packets queued as well as dropped (AWS-LIMITS.md),
@@ -819,7 +828,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		if src.shapedPackets != nil && val != nil {
 			if fc > 0 && start < jumps[fc-1].ToNs {
 				firstBy = firstRead
-			} else if i, ok := queueBegan(val, s.lo, hi); ok {
+			} else if i, ok := queueBegan(val, headLo, hi); ok {
 				firstBy = min(end, a.g.startNs(i))
 			}
 		}
