@@ -221,12 +221,12 @@ type incidentSpec struct {
 	// through fine windows [lo, hi), the stretch between the incident so
 	// far (last) and the next jump's traffic: then both are one incident.
 	over func(lo, hi int, last span) bool
-	// refills, when set, tells whether the traffic through fine windows
-	// [lo, hi) after the incident so far (last) fell short of its
-	// allowance by no more than its bucket refills: the next jump's
-	// traffic met a bucket the incident had left short, and its drops are
-	// the incident's, that traffic its victim.
-	refills func(lo, hi int, last span) bool
+	// refills, when set, tells whether the next jump's traffic (next)
+	// met a bucket the incident so far (last) had left short, the traffic
+	// through fine windows [lo, hi) between them falling short of its
+	// allowance by no more than the bucket refills: its drops are the
+	// incident's, that traffic its victim.
+	refills func(lo, hi int, last, next span) bool
 	// skip leaves out a jump whose read interval (fine windows) another
 	// finding explains.
 	skip func(lo, hi int) bool
@@ -471,7 +471,7 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 				continue
 			}
 			joins := s.lo-p.hi <= gap || spec.over != nil && spec.over(p.hi, s.lo, p.span)
-			if !joins && spec.refills != nil && spec.refills(p.hi, s.lo, p.span) {
+			if !joins && spec.refills != nil && spec.refills(p.hi, s.lo, p.span, s) {
 				p.count(s, j, full)
 				p.drainTo(s.hi)
 				continue

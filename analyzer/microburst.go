@@ -133,8 +133,17 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				// after the queue emptied, over a bucket not yet refilled,
 				// were a second finding naming it (s44/ig2, 82 drops;
 				// s44i/iu9, 4). They are the burst's victims.
+				//
+				// The bucket the run shows is the least it can be, and
+				// the device's may be deeper. But traffic that built no
+				// more over that rate than traffic that moved nothing
+				// did, and was counted, met a bucket short of full: within
+				// IncidentRefill of the incident, the last to empty it was
+				// that incident (a download's catch-up 13 ms after the
+				// queue emptied, 63 kB short of the rate where the bucket
+				// shown was 56 kB, 3 drops: a finding naming the download).
 				queueDepth := a.shownDepths(iface, bc.name, bytesAt, max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs))
-				spec.refills = func(lo, hi int, last span) bool {
+				spec.refills = func(lo, hi int, last, next span) bool {
 					if last.levelName != levelIntervalOwn {
 						return false
 					}
@@ -142,7 +151,12 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 					if !ok {
 						return false
 					}
-					return shortOfAtMost(bytesAt, lo, hi, rate, queueDepth(rate)+rate)
+					depth := queueDepth(rate)
+					if shortOfAtMost(bytesAt, lo, hi, rate, depth+rate) {
+						return true
+					}
+					soon := a.g.startNs(hi)-a.g.startNs(lo) <= int64(a.opt.IncidentRefill)
+					return soon && next.levelName != levelNone && builtOver(bytesAt, span{lo: next.lo, hi: next.hi, level: rate}) <= depth
 				}
 			}
 			out = append(out, a.foldRecurring(a.incidents(spec, jumps), func(inc incident) Finding {
