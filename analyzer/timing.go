@@ -861,7 +861,28 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		if since := (span{lo: s.lo, hi: a.g.index(lastRead), level: s.level}); src.sentFirst && val != nil && s.level > 0 && refreshNs > lateHorizon && src.perDrop != nil && since.hi > since.lo {
 			countsQueue = float64(riseOf(jumps[fc:l+1])) > overLevel(val, since, s.level)/src.perDrop(since.lo, since.hi)
 		}
-		drained := !longTraffic && firstRead > start && (countsQueue || 2*a.readAfter(jumps[fc:l+1], firstRead+end-start+refreshNs+max(readNs, 1)) > l-fc+1)
+		// Outbound, traffic after the first read, past MergeGap, that
+		// carried more over the level than the cause did is a cause of
+		// its own, not what waited behind it (as in drains): a sender
+		// starved of CPU that stalled 11 ms into its burst, then sent
+		// what it owed, 300 kB in 1 ms, and went on. The jumps read
+		// after it began may count it, and the cause's shares tell
+		// nothing (they put the lag at 33.5 ms where it was 0): the
+		// first jump alone tells it, as for a queue counted as it
+		// drains.
+		twoCauses := false
+		if src.sentFirst && !long && val != nil && s.level > 0 {
+			lastHi := a.g.index(jumps[l].ToNs)
+			for at := s.hi; at < lastHi && !twoCauses; {
+				x, y, ok := excessSpan(val, at, lastHi, s.level)
+				if !ok {
+					break
+				}
+				at = y
+				twoCauses = x-s.hi > a.mergeGapWindows() && overLevel(val, span{lo: x, hi: y}, s.level) > overLevel(val, s, s.level)
+			}
+		}
+		drained := !longTraffic && firstRead > start && (countsQueue || twoCauses || 2*a.readAfter(jumps[fc:l+1], firstRead+end-start+refreshNs+max(readNs, 1)) > l-fc+1)
 		if !drained {
 			if src.shapedPackets != nil {
 				// Inbound, the host saw the traffic after the device's
