@@ -330,6 +330,13 @@ func (a *analysis) impactOf(iface string, fromNs, endNs int64) *Impact {
 		var prevNs int64 = math.MinInt64
 		// After the span: the D-SACKs read and the segments sent again.
 		var laterDSACK, laterResent uint64
+		// In the span, the segments sent again by the socket's count and
+		// by the wire's, and the tail probes: each counter summed on its
+		// own, as the two may count one segment at different snapshots
+		// (a CI run of the lab's deep queue: the socket's count rose at
+		// one, the wire's at the next, and one segment sent again and
+		// D-SACKed was counted twice, one of them lost).
+		var local, wire, tail uint64
 		for _, s := range tf.snaps {
 			from := max(prevNs, s.FirstSeenNs-1)
 			inSpan := from < endNs && s.TimeNs > fromNs
@@ -344,10 +351,9 @@ func (a *analysis) impactOf(iface string, fromNs, endNs int64) *Impact {
 				if rose(prev.Packets, s.Packets) > 0 {
 					fi.active = true
 				}
-				local := rose(prev.RetransLocal, s.RetransLocal)
-				wire := rose(prev.RetransWire, s.RetransWire)
-				fi.retrans += max(local, wire)
-				fi.tail += min(rose(prev.RetransTail, s.RetransTail), max(local, wire))
+				local += rose(prev.RetransLocal, s.RetransLocal)
+				wire += rose(prev.RetransWire, s.RetransWire)
+				tail += rose(prev.RetransTail, s.RetransTail)
 				// The D-SACK comes when the copy arrives, snapshots
 				// after the segment was sent again: bounded below, over
 				// the span.
@@ -357,6 +363,8 @@ func (a *analysis) impactOf(iface string, fromNs, endNs int64) *Impact {
 			fi.egress = fi.egress || hasDirection(s.FlowStats, record.Egress)
 			prev, prevNs = s.FlowStats, s.TimeNs
 		}
+		fi.retrans = max(local, wire)
+		fi.tail = min(tail, fi.retrans)
 		// A copy sent again near the span's end arrives behind the queue
 		// it was sent again for, up to its wait later: its D-SACK may be
 		// read after the span (a CI run of the lab's deep queue: 13 sent

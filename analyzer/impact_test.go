@@ -453,8 +453,13 @@ func TestImpactSpurious(t *testing.T) {
 		lossy          bool
 		verdict        string
 		spurious       uint64
+		// wireMs, where not 0, is how much later than the socket's own
+		// count the wire's counts the segment sent again: another
+		// snapshot's.
+		wireMs int64
 	}{
 		{name: "needless only", rtoMs: 200, dsackMs: 400, verdict: ImpactQueued, spurious: 1},
+		{name: "counted by the wire a snapshot later", rtoMs: 200, dsackMs: 400, wireMs: 100, verdict: ImpactQueued, spurious: 1},
 		{name: "beside a loss", rtoMs: 200, dsackMs: 400, lossy: true, verdict: ImpactDropped, spurious: 1},
 		{name: "D-SACK read after the span", rtoMs: 900, dsackMs: 1300, late: true, verdict: ImpactQueued, spurious: 1},
 		{name: "a later segment's own D-SACK", rtoMs: 900, dsackMs: 1300, late: true, laterMs: 1400, verdict: ImpactDropped},
@@ -473,16 +478,20 @@ func TestImpactSpurious(t *testing.T) {
 			later := c.toNs + tc.laterMs*ms
 			c.addFlow(victimKey, record.Egress, func(ns int64) (uint64, uint64, uint32, uint32) {
 				lo, hi := jitter(ns)
-				var n uint64
+				var n, wire uint64
 				if ns >= rto {
 					n++
 				}
+				if ns >= rto+tc.wireMs*ms {
+					wire++
+				}
 				if tc.laterMs != 0 && ns >= later {
 					n++
+					wire++
 				}
 				switch {
 				case n > 0:
-					return n, n, lo, 60_000
+					return n, wire, lo, 60_000
 				case ns > c.fromNs:
 					return 0, 0, lo, 40_000
 				}
