@@ -7,6 +7,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -319,7 +320,26 @@ func runGuest(c config, k debian.Kernel, b binaries, work string, ps []phase) ou
 	step("%s: boot %s (%s) under %s", k.Name, kern.Release, kern.Package+" "+kern.Version, o.accel)
 	logPath := filepath.Join(c.logs, k.Name+".log")
 	o.rep, o.err = boot(c, k.Arch, o.accel, kern.Image, initrd, logPath)
+	if diedBeforeInit(o.rep, o.err) {
+		// Nothing of enaprobe ran: under TCG a guest kernel can die in
+		// its own early boot (6.12, once in a CI run: an int3 oops in
+		// sched_clock_cpu during cpu_latency_qos_init, 2.5 s in). Boot
+		// once more; the first console is kept beside the second.
+		first := strings.TrimSuffix(logPath, ".log") + ".before-init.log"
+		if err := os.Rename(logPath, first); err != nil {
+			o.err = errors.Join(o.err, err)
+			return o
+		}
+		step("%s: the kernel stopped before its init ran (console: %s); booting once more", k.Name, first)
+		o.rep, o.err = boot(c, k.Arch, o.accel, kern.Image, initrd, logPath)
+	}
 	return o
+}
+
+// diedBeforeInit tells a guest whose kernel stopped before kmatrix's init
+// reported its boot, pass or fail: the kernel failed, not a check.
+func diedBeforeInit(rep console.Report, err error) bool {
+	return err != nil && !rep.Done && rep.Checks["boot"] == ""
 }
 
 // fetchGuest brings the kernel and the guest tools into the cache, or finds
