@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/enaprobe/enaprobe/internal/monoclock"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -119,9 +118,7 @@ func (g *trackedGauge) refresh() {
 
 // dump counts the tracked connections, timed at the dump's middle.
 func (g *trackedGauge) dump() (uint64, int64, error) {
-	start := monoclock.Now()
-	v, err := countTracked(g.nl)
-	return v, start + (monoclock.Now()-start)/2, err
+	return timedRead(func() (uint64, error) { return countTracked(g.nl) })
 }
 
 // close waits for a dump under way and closes the handle; reads after it

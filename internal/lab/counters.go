@@ -67,18 +67,13 @@ func (l *Lab) readCounters(exact bool) (values map[string]uint64, sampled map[st
 		c, at, err := l.nftCounters()
 		nftDone <- nftResult{c, at, err}
 	}()
-	timed := func(read func() (uint64, error)) (uint64, int64, error) {
-		start := monoclock.Now()
-		v, err := read()
-		return v, start + (monoclock.Now()-start)/2, err
-	}
-	out, outAt, outErr := timed(func() (uint64, error) { return shaperHeldBack(l.instNl, l.instLink) })
-	in, inAt, inErr := timed(func() (uint64, error) { return shaperHeldBack(l.vpcNl, l.vpcLink) })
+	out, outAt, outErr := timedRead(func() (uint64, error) { return shaperHeldBack(l.instNl, l.instLink) })
+	in, inAt, inErr := timedRead(func() (uint64, error) { return shaperHeldBack(l.vpcNl, l.vpcLink) })
 	var tracked uint64
 	var trackedAt int64
 	var ctErr error
 	if exact {
-		tracked, trackedAt, ctErr = timed(l.trackedConnections)
+		tracked, trackedAt, ctErr = timedRead(l.trackedConnections)
 	} else {
 		tracked, trackedAt, ctErr = l.gauge.read(monoclock.Now())
 	}
@@ -124,6 +119,14 @@ func (l *Lab) readCounters(exact bool) (values map[string]uint64, sampled map[st
 			counters.LinklocalAllowanceExceeded:  nftAt[nftLinkLocalExceeded],
 			counters.ConntrackAllowanceAvailable: trackedAt,
 		}, nil
+}
+
+// timedRead runs read and says when its value was taken
+// (CLOCK_MONOTONIC): the middle of the read.
+func timedRead(read func() (uint64, error)) (uint64, int64, error) {
+	start := monoclock.Now()
+	v, err := read()
+	return v, start + (monoclock.Now()-start)/2, err
 }
 
 // FormatEthtool renders counters as `ethtool -S` prints them: a header line
