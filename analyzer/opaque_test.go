@@ -447,25 +447,16 @@ func eachTiming(t *testing.T, spec synth.Spec, run func(t *testing.T, rec *recor
 // incident, its lag and refresh stated as there. Given the allowance, the
 // part after the pause had been taken for the cause of every jump (the
 // lab's lag learned as 15.9 ms where it was 37.9, in 3 runs of 3): 9 of
-// these 24 timings failed the checks below.
-//
-// Open: no lag, a refresh of 100 ms or 1 s, the allowance given or not:
-// the drops' pause, a read long, widens the range as a pulsed sender's
-// would (longClusterRange), and its middle lies 16 to 20 ms off; only the
-// range is checked there.
+// these 24 timings failed the checks below. With no lag behind a refresh
+// of 100 ms or 1 s, the drops' one pause (28 ms, the bucket refilling
+// while the sender paused) had widened every jump's lag by it as a pulsed
+// sender's (pauseWiden), and the range's middle fell 16 to 20 ms late: 4
+// more failed.
 func TestPausedOvershoot(t *testing.T) {
 	ms := time.Millisecond
 	eachBucketedOvershoot(t, "paused_pps", 53, []synth.Phase{{From: time.Second, To: 2 * time.Second}, {From: 2011 * ms, To: 3 * time.Second}},
 		func(t *testing.T, res *Result, refresh, lag time.Duration) {
-			if refresh == 0 || lag > 0 {
-				checkOvershootTiming(t, res, KindPPSExceeded, refresh, lag)
-				return
-			}
-			for _, f := range aboveInfo(res, KindPPSExceeded) {
-				if inc := f.Incident; inc.CounterLagLowS > 0.005 {
-					t.Errorf("lag range stated %.4f to %.4f s, the device's 0", inc.CounterLagLowS, inc.CounterLagHighS)
-				}
-			}
+			checkOvershootTiming(t, res, KindPPSExceeded, refresh, lag)
 		})
 }
 
