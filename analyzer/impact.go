@@ -89,6 +89,10 @@ type Impact struct {
 	// and its retransmission tail.
 	FromOffsetS float64 `json:"from_offset_s"`
 	ToOffsetS   float64 `json:"to_offset_s"`
+	// CountedByOffsetS, where set, is the start of the larger incident on
+	// the interface whose impact counts every TCP observation of this
+	// one's stretch (impactOwner): verdict none, nothing of its own.
+	CountedByOffsetS *float64 `json:"counted_by_offset_s,omitempty"`
 }
 
 // ImpactRetransmitted counts segments sent again by direction.
@@ -164,6 +168,7 @@ type Victim struct {
 // its impact, and makes its severity follow it: nothing lost and no srtt
 // risen is info.
 func (a *analysis) attachImpacts(fs []Finding) {
+	ws := make([]impactWindow, len(fs))
 	for i := range fs {
 		f := &fs[i]
 		if !impactKinds[f.Kind] {
@@ -175,10 +180,20 @@ func (a *analysis) attachImpacts(fs []Finding) {
 		if s, ok := largerAfter(fs, i); ok {
 			endNs = min(endNs, max(a.rec.Meta.Start.MonoNs+int64(s*1e9), toNs))
 		}
-		f.Impact = a.impactOf(f.Interface, fromNs, endNs)
+		ws[i] = impactWindow{iface: f.Interface, fromNs: fromNs, toNs: toNs, endNs: endNs}
+		if f.Incident != nil {
+			ws[i].drops = f.Incident.Delta
+		}
+	}
+	for i := range fs {
+		f := &fs[i]
+		if !impactKinds[f.Kind] {
+			continue
+		}
+		f.Impact = a.impactOf(ws, i)
 		switch f.Impact.Verdict {
 		case ImpactNone:
-			if f.Impact.SRTTKnown {
+			if f.Impact.SRTTKnown || f.Impact.CountedByOffsetS != nil {
 				f.Severity = SeverityInfo
 			}
 		case ImpactQueued:
@@ -298,11 +313,27 @@ func (fi flowImpact) rise() float64 {
 	return r
 }
 
-// impactOf measures the impact of an incident of iface from fromNs, its
-// retransmission tail to endNs: the flows whose retransmissions rose in
-// it, and the srtt of the local sockets against the seconds before.
-func (a *analysis) impactOf(iface string, fromNs, endNs int64) *Impact {
+// impactOf measures the impact of the incident of window ws[k], from its
+// start to the end of its retransmission tail: the flows whose
+// retransmissions rose in it, and the srtt of the local sockets against
+// the seconds before; each observation only where it is this incident's
+// to count (impactOwner).
+func (a *analysis) impactOf(ws []impactWindow, k int) *Impact {
+	iface, fromNs, endNs := ws[k].iface, ws[k].fromNs, ws[k].endNs
 	im := &Impact{Victims: []Victim{}, FromOffsetS: a.offsetS(fromNs), ToOffsetS: a.offsetS(endNs)}
+	// countedBy is the incident that counts what this one's stretch held
+	// and this one does not, -1 for none.
+	countedBy := -1
+	owns := func(p, t int64) bool {
+		o := impactOwner(ws, iface, p, t)
+		if o >= 0 && o != k {
+			if countedBy < 0 || ws[o].drops > ws[countedBy].drops {
+				countedBy = o
+			}
+			return false
+		}
+		return true
+	}
 	if !a.rec.Meta.Impact {
 		im.Verdict = ImpactUnknown
 		im.Summary = "impact unknown (recorded before impact was measured)"
@@ -323,8 +354,8 @@ func (a *analysis) impactOf(iface string, fromNs, endNs int64) *Impact {
 		// The data direction of a connection waits for the other's
 		// ACKs; the ACK direction, which sent fewer bytes, is not timed.
 		if ri, ok := byRef[flowRef{tf.ref.iface, reverseKey(tf.ref.key)}]; ok && tflowBytes(tf) > tflowBytes(tcp[ri]) {
-			fi.waitBefore, fi.waitDuring = silences(tcp[ri].snaps, beforeNs, fromNs, endNs)
-			fi.segRise, fi.segNoise, fi.segTimed = echoAges(tcp[ri].snaps, beforeNs, fromNs, endNs)
+			fi.waitBefore, fi.waitDuring = silences(tcp[ri].snaps, beforeNs, fromNs, endNs, owns)
+			fi.segRise, fi.segNoise, fi.segTimed = echoAges(tcp[ri].snaps, beforeNs, fromNs, endNs, owns)
 		}
 		var prev record.FlowStats
 		var prevNs int64 = math.MinInt64
@@ -339,7 +370,7 @@ func (a *analysis) impactOf(iface string, fromNs, endNs int64) *Impact {
 		var local, wire, tail uint64
 		for _, s := range tf.snaps {
 			from := max(prevNs, s.FirstSeenNs-1)
-			inSpan := from < endNs && s.TimeNs > fromNs
+			inSpan := from < endNs && s.TimeNs > fromNs && owns(from, s.TimeNs)
 			if from >= endNs {
 				laterDSACK += rose(prev.DSACKLocal, s.DSACKLocal)
 				laterResent += rose(prev.RetransLocal, s.RetransLocal)
@@ -382,7 +413,7 @@ func (a *analysis) impactOf(iface string, fromNs, endNs int64) *Impact {
 			fi.beforeLevel, fi.noise = levelAndNoise(fi.before, a.opt.ImpactMinRise)
 			if fi.during > fi.beforeLevel+fi.noise {
 				fi.risen = true
-				fi.aboveFromNs, fi.aboveToNs = aboveStretch(tf.snaps, fromNs, endNs, fi.beforeLevel+fi.noise)
+				fi.aboveFromNs, fi.aboveToNs = aboveStretch(tf.snaps, fromNs, endNs, fi.beforeLevel+fi.noise, owns)
 			}
 		}
 		if len(fi.waitBefore) > 0 && fi.waitDuring > 0 {
@@ -403,7 +434,7 @@ func (a *analysis) impactOf(iface string, fromNs, endNs int64) *Impact {
 			timed++
 		}
 	}
-	im.Retransmitted = a.wireRetrans(iface, fromNs, endNs)
+	im.Retransmitted = a.wireRetrans(iface, fromNs, endNs, owns)
 	// Tail loss probes are sent again without a loss: a queue that holds
 	// the ACKs back past two srtt sets them off. What a flow lost is what
 	// it sent again beyond them.
@@ -486,6 +517,11 @@ func (a *analysis) impactOf(iface string, fromNs, endNs int64) *Impact {
 		if im.SRTT != nil {
 			im.Summary += fmt.Sprintf("; srtt p50 %s before, %s during", fmtUs(srtt.BeforeP50Us), fmtUs(srtt.DuringP50Us))
 		}
+	case len(flows) == 0 && countedBy >= 0:
+		im.Verdict = ImpactNone
+		at := a.offsetS(ws[countedBy].fromNs)
+		im.CountedByOffsetS = &at
+		im.Summary = fmt.Sprintf("nothing of its own: its TCP flows' losses and waits are counted by the larger incident at +%.3f s", at)
 	case len(flows) == 0:
 		im.Verdict = ImpactUnknown
 		im.Summary = "impact unknown: no TCP in the span; UDP loss cannot be seen here " +
@@ -565,12 +601,12 @@ func levelAndNoise(samples []float64, minRise float64) (level, noise float64) {
 // after it (the srtt falls back only once the queue drained), whose
 // snapshots saw the srtt above threshold: from the start of the first such
 // snapshot's interval to the end of the last.
-func aboveStretch(snaps []*record.FlowSnapshot, fromNs, endNs int64, threshold float64) (int64, int64) {
+func aboveStretch(snaps []*record.FlowSnapshot, fromNs, endNs int64, threshold float64, owns func(p, t int64) bool) (int64, int64) {
 	first, last := int64(0), int64(0)
 	prevNs := int64(math.MinInt64)
 	found := false
 	for _, s := range snaps {
-		if s.TimeNs > fromNs && prevNs < endNs && float64(s.SRTTMaxUs) > threshold {
+		if s.TimeNs > fromNs && prevNs < endNs && float64(s.SRTTMaxUs) > threshold && owns(prevNs, s.TimeNs) {
 			if !found {
 				first = max(prevNs, fromNs)
 				found = true
@@ -583,8 +619,8 @@ func aboveStretch(snaps []*record.FlowSnapshot, fromNs, endNs int64, threshold f
 }
 
 // wireRetrans sums the time buckets' retransmitted segments of iface in
-// [fromNs, endNs), by direction.
-func (a *analysis) wireRetrans(iface string, fromNs, endNs int64) ImpactRetransmitted {
+// [fromNs, endNs) that owns says are its, by direction.
+func (a *analysis) wireRetrans(iface string, fromNs, endNs int64, owns func(p, t int64) bool) ImpactRetransmitted {
 	var out ImpactRetransmitted
 	for i := range a.rec.Series {
 		s := &a.rec.Series[i]
@@ -594,7 +630,9 @@ func (a *analysis) wireRetrans(iface string, fromNs, endNs int64) ImpactRetransm
 		lo := sort.Search(len(s.Buckets), func(j int) bool { return s.Buckets[j].StartNs+s.WidthNs > fromNs })
 		var n uint64
 		for j := lo; j < len(s.Buckets) && s.Buckets[j].StartNs < endNs; j++ {
-			n += s.Buckets[j].Retrans
+			if b := &s.Buckets[j]; b.Retrans > 0 && owns(b.StartNs, b.StartNs+s.WidthNs) {
+				n += b.Retrans
+			}
 		}
 		if s.Direction == record.Egress {
 			out.Egress += n
@@ -651,7 +689,7 @@ func tflowBytes(tf tcpFlow) uint64 {
 // the middle of a burst come one by one as the queue drains, and break
 // one silence into several (lab, deep queue: 30, 92 and 280 ms in three
 // snapshots where the probe waited 390 ms).
-func silences(snaps []*record.FlowSnapshot, beforeNs, fromNs, endNs int64) (before []float64, during float64) {
+func silences(snaps []*record.FlowSnapshot, beforeNs, fromNs, endNs int64, owns func(p, t int64) bool) (before []float64, during float64) {
 	prevNs := int64(math.MinInt64)
 	var chain float64
 	for _, s := range snaps {
@@ -661,6 +699,8 @@ func silences(snaps []*record.FlowSnapshot, beforeNs, fromNs, endNs int64) (befo
 			if s.GapMaxUs > 0 {
 				before = append(before, gap)
 			}
+		case s.TimeNs > fromNs && prevNs < endNs && !owns(prevNs, s.TimeNs):
+			chain = 0
 		case s.TimeNs > fromNs && prevNs < endNs:
 			if prevNs != math.MinInt64 && 4*gap*1e3 >= float64(s.TimeNs-prevNs) {
 				chain += gap
@@ -686,7 +726,7 @@ func silences(snaps []*record.FlowSnapshot, beforeNs, fromNs, endNs int64) (befo
 // not of a millisecond clock (RFC 7323 allows 1 ms to 1 s a tick, and
 // Linux µs when a route asks; a 2 ms tick drifts by 50%), and its ages
 // would rise with time alone.
-func echoAges(snaps []*record.FlowSnapshot, beforeNs, fromNs, endNs int64) (rise, noise float64, ok bool) {
+func echoAges(snaps []*record.FlowSnapshot, beforeNs, fromNs, endNs int64, owns func(p, t int64) bool) (rise, noise float64, ok bool) {
 	var ref uint32 // the ages as signed distances from the first one's least
 	var refSet bool
 	rel := func(age uint32) float64 {
@@ -709,7 +749,7 @@ func echoAges(snaps []*record.FlowSnapshot, beforeNs, fromNs, endNs int64) (rise
 			}
 			lastNs = s.TimeNs
 			mins, maxes = append(mins, lo), append(maxes, hi)
-		case s.TimeNs > fromNs && prevNs < endNs:
+		case s.TimeNs > fromNs && prevNs < endNs && owns(prevNs, s.TimeNs):
 			during = max(during, rel(s.EchoAgeMaxMs))
 		}
 		prevNs = s.TimeNs

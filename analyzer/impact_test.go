@@ -588,3 +588,63 @@ func TestImpactTailEndsAtLargerIncident(t *testing.T) {
 		t.Errorf("the burst beside a smaller incident after it: %d sent again, want 40 (%s)", im.Retransmitted.Egress, im.Summary)
 	}
 }
+
+// TestImpactCountedOnce: what a snapshot or a bucket says is counted by
+// one incident where several incidents' stretches hold it. The remote
+// sender sends 36 segments again inside the burst, read at the snapshot
+// 100 ms after the burst began; a one-drop incident 20 ms after the
+// burst, inside that snapshot's interval and the burst's tail, counts
+// none of them: its verdict is none, counted by the burst, and info
+// (before: "dropped: 36", as the burst's, a warning). A one-drop incident
+// 400 ms after the burst, in the burst's tail too, counts what its own
+// snapshot shows, 5 segments its socket sent again, and the burst does
+// not (before, both did).
+func TestImpactCountedOnce(t *testing.T) {
+	c := newImpactCase(t)
+	mid := c.fromNs + (c.toNs-c.fromNs)/2
+	read := c.fromNs + 100*int64(time.Millisecond)
+	if c.toNs+30*int64(time.Millisecond) >= read {
+		t.Fatalf("the burst lasts %v: the incident after it is not inside the snapshot's interval", time.Duration(c.toNs-c.fromNs))
+	}
+	late := c.toNs + 400*int64(time.Millisecond)
+	lateRead := c.fromNs + (late-c.fromNs+int64(100*time.Millisecond)-1)/int64(100*time.Millisecond)*int64(100*time.Millisecond)
+	c.addFlow(replyKey, record.Ingress, func(ns int64) (uint64, uint64, uint32, uint32) {
+		if ns >= read {
+			return 0, 36, 0, 0
+		}
+		return 0, 0, 0, 0
+	})
+	addBucketRetrans(t, c.rec, c.iface, record.Ingress, mid, 36)
+	c.addFlow(victimKey, record.Egress, func(ns int64) (uint64, uint64, uint32, uint32) {
+		lo, hi := jitter(ns)
+		if ns >= lateRead {
+			return 5, 5, lo, hi
+		}
+		return 0, 0, lo, hi
+	})
+	addBucketRetrans(t, c.rec, c.iface, record.Egress, late+int64(2*time.Millisecond), 5)
+	burst := c.finding(t)
+	if burst.Incident == nil || burst.Incident.Delta < 2 {
+		t.Fatalf("the burst's incident %+v", burst.Incident)
+	}
+	start := c.rec.Meta.Start.MonoNs
+	small := func(fromNs int64) Finding {
+		return Finding{Kind: KindMicroburstOut, Interface: c.iface, Severity: SeverityWarning,
+			StartOffsetS: float64(fromNs-start) / 1e9, EndOffsetS: float64(fromNs-start+int64(9*time.Millisecond)) / 1e9,
+			Incident: &Incident{Delta: 1}}
+	}
+	fs := []Finding{burst, small(c.toNs + 20*int64(time.Millisecond)), small(late)}
+	newAnalysis(c.rec, DefaultOptions()).attachImpacts(fs)
+	if im := fs[0].Impact; im.Retransmitted.Ingress != 36 || im.Retransmitted.Egress != 0 {
+		t.Errorf("the burst: %+v sent again, want 36 ingress and none of the later incident's (%s)", im.Retransmitted, im.Summary)
+	}
+	im := fs[1].Impact
+	if im.Verdict != ImpactNone || im.CountedByOffsetS == nil || math.Abs(*im.CountedByOffsetS-burst.StartOffsetS) > 1e-6 ||
+		im.Retransmitted != (ImpactRetransmitted{}) || fs[1].Severity != SeverityInfo {
+		t.Errorf("the incident 20 ms after the burst: %s %+v, counted by %v, severity %s, want none, counted by the burst at %.4f, info (%s)",
+			im.Verdict, im.Retransmitted, im.CountedByOffsetS, fs[1].Severity, burst.StartOffsetS, im.Summary)
+	}
+	if im := fs[2].Impact; im.Verdict != ImpactDropped || im.Retransmitted.Egress != 5 || im.Retransmitted.Ingress != 0 || im.CountedByOffsetS != nil {
+		t.Errorf("the incident 400 ms after the burst: %s %+v, want dropped, its own 5 egress (%s)", im.Verdict, im.Retransmitted, im.Summary)
+	}
+}

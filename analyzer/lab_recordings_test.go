@@ -331,6 +331,18 @@ func TestLabRecordings(t *testing.T) {
 		// that moved nothing: a finding naming the download, 40 ms
 		// after the burst's (spec.refills).
 		{name: "impact-inbound-refill-soon", kind: KindMicroburstIn, recurring: true, lagOpen: inboundLagOpen},
+		// With the allowance given, beside two CPU-bound processes: the
+		// download's catch-up 17 ms after the burst's queue emptied, one
+		// drop of its own, read the 36 segments the burst cost, its
+		// snapshot's 100 ms holding both: "dropped: 36", a second
+		// warning naming the download. Each snapshot is counted by one
+		// incident (impactOwner): it is the burst's, and the catch-up's
+		// finding info, nothing of its own.
+		{name: "impact-inbound-catchup-counted", kind: KindMicroburstIn, recurring: true},
+		// The same, no load: the download's 83 drops 24 ms after the
+		// burst's, with the allowance given a finding of their own, read
+		// the burst's waits (ACKs held 49.5 ms): a second warning.
+		{name: "impact-inbound-refill-counted", kind: KindMicroburstIn, lagOpen: inboundLagOpen},
 		// Beside two CPU-bound processes, no lag: the burst's sender,
 		// paced at 200 Mbit/s, stalled 11 ms after 40 ms and then sent
 		// what it owed, 300 kB in 1 ms. With the allowance given, the
