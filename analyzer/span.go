@@ -31,8 +31,24 @@ func excessSpan(val func(int) float64, from, to int, level float64) (lo, hi int,
 func splitAtGaps(val func(int) float64, lo, hi int, level float64, gap int) (int, int) {
 	above := func(i int) float64 { return val(i) - level }
 	bestLo, bestHi, best := lo, hi, 0.0
+	eachPart(val, lo, hi, level, gap, func(x, y int) {
+		if part := sumIn(above, x, y); part > best {
+			bestLo, bestHi, best = x, y, part
+		}
+	})
+	return bestLo, bestHi
+}
+
+// eachPart calls part for each part of [lo, hi) over level, in order:
+// its first and last windows over it, more than gap windows in a row at
+// or under it ending it.
+func eachPart(val func(int) float64, lo, hi int, level float64, gap int, part func(x, y int)) {
 	for x := lo; x < hi; {
-		y, under := x+1, 0 // x is over level
+		if val(x) <= level {
+			x++
+			continue
+		}
+		y, under := x+1, 0
 		for i := x + 1; i < hi && under <= gap; i++ {
 			if val(i) > level {
 				y, under = i+1, 0
@@ -40,13 +56,9 @@ func splitAtGaps(val func(int) float64, lo, hi int, level float64, gap int) (int
 				under++
 			}
 		}
-		if part := sumIn(above, x, y); part > best {
-			bestLo, bestHi, best = x, y, part
-		}
-		for x = y; x < hi && val(x) <= level; x++ {
-		}
+		part(x, y)
+		x = y
 	}
-	return bestLo, bestHi
 }
 
 // standOutLevel is the level a window must reach to stand out from the rest
@@ -165,8 +177,11 @@ func (a *analysis) locate(val func(int) float64, lo, hi int, levels ...level) sp
 // before it named instead (3 bundles of 18).
 func (a *analysis) locateShaped(val func(int) float64, lo, hi int, levels ...level) span {
 	s := a.locate(val, lo, hi, levels...)
-	if s.levelName != levelIntervalOwn {
+	if s.levelName == levelNone {
 		return s
+	}
+	if s.levelName != levelIntervalOwn {
+		return a.queuedPart(val, lo, hi, s)
 	}
 	// One pass over the maximal stretches over the floor, each a
 	// candidate where a window of it stands out.
@@ -205,6 +220,44 @@ func (a *analysis) locateShaped(val func(int) float64, lo, hi int, levels ...lev
 		x = y
 	}
 	return s
+}
+
+// queuedPart is, for traffic the host saw after the device shaped it to
+// an allowance given (s, located over its level in [lo, hi)), the part
+// over the level (parts further apart than MergeGap are two) that shows
+// the device's queue sending after its highest window, shapedRun windows
+// in a row at about the allowance (shapedHead), the one carrying the most
+// over the level where several do; s where none does. Traffic that passed
+// whole filled no queue, however much it carried: behind a 1 s refresh
+// the look-back held a burst (a 64 KiB head, then 20 ms at the allowance)
+// and, 12 ms after it, a download's catch-up at 425 Mbit/s a window for
+// 34 ms, which carried more over the level and was named, 34 ms late.
+func (a *analysis) queuedPart(val func(int) float64, lo, hi int, s span) span {
+	if a.showsQueue(val, s.lo, s.hi, hi, s.level) {
+		return s
+	}
+	above := func(i int) float64 { return val(i) - s.level }
+	best, found := 0.0, false
+	out := s
+	eachPart(val, lo, hi, s.level, a.mergeGapWindows(), func(x, y int) {
+		if !a.showsQueue(val, x, y, hi, s.level) {
+			return
+		}
+		if sum := sumIn(above, x, y); sum > 0 && (!found || sum > best) {
+			best, found, out.lo, out.hi = sum, true, x, y
+		}
+	})
+	return out
+}
+
+// showsQueue tells whether the windows [x, y), seen after the device
+// shaped them to an allowance of about level a window, show its queue
+// sending after their highest: shapedRun windows in a row at about level,
+// up to where what it sent ends (queueEnd, no further than hi).
+func (a *analysis) showsQueue(val func(int) float64, x, y, hi int, level float64) bool {
+	_, peak := peakIn(val, x, y)
+	_, ok := shapedHead(val, peak+1, queueEnd(val, y, hi), level)
+	return ok
 }
 
 // queueEnd is where what the device's queue sent after a stretch that

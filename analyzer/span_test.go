@@ -1,6 +1,9 @@
 package analyzer
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestPausedStart(t *testing.T) {
 	const level = 50.0
@@ -141,4 +144,54 @@ func TestShapedParts(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
+}
+
+// TestQueuedPart: over an allowance given (4.5 kB a 1 ms window, 90% of
+// 40 Mbit/s), a burst's 64 kB head and then the device's queue at the
+// allowance, and 12 ms after it a download's catch-up, 50 kB a window for
+// 8 windows, that carries more over the level and passed whole: the
+// burst's part is the cause. Where no part shows a queue, or the part
+// located shows one, the located span stands; a download steady at about
+// the allowance after one bunch, carrying less over the level than under
+// it, is no cause.
+func TestQueuedPart(t *testing.T) {
+	a := &analysis{g: grid{widthNs: 1e6}, opt: DefaultOptions()}
+	const level = 4.5e3
+	locate := func(v []float64) span {
+		return a.queuedPart(series(v), 0, len(v), a.locate(series(v), 0, len(v), level1("burst_allowance", level)))
+	}
+	v := make([]float64, 80)
+	v[10], v[11] = 40e3, 24e3
+	for i := 12; i < 32; i++ {
+		v[i] = 5e3
+	}
+	for i := 44; i < 52; i++ {
+		v[i] = 50e3
+	}
+	if s := a.locate(series(v), 0, len(v), level1("burst_allowance", level)); s.lo != 44 {
+		t.Fatalf("located [%d, %d): the catch-up, carrying more over the level, no longer located first (the case's premise)", s.lo, s.hi)
+	}
+	if s := locate(v); s.lo != 10 || s.hi != 32 {
+		t.Errorf("queuedPart [%d, %d), want the burst's head and queue, [10, 32)", s.lo, s.hi)
+	}
+	w := slices.Clone(v)
+	for i := 12; i < 32; i++ {
+		w[i] = 0 // the burst's bunch passed whole: no queue anywhere
+	}
+	if s := locate(w); s.lo != 44 || s.hi != 52 {
+		t.Errorf("queuedPart [%d, %d) where no part shows a queue, want the located catch-up, [44, 52)", s.lo, s.hi)
+	}
+	d := slices.Clone(w)
+	for i := 63; i < 80; i++ {
+		d[i] = 4e3 // a download at about the allowance, mostly under the level
+	}
+	d[63], d[67], d[71], d[75] = 4.8e3, 4.6e3, 4.6e3, 4.6e3
+	if s := locate(d); s.lo != 44 || s.hi != 52 {
+		t.Errorf("queuedPart [%d, %d), want the catch-up, [44, 52): the download at about the allowance carries less over the level than under it", s.lo, s.hi)
+	}
+}
+
+// level1 is one level of name at perWindow a fine window.
+func level1(name string, perWindow float64) level {
+	return level{name: name, perWindow: perWindow, perSecond: perWindow * 1e3}
 }
