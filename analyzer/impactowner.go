@@ -13,7 +13,7 @@ type impactWindow struct {
 // over (p, t] (a flow's snapshot interval, a bucket), one for each where
 // several findings' windows hold it: of those with an incident, the ones
 // whose span holds it, and of them the one that counted the most drops
-// (the earliest of equals); -1 where no incident's window holds it (then
+// (the earliest to start of equals); -1 where no incident's window holds it (then
 // any finding's that does counts it). A snapshot says what a flow lost
 // and waited over its 100 ms, not when: a victim's catch-up 17 ms after
 // a burst's queue emptied, one drop of its own, had counted the 36
@@ -28,7 +28,8 @@ func impactOwner(ws []impactWindow, iface string, p, t int64) int {
 			continue
 		}
 		span := p < w.toNs && t > w.fromNs
-		if best < 0 || span && !bestSpan || span == bestSpan && w.drops > ws[best].drops {
+		if best < 0 || span && !bestSpan ||
+			span == bestSpan && (w.drops > ws[best].drops || w.drops == ws[best].drops && w.fromNs < ws[best].fromNs) {
 			best, bestSpan = j, span
 		}
 	}
