@@ -699,9 +699,11 @@ func silences(snaps []*record.FlowSnapshot, beforeNs, fromNs, endNs int64, owns 
 			if s.GapMaxUs > 0 {
 				before = append(before, gap)
 			}
-		case s.TimeNs > fromNs && prevNs < endNs && !owns(prevNs, s.TimeNs):
-			chain = 0
 		case s.TimeNs > fromNs && prevNs < endNs:
+			if !owns(prevNs, s.TimeNs) {
+				chain = 0 // another incident's to count
+				break
+			}
 			if prevNs != math.MinInt64 && 4*gap*1e3 >= float64(s.TimeNs-prevNs) {
 				chain += gap
 			} else {

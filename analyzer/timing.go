@@ -1503,20 +1503,12 @@ func (a *analysis) dropsRecurAt(drops []float64, periodNs, readNs int64) bool {
 // likely the same in a CI run of the lab's pps-overshoot: 0 to 76 ms, the
 // middle 38 where the lab's jumps' median was 21.4.
 func (a *analysis) pauseWiden(drops []float64, startNs int64, reach []lagRange, readNs int64) int64 {
-	var pauses []lagRange // each (from, to] in ns, a read or longer
-	run, seen := 0, false
-	for i, d := range drops {
-		if d <= 0 {
-			if seen {
-				run++
-			}
-			continue
+	var pauses []lagRange // in ns, each a read or longer
+	dropPauses(drops, func(x, y int) {
+		if int64(y-x)*a.g.widthNs >= readNs {
+			pauses = append(pauses, lagRange{startNs + int64(x)*a.g.widthNs, startNs + int64(y)*a.g.widthNs})
 		}
-		if run > 0 && int64(run)*a.g.widthNs >= readNs {
-			pauses = append(pauses, lagRange{startNs + int64(i-run)*a.g.widthNs, startNs + int64(i)*a.g.widthNs})
-		}
-		run, seen = 0, true
-	}
+	})
 	var widest int64
 	n := 0
 	for _, r := range reach {
@@ -1540,15 +1532,24 @@ func (a *analysis) pauseWiden(drops []float64, startNs int64, reach []lagRange, 
 // longestPause is the longest run of windows without drops between the
 // first and the last of drops, in ns.
 func (a *analysis) longestPause(drops []float64) int64 {
-	longest, run, seen := 0, 0, false
-	for _, d := range drops {
-		if d > 0 {
-			longest, run, seen = max(longest, run), 0, true
-		} else if seen {
-			run++
-		}
-	}
+	longest := 0
+	dropPauses(drops, func(x, y int) { longest = max(longest, y-x) })
 	return int64(longest) * a.g.widthNs
+}
+
+// dropPauses calls pause for each run [x, y) of windows without drops
+// between two windows with drops.
+func dropPauses(drops []float64, pause func(x, y int)) {
+	last := -1 // the last window with drops
+	for i, d := range drops {
+		if d <= 0 {
+			continue
+		}
+		if last >= 0 && i > last+1 {
+			pause(last+1, i)
+		}
+		last = i
+	}
 }
 
 // readUncertainty is the median width of the span a cluster's jumps
