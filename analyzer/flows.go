@@ -163,6 +163,30 @@ func (fi *flowIndex) firstSeen(iface, src, dst string, beforeNs int64) (int64, b
 	return 0, false
 }
 
+// meanRateAt is the bytes per ns the flow from src to dst on iface moved
+// over its delta whose sighting holds atNs: from its first packet in that
+// drain interval to its last. False where no delta holds atNs.
+func (fi *flowIndex) meanRateAt(iface, src, dst string, atNs int64) (float64, bool) {
+	from, err1 := netip.ParseAddrPort(src)
+	to, err2 := netip.ParseAddrPort(dst)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	for i := range fi.flows {
+		f := &fi.flows[i]
+		if f.iface != iface || f.key.Src != from || f.key.Dst != to {
+			continue
+		}
+		for _, di := range f.deltas {
+			if d := &fi.deltas[di]; d.activeFrom <= atNs && atNs < d.activeTo {
+				return float64(d.bytes) / float64(d.activeTo-d.activeFrom), true
+			}
+		}
+		return 0, false
+	}
+	return 0, false
+}
+
 // lastTo is the end of the flow's latest delta, or its first sighting.
 func (fi *flowIndex) lastTo(f *flowInfo) int64 {
 	if n := len(f.deltas); n > 0 {

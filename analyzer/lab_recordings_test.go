@@ -362,6 +362,16 @@ func TestLabRecordings(t *testing.T) {
 		// The part after, carrying more over the level, is a cause of
 		// its own (twoCauses): the first jump alone tells the lag.
 		{name: "impact-dropped-stall", kind: KindMicroburstOut},
+		// The same sender born a burst: it stalled 8 ms after 4 ms
+		// (paced, under the heavy-window threshold), the reads with
+		// it, then sent 400 kB in 2 ms. Without the allowance, the
+		// finding began at the catch-up, 11.9 ms late (bornBurst).
+		{name: "impact-dropped-born-stall", kind: KindMicroburstOut},
+		// Stalled 15 ms after 5 ms, then 440 kB in 2 ms, read every
+		// 50 ms: the finding began at the catch-up, 21.6 ms late, with
+		// the allowance given or not (bornBurst).
+		{name: "impact-dropped-born-long-stall", kind: KindMicroburstOut,
+			lagOpen: "a single burst read every 50 ms, each read 13 ms long: 1.0 to 17.4 ms, stated as bounds"},
 	} {
 		rec, truth, opts := labCase(t, c.name)
 		for _, o := range opts {

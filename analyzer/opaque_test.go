@@ -1459,15 +1459,20 @@ func oneOutFindingFrom(t *testing.T, res *Result, burstAt time.Duration) Finding
 // starved of CPU, stalls 11 ms after 17 ms and then sends what it owes,
 // 300 kB in a millisecond (2.4 Gbit/s), before going on paced (the lab's
 // impact-dropped beside two CPU-bound processes). One finding, the burst
-// first, under every timing; with the allowance given, from the burst's
-// first packet, its lag and refresh stated as they were. (The lab's run,
-// its reads stalled with the sender, needed twoCauses for its lag:
-// impact-dropped-stall in TestLabRecordings; here the reads go on.)
+// first, from the burst's first packet, under every timing, with the
+// allowance given or not; its lag and refresh stated as they were. (The
+// lab's run, its reads stalled with the sender, needed twoCauses for its
+// lag: impact-dropped-stall in TestLabRecordings; here the reads go on.)
+// With no allowance known, the catch-up's window sets the level the rest
+// is measured by, and the paced part before it stands out of nothing:
+// before bornBurst the finding started at the catch-up, 27.7 ms late, in
+// all 12 of those timings.
 //
-// Open: with no allowance known, the catch-up's window sets the level
-// the rest is measured by, and the paced part before it stands out of
-// nothing: the finding starts at the catch-up, 27.7 ms late, and the lag
-// is learned from it (only the culprit is checked there).
+// Open: with no allowance known and a refresh of 0, the lag is learned
+// from the head alone, its drops through the catch-up shared over the
+// head (21.7 ms, 6.2 to 42, with no lag; 24 ms short behind 30 ms to
+// 1 s, the ranges missing the device's); the lag is checked where the
+// allowance is given or the refresh is not 0.
 func TestStalledPacedBurst(t *testing.T) {
 	const d = 4 * time.Second
 	ms := time.Millisecond
@@ -1483,9 +1488,6 @@ func TestStalledPacedBurst(t *testing.T) {
 		if len(f.Flows) == 0 || f.Flows[0].Src != burst.Src.String() {
 			t.Errorf("culprits %+v, want %s first", f.Flows, burst.Src)
 		}
-		if !given {
-			return // open (above)
-		}
 		slack := 0.002
 		if refresh >= time.Second {
 			slack = 0.005
@@ -1493,6 +1495,8 @@ func TestStalledPacedBurst(t *testing.T) {
 		if d := f.StartOffsetS - burstAt.Seconds(); math.Abs(d) > slack {
 			t.Errorf("starts at %.4f s, %.1f ms from the burst's first packet", f.StartOffsetS, d*1e3)
 		}
-		checkTimingStated(t, f.Incident, refresh, lag)
+		if given || refresh > 0 {
+			checkTimingStated(t, f.Incident, refresh, lag)
+		}
 	})
 }
