@@ -1500,3 +1500,76 @@ func TestStalledPacedBurst(t *testing.T) {
 		}
 	})
 }
+
+// TestBunchesClose: a TCP flow's 60 kB bunches every 20 ms, each passed
+// whole by the 64 KiB bucket, and once one more between two, which
+// overflow it, the third dropped; a 2 MB burst of another flow 800 ms later. Two findings above info,
+// the pair's naming the TCP flow, the burst's naming the burst; the lag
+// stated as checkTimingStated asks. With no allowance known, each bunch
+// alone built no more over the level its drops stood out from (half the
+// peak) than bunches that moved nothing, and the look-back's first bunch
+// was taken for the pair's cause (the lab's impact-dropped beside load,
+// c8/load/d3: 100 ms before the read, the lag stated 96.7 ms, 0 to 423,
+// where it was 0, and a finding naming the TCP flow 83 ms early; here, 2
+// of the timings checked failed: heldLikeQuiet).
+//
+// Open: behind a 1 s lag, the close bunches' one drop is read 220 ms
+// after the burst, whose excess stands out in that jump's look-back
+// more: one finding above info. Behind a refresh of 100 ms or 1 s with
+// no allowance known, the refresh is not learned from two changes, the
+// close bunches' jump looks back a second over 45 bunches alike, and
+// their finding is placed at the first, 900 ms early. Neither is
+// checked.
+func TestBunchesClose(t *testing.T) {
+	const d = 4 * time.Second
+	ms := time.Millisecond
+	tcp := tcpBunches(303*ms, d)
+	pairAt := 1203*ms + 10*ms
+	tcp.Phases = append(tcp.Phases, synth.Phase{From: pairAt, To: pairAt + ms, Bps: 60e3 * 8 / 0.001})
+	slices.SortFunc(tcp.Phases, func(x, y synth.Phase) int { return cmp.Compare(x.From, y.From) })
+	burstAt := 2*time.Second + 300*time.Microsecond
+	burst := egressBurst(17, 9, 1472, burstAt, 15*ms, 2e6)
+	spec := synth.Spec{Name: "bunches-close", Duration: d, Seed: 58, SampleNs: incSampleNs,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, BucketBytes: 64 << 10}},
+		Flows:      []synth.Flow{tcp, burst}}
+	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
+		if lag >= time.Second || refresh > 0 && !given {
+			return // open (above)
+		}
+		drops := truth.Drops["eth0"][counters.BwOutAllowanceExceeded]
+		if len(drops) < 2 || drops[0].From < pairAt || drops[0].From > pairAt+11*ms {
+			t.Fatalf("the device's drops %v: the close bunches' first, the case's premise", drops)
+		}
+		res := analyzeBW40(rec, given)
+		found := aboveInfo(res, KindMicroburstOut)
+		defer func() {
+			if t.Failed() {
+				for _, f := range res.Findings {
+					t.Logf("%s %s [%.4f, %.4f) %s", f.Severity, f.Kind, f.StartOffsetS, f.EndOffsetS, f.Summary)
+				}
+			}
+		}()
+		if len(found) != 2 {
+			t.Fatalf("%d microburst_out findings above info, want two: the close bunches' and the burst's", len(found))
+		}
+		slices.SortFunc(found, func(x, y Finding) int { return cmp.Compare(x.StartOffsetS, y.StartOffsetS) })
+		slack := 0.002
+		if refresh >= time.Second {
+			slack = 0.005
+		}
+		pair, b := found[0], found[1]
+		if len(pair.Flows) == 0 || pair.Flows[0].Src != tcp.Src.String() {
+			t.Errorf("the first names %+v: want %s first", pair.Flows, tcp.Src)
+		}
+		if from, to := (pairAt - 10*ms).Seconds(), (pairAt + 10*ms).Seconds(); pair.StartOffsetS < from-slack || pair.StartOffsetS > to+slack {
+			t.Errorf("the close bunches' finding starts at %.4f s: want theirs, %.4f to %.4f s", pair.StartOffsetS, from, to)
+		}
+		if len(b.Flows) == 0 || b.Flows[0].Src != burst.Src.String() {
+			t.Errorf("the second names %+v: want %s first", b.Flows, burst.Src)
+		}
+		if d := b.StartOffsetS - burstAt.Seconds(); math.Abs(d) > slack {
+			t.Errorf("the burst's finding starts at %.4f s, %.1f ms from the burst", b.StartOffsetS, d*1e3)
+		}
+		checkTimingStated(t, b.Incident, refresh, lag)
+	})
+}

@@ -615,10 +615,11 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			depth = shown(s.level)
 		} else if src.sentFirst && val != nil && s.levelName == levelIntervalOwn && s.level > 0 {
 			// With no allowance known, the same holds over the level the
-			// cause stood out from: later traffic that built no more
-			// over it than traffic that moved nothing did (a TCP flow's
-			// bunches, each over a paced burst's level) made no drop of
-			// its own.
+			// cause stood out from and the levels under it, where the
+			// allowance may lie (heldLikeQuiet): later traffic that held
+			// no more over them than traffic that moved nothing did (a
+			// TCP flow's bunches, each over a paced burst's level) made
+			// no drop of its own.
 			quiet = shown(s.level)
 		}
 		drainsHere := modeled && !a.lastsLong(s.lo, s.hi, readNs) && (fc == 0 || a.g.startNs(s.lo) >= jumps[fc-1].ToNs)
@@ -687,7 +688,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				if (sQueued || shapedQuiet && noMoreThanQuiet(span{lo: x, hi: y, level: s.level})) && countedMore(x, y) {
 					continue
 				}
-				if drainsHere && queuedBehind(val, s, x) || (modeled || quiet > 0) && builtOver(val, span{lo: x, hi: y, level: s.level}) <= max(depth, quiet) {
+				if drainsHere && queuedBehind(val, s, x) || (modeled && builtOver(val, span{lo: x, hi: y, level: s.level}) <= depth || quiet > 0 && heldLikeQuiet(val, shown, s.level, s.hi, x, y)) {
 					continue
 				}
 				if src.sentFirst && src.perDrop != nil && !a.couldMake(jumps[fc:l+1], val, x, y, src.perDrop) {
