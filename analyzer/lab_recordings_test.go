@@ -372,6 +372,14 @@ func TestLabRecordings(t *testing.T) {
 		// the allowance given or not (bornBurst).
 		{name: "impact-dropped-born-long-stall", kind: KindMicroburstOut,
 			lagOpen: "a single burst read every 50 ms, each read 13 ms long: 1.0 to 17.4 ms, stated as bounds"},
+		// Without the allowance, a TCP flow's 28 kB bunches every 8 to
+		// 9 ms, none moving the counter, chained within MergeGap ahead
+		// of the burst: the finding began 600 ms early and named the
+		// TCP flow (beside two CPU-bound processes), or 55.7 ms early,
+		// the burst named (no load). quietHead.
+		{name: "impact-dropped-chain-long", kind: KindMicroburstOut,
+			lagOpen: "without the allowance, a long cluster whose drops its reads tell no closer: 0 to 29.7 ms, stated as bounds"},
+		{name: "impact-dropped-chain-ahead", kind: KindMicroburstOut},
 	} {
 		rec, truth, opts := labCase(t, c.name)
 		for _, o := range opts {

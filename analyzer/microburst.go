@@ -214,6 +214,9 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 		}
 		return culprits, victims, by
 	}
+	// Before ranking: chained other traffic ahead of the cause carried
+	// the most over a long span, and was named.
+	inc.lo = a.quietHead(inc, bytesAt, lag)
 	culprits, victims, rankedBy := rank(inc)
 	if len(culprits) > 0 {
 		if lo := a.culpritStart(iface, dir, culprits[0], inc, bytesAt, lag); lo != inc.lo {
@@ -322,6 +325,29 @@ func (a *analysis) culpritStart(iface string, dir record.Direction, culprit Flow
 		return at
 	}
 	return s.lo
+}
+
+// quietHead is where incident inc's traffic began, with no allowance
+// known, past its leading parts (runs of windows over its level) that
+// each held no more than traffic that moved nothing did, at the level and
+// under it (heldLikeQuiet): other flows' traffic like any other, joined
+// to the cause within MergeGap. Its start where every part did.
+func (a *analysis) quietHead(inc incident, val func(int) float64, lag counterLag) int {
+	if inc.levelName != levelIntervalOwn || inc.level <= 0 || len(inc.jumps) == 0 {
+		return inc.lo
+	}
+	j := inc.jumps[0]
+	shown := a.shownDepths(j.Interface, j.Name, val, max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs))
+	lo, found := inc.lo, false
+	eachPart(val, inc.lo, inc.hi, inc.level, 0, func(x, y int) {
+		if !found && !heldLikeQuiet(val, shown, inc.level, x, x, y) {
+			lo, found = x, true
+		}
+	})
+	if !found {
+		return inc.lo
+	}
+	return lo
 }
 
 // bornBurst tells whether the culprit of span s, first seen at firstNs
