@@ -170,6 +170,9 @@ func builtOver(val func(int) float64, s span) float64 {
 // held more at 4 kB a window, and overflowed the lab's 64 KiB bucket
 // (taken for nothing, the look-back's first bunch, 100 ms before the
 // read, was the cause: the lag stated 96.7 ms, 0 to 423, where it was 0).
+// The caller bounds from: at a level under a sender's mean rate, a queue
+// fed for a second holds more than any quiet stretch did, those being cut
+// by the sender's own drops.
 func heldLikeQuiet(val func(int) float64, shown func(level float64) float64, level float64, from, x, y int) bool {
 	for k := 0; k < quietLevels; k, level = k+1, level/2 {
 		if heldIn(val, level, from, x, y) > shown(level) {

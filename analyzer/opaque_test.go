@@ -1540,19 +1540,7 @@ func TestBunchesClose(t *testing.T) {
 		if len(drops) < 2 || drops[0].From < pairAt || drops[0].From > pairAt+11*ms {
 			t.Fatalf("the device's drops %v: the close bunches' first, the case's premise", drops)
 		}
-		res := analyzeBW40(rec, given)
-		found := aboveInfo(res, KindMicroburstOut)
-		defer func() {
-			if t.Failed() {
-				for _, f := range res.Findings {
-					t.Logf("%s %s [%.4f, %.4f) %s", f.Severity, f.Kind, f.StartOffsetS, f.EndOffsetS, f.Summary)
-				}
-			}
-		}()
-		if len(found) != 2 {
-			t.Fatalf("%d microburst_out findings above info, want two: the close bunches' and the burst's", len(found))
-		}
-		slices.SortFunc(found, func(x, y Finding) int { return cmp.Compare(x.StartOffsetS, y.StartOffsetS) })
+		found := twoOutFindings(t, analyzeBW40(rec, given), "the close bunches' and the burst's")
 		slack := 0.002
 		if refresh >= time.Second {
 			slack = 0.005
@@ -1617,4 +1605,84 @@ func TestBurstAfterBunchChain(t *testing.T) {
 			checkTimingStated(t, found[0].Incident, refresh, lag)
 		}
 	})
+}
+
+// TestBunchAfterSustained: a TCP flow's 60 kB bunches every 20 ms (24
+// Mbit/s, under the 40 Mbit/s allowance) from before a 2 MB burst on,
+// and 1.4 s after the burst one bunch of 80 kB, which overflows the
+// 64 KiB bucket by a few packets. Two findings above info, the burst's
+// and the big bunch's, each naming its flow and starting at it; the lag
+// stated as checkTimingStated asks. With no allowance known, a queue fed
+// from the burst's end at a 32nd of the level (under the TCP flow's
+// mean rate) held more at the big bunch than any quiet stretch had, cut
+// as those are by the flow's own drops: the bunch 13 ms before it was
+// taken for the cause (the lab's impact-dropped, c10/mix/d1: its one
+// drop put 73 to 85 ms after its cause, the lag stated 40.2 ms, 0.4 to
+// 85.4, where it was 0; here 2 of the timings failed). What a queue
+// holds is carried from twice MergeGap before a later cause at most.
+//
+// Open: behind a 1 s refresh and a 1 s lag, the big bunch's one change,
+// 1.4 s after the burst's, makes no finding above info. Not checked.
+func TestBunchAfterSustained(t *testing.T) {
+	const d = 4 * time.Second
+	ms := time.Millisecond
+	tcp := tcpBunches(303*ms, d)
+	bigAt := 2403 * ms
+	for k := range tcp.Phases {
+		if tcp.Phases[k].From == bigAt {
+			tcp.Phases[k].Bps = 80e3 * 8 / 0.001
+		}
+	}
+	burstAt := time.Second + 300*time.Microsecond
+	burst := egressBurst(17, 9, 1472, burstAt, 15*ms, 2e6)
+	spec := synth.Spec{Name: "bunch-after-sustained", Duration: d, Seed: 60, SampleNs: incSampleNs,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, BucketBytes: 64 << 10}},
+		Flows:      []synth.Flow{tcp, burst}}
+	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
+		if refresh >= time.Second && lag >= time.Second {
+			return // open (above)
+		}
+		drops := truth.Drops["eth0"][counters.BwOutAllowanceExceeded]
+		if last := drops[len(drops)-1]; last.From < bigAt || last.From > bigAt+ms {
+			t.Fatalf("the device's drops %v: the big bunch's last, the case's premise", drops)
+		}
+		found := twoOutFindings(t, analyzeBW40(rec, given), "the burst's and the big bunch's")
+		slack := 0.002
+		if refresh >= time.Second {
+			slack = 0.005
+		}
+		for k, w := range []struct {
+			src string
+			at  time.Duration
+		}{{burst.Src.String(), burstAt}, {tcp.Src.String(), bigAt}} {
+			f := found[k]
+			if len(f.Flows) == 0 || f.Flows[0].Src != w.src {
+				t.Errorf("finding %d names %+v: want %s first", k, f.Flows, w.src)
+			}
+			if d := f.StartOffsetS - w.at.Seconds(); math.Abs(d) > slack {
+				t.Errorf("finding %d starts at %.4f s, %.1f ms from %v", k, f.StartOffsetS, d*1e3, w.at)
+			}
+		}
+		checkTimingStated(t, found[0].Incident, refresh, lag)
+	})
+}
+
+// twoOutFindings is the two microburst_out findings above info of res,
+// earliest first (want says whose), failing the test otherwise; every
+// finding is logged if the test fails.
+func twoOutFindings(t *testing.T, res *Result, want string) []Finding {
+	t.Helper()
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, f := range res.Findings {
+				t.Logf("%s %s [%.4f, %.4f) %s", f.Severity, f.Kind, f.StartOffsetS, f.EndOffsetS, f.Summary)
+			}
+		}
+	})
+	found := aboveInfo(res, KindMicroburstOut)
+	if len(found) != 2 {
+		t.Fatalf("%d microburst_out findings above info, want two: %s", len(found), want)
+	}
+	slices.SortFunc(found, func(x, y Finding) int { return cmp.Compare(x.StartOffsetS, y.StartOffsetS) })
+	return found
 }

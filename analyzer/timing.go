@@ -619,7 +619,12 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 			// allowance may lie (heldLikeQuiet): later traffic that held
 			// no more over them than traffic that moved nothing did (a
 			// TCP flow's bunches, each over a paced burst's level) made
-			// no drop of its own.
+			// no drop of its own. What a queue holds is carried from
+			// twice MergeGap before such traffic at most: fed from the
+			// cause's end, 1.3 s before a TCP flow's bunch, at a 32nd of
+			// the level (under the flow's mean rate) it held more than
+			// any quiet stretch, and the bunch before it, 85 ms before
+			// the read, was taken for the cause.
 			quiet = shown(s.level)
 		}
 		drainsHere := modeled && !a.lastsLong(s.lo, s.hi, readNs) && (fc == 0 || a.g.startNs(s.lo) >= jumps[fc-1].ToNs)
@@ -688,7 +693,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				if (sQueued || shapedQuiet && noMoreThanQuiet(span{lo: x, hi: y, level: s.level})) && countedMore(x, y) {
 					continue
 				}
-				if drainsHere && queuedBehind(val, s, x) || (modeled && builtOver(val, span{lo: x, hi: y, level: s.level}) <= depth || quiet > 0 && heldLikeQuiet(val, shown, s.level, s.hi, x, y)) {
+				if drainsHere && queuedBehind(val, s, x) || (modeled && builtOver(val, span{lo: x, hi: y, level: s.level}) <= depth || quiet > 0 && heldLikeQuiet(val, shown, s.level, max(s.hi, x-2*a.mergeGapWindows()), x, y)) {
 					continue
 				}
 				if src.sentFirst && src.perDrop != nil && !a.couldMake(jumps[fc:l+1], val, x, y, src.perDrop) {
