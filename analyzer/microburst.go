@@ -331,20 +331,25 @@ func (a *analysis) culpritStart(iface string, dir record.Direction, culprit Flow
 // known, past its leading parts (runs of windows over its level) that
 // each held no more than traffic that moved nothing did, at the level and
 // under it (heldLikeQuiet): other flows' traffic like any other, joined
-// to the cause within MergeGap. Its start where every part did.
+// to the cause within MergeGap. Its start where every part did, or none
+// did: what lies under its level before its first part is not tested.
 func (a *analysis) quietHead(inc incident, val func(int) float64, lag counterLag) int {
 	if inc.levelName != levelIntervalOwn || inc.level <= 0 || len(inc.jumps) == 0 {
 		return inc.lo
 	}
 	j := inc.jumps[0]
 	shown := a.shownDepths(j.Interface, j.Name, val, max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs))
-	lo, found := inc.lo, false
+	lo, found, passed := inc.lo, false, false
 	eachPart(val, inc.lo, inc.hi, inc.level, 0, func(x, y int) {
-		if !found && !heldLikeQuiet(val, shown, inc.level, x, x, y) {
+		switch {
+		case found:
+		case heldLikeQuiet(val, shown, inc.level, x, x, y):
+			passed = true
+		default:
 			lo, found = x, true
 		}
 	})
-	if !found {
+	if !found || !passed {
 		return inc.lo
 	}
 	return lo
