@@ -380,6 +380,11 @@ func TestLabRecordings(t *testing.T) {
 		{name: "impact-dropped-chain-long", kind: KindMicroburstOut,
 			lagOpen: "without the allowance, a long cluster whose drops its reads tell no closer: 0 to 29.7 ms, stated as bounds"},
 		{name: "impact-dropped-chain-ahead", kind: KindMicroburstOut},
+		// Without the allowance, a TCP flow's bunches 15 to 37 ms after
+		// the burst met the bucket it left short: a second warning
+		// naming the TCP flow, its drops the burst's victims' (refills,
+		// outbound).
+		{name: "impact-dropped-bunches-behind", kind: KindMicroburstOut},
 	} {
 		rec, truth, opts := labCase(t, c.name)
 		for _, o := range opts {
