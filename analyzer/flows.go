@@ -138,51 +138,52 @@ func buildFlowIndex(snaps []record.FlowSnapshot) *flowIndex {
 	return fi
 }
 
+// named is the flow from src to dst on iface (any protocol, the first
+// indexed), nil where none is or src or dst names no one socket (a row of
+// several flows, "10.0.0.7:*").
+func (fi *flowIndex) named(iface, src, dst string) *flowInfo {
+	from, err1 := netip.ParseAddrPort(src)
+	to, err2 := netip.ParseAddrPort(dst)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	for i := range fi.flows {
+		if f := &fi.flows[i]; f.iface == iface && f.key.Src == from && f.key.Dst == to {
+			return f
+		}
+	}
+	return nil
+}
+
 // firstSeen is when the flow from src to dst on iface was last first
 // seen before beforeNs: its first sighting, or, where its entry was
 // made again since (evicted while idle), the latest such sighting.
 func (fi *flowIndex) firstSeen(iface, src, dst string, beforeNs int64) (int64, bool) {
-	from, err1 := netip.ParseAddrPort(src)
-	to, err2 := netip.ParseAddrPort(dst)
-	if err1 != nil || err2 != nil {
-		return 0, false // a row of several flows ("10.0.0.7:*")
+	f := fi.named(iface, src, dst)
+	if f == nil {
+		return 0, false
 	}
-	for i := range fi.flows {
-		f := &fi.flows[i]
-		if f.iface != iface || f.key.Src != from || f.key.Dst != to {
-			continue
+	first, ok := f.firstSeenNs, f.firstSeenNs < beforeNs
+	for _, di := range f.deltas {
+		if d := &fi.deltas[di]; d.activeFrom > d.fromNs && d.activeFrom < beforeNs {
+			first, ok = max(first, d.activeFrom), true
 		}
-		first, ok := f.firstSeenNs, f.firstSeenNs < beforeNs
-		for _, di := range f.deltas {
-			if d := &fi.deltas[di]; d.activeFrom > d.fromNs && d.activeFrom < beforeNs {
-				first, ok = max(first, d.activeFrom), true
-			}
-		}
-		return first, ok
 	}
-	return 0, false
+	return first, ok
 }
 
 // meanRateAt is the bytes per ns the flow from src to dst on iface moved
 // over its delta whose sighting holds atNs: from its first packet in that
 // drain interval to its last. False where no delta holds atNs.
 func (fi *flowIndex) meanRateAt(iface, src, dst string, atNs int64) (float64, bool) {
-	from, err1 := netip.ParseAddrPort(src)
-	to, err2 := netip.ParseAddrPort(dst)
-	if err1 != nil || err2 != nil {
+	f := fi.named(iface, src, dst)
+	if f == nil {
 		return 0, false
 	}
-	for i := range fi.flows {
-		f := &fi.flows[i]
-		if f.iface != iface || f.key.Src != from || f.key.Dst != to {
-			continue
+	for _, di := range f.deltas {
+		if d := &fi.deltas[di]; d.activeFrom <= atNs && atNs < d.activeTo {
+			return float64(d.bytes) / float64(d.activeTo-d.activeFrom), true
 		}
-		for _, di := range f.deltas {
-			if d := &fi.deltas[di]; d.activeFrom <= atNs && atNs < d.activeTo {
-				return float64(d.bytes) / float64(d.activeTo-d.activeFrom), true
-			}
-		}
-		return 0, false
 	}
 	return 0, false
 }

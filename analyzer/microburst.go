@@ -101,12 +101,9 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 					return overAllowance(s) && (s.levelName != levels[0].name || builtOver(bytesAt, s) > depth)
 				}
 				// What the counter let through uncounted over the
-				// allowance shows how deep its bucket is at least:
-				// where no jump came within the longest lag looked for,
-				// whatever the lag learned (learned wrong, 24 ms short,
-				// a burst's own windows passed for quiet: 1 MB where the
-				// lab's bucket held 64 KiB).
-				depth = a.shownDepth(iface, bc.name, bytesAt, levels[0].perWindow, max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs))
+				// allowance shows how deep its bucket is at least
+				// (quietLook).
+				depth = a.shownDepth(iface, bc.name, bytesAt, levels[0].perWindow, quietLook(lag))
 				spec.start = func(s span, _, _ int) int {
 					if s.levelName != levels[0].name {
 						return s.lo
@@ -142,7 +139,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				// that incident (a download's catch-up 13 ms after the
 				// queue emptied, 63 kB short of the rate where the bucket
 				// shown was 56 kB, 3 drops: a finding naming the download).
-				queueDepth := a.shownDepths(iface, bc.name, bytesAt, max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs))
+				queueDepth := a.shownDepths(iface, bc.name, bytesAt, quietLook(lag))
 				spec.refills = func(lo, hi int, last, next span) bool {
 					if last.levelName != levelIntervalOwn {
 						return false
@@ -167,7 +164,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				// bunches 15 to 37 ms after a burst's catch-up, 91 drops:
 				// a second warning naming the TCP flow, in 3 of 34 fresh
 				// runs, c10). Its victims, as its queue's are.
-				quiet := a.shownDepths(iface, bc.name, bytesAt, max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs))
+				quiet := a.shownDepths(iface, bc.name, bytesAt, quietLook(lag))
 				spec.refills = func(lo, hi int, last, next span) bool {
 					if last.levelName != levelIntervalOwn || next.levelName != levelIntervalOwn || next.level <= 0 {
 						return false
@@ -184,6 +181,12 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 	}
 	return out
 }
+
+// quietLook is how long after a window no jump may come for its traffic
+// to count as having moved nothing (shownDepth): the longest lag and the
+// refresh, whatever the lag learned (learned wrong, 24 ms short, a burst's
+// own windows passed for quiet: 1 MB where the lab's bucket held 64 KiB).
+func quietLook(lag counterLag) int64 { return max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs) }
 
 // pauseWindows is how many fine windows with nothing over a level a run of
 // traffic over it may hold and go on: a sender's pause (the lab's burst
@@ -355,7 +358,7 @@ func (a *analysis) quietHead(inc incident, val func(int) float64, lag counterLag
 		return inc.lo
 	}
 	j := inc.jumps[0]
-	shown := a.shownDepths(j.Interface, j.Name, val, max(lag.lookNs, int64(MaxCounterLag)+lag.refreshNs))
+	shown := a.shownDepths(j.Interface, j.Name, val, quietLook(lag))
 	lo, found, passed := inc.lo, false, false
 	eachPart(val, inc.lo, inc.hi, inc.level, 0, func(x, y int) {
 		switch {
