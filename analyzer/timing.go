@@ -718,6 +718,22 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 					}
 					break
 				}
+				if long && src.sentFirst && s.levelName == levelIntervalOwn &&
+					float64(a.readWithin(jumps[fc:l+1], a.g.startNs(s.lo), a.g.startNs(x))) > drainTailShare*float64(riseOf(jumps[fc:l+1])) {
+					// With no allowance known, a long cluster whose jumps
+					// read after s began and before this traffic did
+					// counted more than a tenth of its rise: s made those
+					// drops (outbound, traffic sent after a read made
+					// none of its count), and in one cluster with this
+					// traffic, the two are one cause going on, not this
+					// one alone. A sender starved of CPU, stalling three
+					// times in an 80 ms burst and catching up after each,
+					// had its last catch-up taken for the cause of all 12
+					// jumps, 1,126 of its 2,335 drops read before it: the
+					// lag stated 18.3 ms (12.4 to 24.3) where it was 0.
+					s.hi = y
+					continue
+				}
 				s.lo = x
 			}
 			s.hi = y
@@ -1056,6 +1072,17 @@ func (a *analysis) readAfter(jumps []counters.Jump, ns int64) int {
 	for _, j := range jumps {
 		if _, read := a.certain(j); read > ns {
 			n++
+		}
+	}
+	return n
+}
+
+// readWithin is the rise of jumps read after fromNs and by toNs.
+func (a *analysis) readWithin(jumps []counters.Jump, fromNs, toNs int64) uint64 {
+	var n uint64
+	for _, j := range jumps {
+		if _, read := a.certain(j); read > fromNs && read <= toNs {
+			n += j.Delta
 		}
 	}
 	return n
