@@ -292,6 +292,10 @@ type incident struct {
 	// floor is where the incident before it ends (its hi), 0 for the
 	// first: what lies before belongs to that one.
 	floor int
+	// firstHi, in a run of recurring incidents (foldRecurring), is where
+	// the first of them ended: the run's head is that incident's, which
+	// moved the counter itself. 0 where it folds none.
+	firstHi int
 }
 
 // count adds jump j, whose look-back's traffic is s, to the incident's
@@ -865,6 +869,7 @@ func (a *analysis) foldRecurring(incs []incident, finding func(incident) Finding
 		if k-i > 1 {
 			run := incs[i]
 			run.jumps = slices.Clone(run.jumps)
+			run.firstHi = run.hi
 			critical := a.incidentSeverity(run) == SeverityCritical
 			for _, x := range incs[i+1 : k] {
 				critical = critical || a.incidentSeverity(x) == SeverityCritical
