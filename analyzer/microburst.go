@@ -315,7 +315,9 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 // socket's buffer full behind its own queue), counters refreshed once a
 // second, was found from its last part, 31 ms late. Past the first
 // jump's look-back too (no incident between), where the flow was born a
-// burst its sender stalled in (bornBurst).
+// burst its sender stalled in (bornBurst). Further into s, with no
+// allowance known, where what came before in s held no more than traffic
+// that moved nothing did (heldLikeQuiet).
 func (a *analysis) culpritStart(iface string, dir record.Direction, culprit FlowShare, inc incident, val func(int) float64, lag counterLag) int {
 	s := inc.span
 	first, ok := a.flows.firstSeen(iface, culprit.Src, culprit.Dst, a.g.startNs(s.hi))
@@ -324,6 +326,18 @@ func (a *analysis) culpritStart(iface string, dir record.Direction, culprit Flow
 	}
 	at := a.g.index(first)
 	gap := a.mergeGapWindows()
+	if at > s.lo+gap && at < s.hi && s.levelName == levelIntervalOwn && s.level > 0 && len(inc.jumps) > 0 &&
+		heldLikeQuiet(val, a.quietShown(inc, val, lag), s.level, s.lo, s.lo, at) {
+		// With no allowance known, the traffic of s before the
+		// culprit's first packet held no more than traffic that moved
+		// nothing did: others' traffic began nothing. A burst paced at
+		// 200 Mbit/s, under the level its sender's catch-up set, beside
+		// a TCP flow's 32 kB bunches 7 to 10 ms apart: the first jump's
+		// look-back took the bunches into the span from 19 ms before the
+		// burst, none of them over the level for quietHead to set aside,
+		// and the finding began there.
+		return at
+	}
 	if at > s.lo+gap || at >= s.hi {
 		return s.lo
 	}
@@ -361,8 +375,7 @@ func (a *analysis) quietHead(inc incident, val func(int) float64, lag counterLag
 	if inc.levelName != levelIntervalOwn || inc.level <= 0 || len(inc.jumps) == 0 {
 		return inc.lo
 	}
-	j := inc.jumps[0]
-	shown := a.shownDepths(j.Interface, j.Name, val, quietLook(lag))
+	shown := a.quietShown(inc, val, lag)
 	lo, found, passed := inc.lo, false, false
 	hi := inc.hi
 	if inc.firstHi > 0 {
@@ -381,6 +394,13 @@ func (a *analysis) quietHead(inc incident, val func(int) float64, lag counterLag
 		return inc.lo
 	}
 	return lo
+}
+
+// quietShown is the bucket, per level, that the traffic of incident inc's
+// counter shows over the run (shownDepths), for heldLikeQuiet.
+func (a *analysis) quietShown(inc incident, val func(int) float64, lag counterLag) func(level float64) float64 {
+	j := inc.jumps[0]
+	return a.shownDepths(j.Interface, j.Name, val, quietLook(lag))
 }
 
 // bornBurst tells whether the culprit of span s, first seen at firstNs
