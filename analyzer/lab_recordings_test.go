@@ -322,6 +322,14 @@ func TestLabRecordings(t *testing.T) {
 		// aside as held like quiet: the finding began at the second,
 		// 27.4 ms late (quietHead, firstHi).
 		{name: "impact-inbound-paused-parts", kind: KindMicroburstIn, lagOpen: inboundLagOpen},
+		// Beside two CPU-bound processes, the burst's sender paused
+		// 12 ms inside it: the host saw it in three parts, each a head
+		// and the device's queue sending after it. Without the
+		// allowance, the download's bunches from 19 ms after it on, 18
+		// drops, were a second finding naming the download: taken
+		// whole, the burst's median window was an empty one, so no
+		// queue rate, and no bucket they met short (refills).
+		{name: "impact-inbound-paused-refill", kind: KindMicroburstIn, lagOpen: inboundLagOpen},
 		// Read every 10 ms (a read half a millisecond), no lag: with the
 		// allowance given, the span over it began with a download's
 		// bunch 6 ms before the burst, and the first count was taken
@@ -647,6 +655,7 @@ var lagUnlearned = map[string]string{
 	"impact-inbound-pps-first/recorded":    "the bandwidth cluster's cause, over the allowance, runs on through the download's bunches to its last read, so its end is unseen (as before 2026-12-04)",
 	"impact-inbound-paused-parts/recorded": "the cluster's cause, the burst's second part and the device's queue sending at the allowance, runs on through the download's bunches to its last read, so its end is unseen",
 	"impact-inbound-paused-parts/unknown":  "the same, over the interval's own level",
+	"impact-inbound-paused-refill/unknown": "the burst's first jump was read while the device's queue still sent, so its cause's end is unseen, and the 11 jumps after it, one long cluster, were looked for over the download's traffic since the trace began",
 }
 
 // labOptions are analysis options a lab case runs with, and their name.
