@@ -144,7 +144,8 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 					if last.levelName != levelIntervalOwn {
 						return false
 					}
-					rate, ok := queueRate(bytesAt, last.lo, queueEnd(bytesAt, last.hi, hi))
+					end := queueEnd(bytesAt, last.hi, hi)
+					rate, ok := queueRate(bytesAt, last.lo, end)
 					for k := last.hi - 1; !ok && k > last.lo; k-- {
 						// A burst its sender paused in reached the host
 						// in parts, each a head and the device's queue
@@ -153,7 +154,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 						// last part's queue shows the rate (a download's
 						// bunches 19 ms after it on, 18 drops, a second
 						// finding naming the download).
-						rate, ok = queueRate(bytesAt, k, queueEnd(bytesAt, last.hi, hi))
+						rate, ok = queueRate(bytesAt, k, end)
 					}
 					if !ok {
 						return false
@@ -246,10 +247,11 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 	}
 	// Before ranking: chained other traffic ahead of the cause carried
 	// the most over a long span, and was named.
-	inc.lo = a.quietHead(inc, bytesAt, lag)
+	shown := a.quietShown(inc, bytesAt, lag)
+	inc.lo = a.quietHead(inc, bytesAt, shown)
 	culprits, victims, rankedBy := rank(inc)
 	if len(culprits) > 0 {
-		if lo := a.culpritStart(iface, dir, culprits[0], inc, bytesAt, lag); lo != inc.lo {
+		if lo := a.culpritStart(iface, dir, culprits[0], inc, bytesAt, lag, shown); lo != inc.lo {
 			inc.lo = lo
 			culprits, victims, rankedBy = rank(inc)
 		}
@@ -328,7 +330,7 @@ func (a *analysis) microburstFinding(iface string, dir record.Direction, counter
 // burst its sender stalled in (bornBurst). Further into s, with no
 // allowance known, where what came before in s held no more than traffic
 // that moved nothing did (heldLikeQuiet).
-func (a *analysis) culpritStart(iface string, dir record.Direction, culprit FlowShare, inc incident, val func(int) float64, lag counterLag) int {
+func (a *analysis) culpritStart(iface string, dir record.Direction, culprit FlowShare, inc incident, val func(int) float64, lag counterLag, shown func(level float64) float64) int {
 	s := inc.span
 	first, ok := a.flows.firstSeen(iface, culprit.Src, culprit.Dst, a.g.startNs(s.hi))
 	if !ok {
@@ -337,7 +339,7 @@ func (a *analysis) culpritStart(iface string, dir record.Direction, culprit Flow
 	at := a.g.index(first)
 	gap := a.mergeGapWindows()
 	if at > s.lo+gap && at < s.hi && s.levelName == levelIntervalOwn && s.level > 0 && len(inc.jumps) > 0 &&
-		heldLikeQuiet(val, a.quietShown(inc, val, lag), s.level, s.lo, s.lo, at) {
+		heldLikeQuiet(val, shown, s.level, s.lo, s.lo, at) {
 		// With no allowance known, the traffic of s before the
 		// culprit's first packet held no more than traffic that moved
 		// nothing did: others' traffic began nothing. A burst paced at
@@ -381,11 +383,10 @@ func (a *analysis) culpritStart(iface string, dir record.Direction, culprit Flow
 // counter itself (an inbound burst whose sender, starved of CPU, paused
 // 12 ms inside it, its two parts two incidents, had its first part set
 // aside as held like quiet, and the finding began 27.4 ms late).
-func (a *analysis) quietHead(inc incident, val func(int) float64, lag counterLag) int {
+func (a *analysis) quietHead(inc incident, val func(int) float64, shown func(level float64) float64) int {
 	if inc.levelName != levelIntervalOwn || inc.level <= 0 || len(inc.jumps) == 0 {
 		return inc.lo
 	}
-	shown := a.quietShown(inc, val, lag)
 	lo, found, passed := inc.lo, false, false
 	hi := inc.hi
 	if inc.firstHi > 0 {
@@ -407,8 +408,12 @@ func (a *analysis) quietHead(inc incident, val func(int) float64, lag counterLag
 }
 
 // quietShown is the bucket, per level, that the traffic of incident inc's
-// counter shows over the run (shownDepths), for heldLikeQuiet.
+// counter shows over the run (shownDepths), for heldLikeQuiet; each level
+// is worked out once, when first asked for. Nil where inc has no jumps.
 func (a *analysis) quietShown(inc incident, val func(int) float64, lag counterLag) func(level float64) float64 {
+	if len(inc.jumps) == 0 {
+		return nil
+	}
 	j := inc.jumps[0]
 	return a.shownDepths(j.Interface, j.Name, val, quietLook(lag))
 }
