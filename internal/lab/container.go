@@ -136,6 +136,14 @@ func plugHost(parent *netlink.Handle, side string, c *Container, gw netip.Addr) 
 	}{
 		{"address the " + side + " end", func() error { return addAddrs(parent, end, []netip.Prefix{netip.PrefixFrom(gw, 24)}) }},
 		{"address the far end", func() error { return addAddrs(h, inner, []netip.Prefix{netip.PrefixFrom(c.Addr, 24)}) }},
+		// One segment per skb, as on the instance's own link (link.go):
+		// a forwarded super-packet is cut to the device's limit only as it
+		// leaves the shaper, so it would take one slot of the shaper's
+		// queue for tens of packets (a remote sender's whole bunch let in
+		// or dropped as one, where on the wire its packets meet the queue
+		// one by one).
+		{"limit gso on the " + side + " end", func() error { return parent.LinkSetGSOMaxSegs(end, 1) }},
+		{"limit gso on the far end", func() error { return h.LinkSetGSOMaxSegs(inner, 1) }},
 		{"set the " + side + " end up", func() error { return parent.LinkSetUp(end) }},
 		{"set eth0 up", func() error { return h.LinkSetUp(inner) }},
 		{"set lo up", func() error { return h.LinkSetUp(lo) }},

@@ -21,13 +21,17 @@ const (
 	victimRate  = 25_000_000 // bit/s, under the 40 Mbit/s allowance alone
 	impactBurst = 1700       // 1200-byte datagrams: 2 MB
 	// The upload's drop scenario paces its burst at dropBurstRate, over
-	// 80 ms: the victim, paced, sends in bunches about 20 ms apart, and a
+	// 80 ms: its victim once sent in bunches about 20 ms apart (each one
+	// skb of tens of segments, let into the shaper's queue or dropped
+	// whole, before the lab's hosts sent one segment per skb), and a
 	// burst back to back (a few ms) fell between them in about half the
 	// runs, dropping nothing of it. The download's burst stays back to
 	// back: its drops lie before the trace's ingress hook, which sees a
 	// retransmission only below a later segment that arrived, and a burst
 	// of 27 ms or more often took the remote sender's whole flight,
-	// recovered by a timeout as data new to the wire.
+	// recovered by a timeout as data new to the wire. Its victim's
+	// segments, one per skb, come every half a millisecond, so even a
+	// burst of a few ms (a fast host's) drops some of them.
 	dropBurstRate = 200_000_000
 	impactDrive   = 4 * time.Second
 )
