@@ -44,9 +44,8 @@ func runImpact(t *testing.T, name, kind string) (analyzer.Finding, catalog.Truth
 	// lab's hosts sent one segment per skb (container.go), the remote
 	// sender's bunches each took one slot of the shaper's queue, let in
 	// whole or dropped whole: the download's burst dropped nothing in
-	// about a third of the runs here and in eight runs of eight on a
-	// faster CI host, whose burst was shorter. Since, 13 runs of 13 made
-	// the case at once.
+	// about a third of the runs here and in eight runs of eight of one
+	// CI run (a faster host). Since, 13 runs of 13 made the case at once.
 	//
 	// The queued scenario's: the victim was sending when the queue was at
 	// its longest (a write within a tenth of the probe's delay of the
