@@ -402,6 +402,13 @@ func (a *analysis) impactOf(ws []impactWindow, k int) *Impact {
 		// again in the span, 11 D-SACKed in it). A D-SACK read later that
 		// the flow's later retransmissions cannot account for is one of
 		// the span's.
+		// A segment the wire counted in the span and the socket only
+		// after it (the mirror of the wire's count a snapshot late) is
+		// the span's: the socket's later count of it does not make its
+		// D-SACK, read later too, a later segment's.
+		if wire > local {
+			laterResent -= min(laterResent, wire-local)
+		}
 		if laterDSACK > laterResent {
 			fi.spurious += laterDSACK - laterResent
 		}

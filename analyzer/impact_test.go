@@ -457,11 +457,15 @@ func TestImpactSpurious(t *testing.T) {
 		// count the wire's counts the segment sent again: another
 		// snapshot's.
 		wireMs int64
+		// localMs, where not 0, is how much later than the wire's
+		// count the socket's own counts it.
+		localMs int64
 	}{
 		{name: "needless only", rtoMs: 200, dsackMs: 400, verdict: ImpactQueued, spurious: 1},
 		{name: "counted by the wire a snapshot later", rtoMs: 200, dsackMs: 400, wireMs: 100, verdict: ImpactQueued, spurious: 1},
 		{name: "beside a loss", rtoMs: 200, dsackMs: 400, lossy: true, verdict: ImpactDropped, spurious: 1},
 		{name: "D-SACK read after the span", rtoMs: 900, dsackMs: 1300, late: true, verdict: ImpactQueued, spurious: 1},
+		{name: "counted by the socket after the span", rtoMs: 900, dsackMs: 1300, late: true, localMs: 300, verdict: ImpactQueued, spurious: 1},
 		{name: "a later segment's own D-SACK", rtoMs: 900, dsackMs: 1300, late: true, laterMs: 1400, verdict: ImpactDropped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -479,7 +483,7 @@ func TestImpactSpurious(t *testing.T) {
 			c.addFlow(victimKey, record.Egress, func(ns int64) (uint64, uint64, uint32, uint32) {
 				lo, hi := jitter(ns)
 				var n, wire uint64
-				if ns >= rto {
+				if ns >= rto+tc.localMs*ms {
 					n++
 				}
 				if ns >= rto+tc.wireMs*ms {
@@ -490,7 +494,7 @@ func TestImpactSpurious(t *testing.T) {
 					wire++
 				}
 				switch {
-				case n > 0:
+				case n > 0 || wire > 0:
 					return n, wire, lo, 60_000
 				case ns > c.fromNs:
 					return 0, 0, lo, 40_000
