@@ -396,12 +396,6 @@ func (a *analysis) impactOf(ws []impactWindow, k int) *Impact {
 		}
 		fi.retrans = max(local, wire)
 		fi.tail = min(tail, fi.retrans)
-		// A copy sent again near the span's end arrives behind the queue
-		// it was sent again for, up to its wait later: its D-SACK may be
-		// read after the span (a CI run of the lab's deep queue: 13 sent
-		// again in the span, 11 D-SACKed in it). A D-SACK read later that
-		// the flow's later retransmissions cannot account for is one of
-		// the span's.
 		// A segment the wire counted in the span and the socket only
 		// after it (the mirror of the wire's count a snapshot late) is
 		// the span's: the socket's later count of it does not make its
@@ -409,6 +403,12 @@ func (a *analysis) impactOf(ws []impactWindow, k int) *Impact {
 		if wire > local {
 			laterResent -= min(laterResent, wire-local)
 		}
+		// A copy sent again near the span's end arrives behind the queue
+		// it was sent again for, up to its wait later: its D-SACK may be
+		// read after the span (a CI run of the lab's deep queue: 13 sent
+		// again in the span, 11 D-SACKed in it). A D-SACK read later that
+		// the flow's later retransmissions cannot account for is one of
+		// the span's.
 		if laterDSACK > laterResent {
 			fi.spurious += laterDSACK - laterResent
 		}
