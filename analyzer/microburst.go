@@ -176,6 +176,10 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				// a second warning naming the TCP flow, in 3 of 34 fresh
 				// runs, c10). Its victims, as its queue's are.
 				quiet := a.shownDepths(iface, bc.name, bytesAt, quietLook(lag))
+				plain := spec.locate
+				spec.locate = func(lo, hi int) span {
+					return a.notLikeQuiet(plain(lo, hi), bytesAt, quiet, lo, hi)
+				}
 				spec.refills = func(lo, hi int, last, next span) bool {
 					if last.levelName != levelIntervalOwn || next.levelName != levelIntervalOwn || next.level <= 0 {
 						return false
@@ -191,6 +195,28 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 		}
 	}
 	return out
+}
+
+// notLikeQuiet is s, located in windows [lo, hi) with no allowance
+// known, or, where it held no more than traffic that moved nothing did
+// (heldLikeQuiet), the part of [lo, hi) over its level (parts further
+// apart than MergeGap are two) that carried the most above it among
+// those that held more; s where none did. Alike parts stand out of a look-back
+// alike at the level, and the first is taken: a TCP flow's 60 kB bunches
+// every 20 ms, one more between two (which overflowed a 64 KiB bucket),
+// behind a refresh too rare to learn, looked back a second over 45
+// bunches, and the finding began at the first, 900 ms early.
+func (a *analysis) notLikeQuiet(s span, val func(int) float64, shown func(level float64) float64, lo, hi int) span {
+	if s.levelName != levelIntervalOwn || s.level <= 0 || !heldLikeQuiet(val, shown, s.level, s.lo, s.lo, s.hi) {
+		return s
+	}
+	best, found := 0.0, s
+	eachPart(val, lo, hi, s.level, a.mergeGapWindows(), func(x, y int) {
+		if over := sumIn(func(i int) float64 { return max(val(i)-s.level, 0) }, x, y); over > best && !heldLikeQuiet(val, shown, s.level, x, x, y) {
+			best, found.lo, found.hi = over, x, y
+		}
+	})
+	return found
 }
 
 // quietLook is how long after a window no jump may come for its traffic
