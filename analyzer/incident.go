@@ -430,8 +430,11 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 		unexplained := spec.explained != nil && (!spec.explained(s) || spec.excess != nil && !explainsDrops(spec.excess(s), j.Delta))
 		if unexplained && spec.lag.lookNs < int64(MaxCounterLag) {
 			// A read later than the lag (a slow one, a busy device):
-			// the traffic may lie further back, up to the bound.
-			wlo, whi := a.g.span(from-int64(MaxCounterLag), to)
+			// the traffic may lie further back, up to the bound, but
+			// no nearer than the lag's low bound puts it (behind a
+			// 1 s lag, a TCP flow's drop read 220 ms after a burst
+			// was put on the burst).
+			wlo, whi := a.g.span(from-int64(MaxCounterLag), to-spec.lag.shiftNs)
 			if w := spec.locate(wlo, whi); spec.explained(w) {
 				s, unexplained = w, false
 			}

@@ -1525,9 +1525,19 @@ func TestStalledPacedBurst(t *testing.T) {
 // placed at the first, 900 ms early, in those 6 timings, until a part
 // that held like quiet gave way to one that held more (notLikeQuiet).
 //
-// Open: behind a 1 s lag, the close bunches' one drop is read 220 ms
-// after the burst, whose excess stands out in that jump's look-back
-// more: one finding above info. Not checked.
+// Behind a 1 s lag, the close bunches' one drop (the third bunch's, the
+// bucket left short by the two) is read 220 ms after the burst, whose
+// excess stands out in that jump's look-back more: it was put on the
+// burst, the lag stated 196 to 996 ms, and there was one finding above
+// info, until a cluster's few drops put on the cause of the most at a
+// shorter lag gave way (deferToMost), and a look-back further back for
+// traffic over the allowance stopped at the lag's low bound.
+//
+// Open: behind a 1 s lag and a refresh of 100 ms or 1 s, one finding
+// above info still (the lag is not learned: 0 to 240 ms); not checked.
+// Behind a 1 s lag given the allowance, the lag is stated 993 ms (990
+// to 996): the share ranges of the burst's jumps end 3.6 ms short of it;
+// the lag is not checked there.
 func TestBunchesClose(t *testing.T) {
 	const d = 4 * time.Second
 	ms := time.Millisecond
@@ -1541,7 +1551,7 @@ func TestBunchesClose(t *testing.T) {
 		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, BucketBytes: 64 << 10}},
 		Flows:      []synth.Flow{tcp, burst}}
 	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
-		if lag >= time.Second {
+		if lag >= time.Second && refresh > 0 {
 			return // open (above)
 		}
 		drops := truth.Drops["eth0"][counters.BwOutAllowanceExceeded]
@@ -1566,7 +1576,9 @@ func TestBunchesClose(t *testing.T) {
 		if d := b.StartOffsetS - burstAt.Seconds(); math.Abs(d) > slack {
 			t.Errorf("the burst's finding starts at %.4f s, %.1f ms from the burst", b.StartOffsetS, d*1e3)
 		}
-		checkTimingStated(t, b.Incident, refresh, lag)
+		if lag < time.Second || !given {
+			checkTimingStated(t, b.Incident, refresh, lag)
+		}
 	})
 }
 
