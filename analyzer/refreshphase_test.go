@@ -60,3 +60,53 @@ func TestRefreshPhaseDrift(t *testing.T) {
 		}
 	}
 }
+
+// TestRefreshNotByChance: a counter's changes, read every 10 ms, as the
+// lab's showed them (each change open a read long). Two gaps fit a short
+// period by chance: gaps of 1,007.5 and 2,992.1 ms (a 1 s refresh read
+// late and early) were stated as a 50.7 ms refresh, which fits both
+// within their tolerance (1,014 and 2,991 ms), as any period near 50 ms
+// does with odds of one in three; gaps of 1,534.6 and 2,565 ms (a device
+// with no refresh, its changes at three bursts, each open 58 ms: the
+// lab's inbound reads, slow beside a burst) as 513 ms. Many gaps of a
+// 100 ms refresh still tell it.
+func TestRefreshNotByChance(t *testing.T) {
+	const readNs = 10_000_000
+	start := int64(5_000_000_000_000)
+	rec := &record.Recording{}
+	for k := int64(0); k < 800; k++ {
+		rec.Counters = append(rec.Counters, record.CounterSample{Interface: "ens5", BeforeNs: start + k*readNs, AfterNs: start + k*readNs + 500_000})
+	}
+	a := &analysis{rec: rec}
+	changesAt := func(openNs int64, gapsMs ...float64) []change {
+		at := start + 300*readNs
+		out := []change{{at, openNs}}
+		for _, g := range gapsMs {
+			at += int64(g * 1e6)
+			out = append(out, change{at, openNs})
+		}
+		return out
+	}
+	hundred := make([]float64, 30)
+	for k := range hundred {
+		hundred[k] = float64(100 * (1 + k%3))
+	}
+	for _, c := range []struct {
+		name   string
+		openNs int64
+		gapsMs []float64
+		wantMs float64 // 0 with known false: not told
+		known  bool
+	}{
+		{"1s-read-late-and-early", readNs, []float64{1007.5, 2992.1}, 1000, true},
+		{"no-refresh-three-bursts-slow-reads", 58_000_000, []float64{1534.6, 2565.0}, 0, false},
+		{"100ms-many-changes", readNs, hundred, 100, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ns, known := a.refreshOf("ens5", changesAt(c.openNs, c.gapsMs...))
+			if known != c.known || known && (float64(ns) < 0.9*c.wantMs*1e6 || float64(ns) > 1.1*c.wantMs*1e6) {
+				t.Errorf("refresh %.1f ms (known %v), want %.0f ms (known %v)", float64(ns)/1e6, known, c.wantMs, c.known)
+			}
+		})
+	}
+}

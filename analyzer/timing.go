@@ -83,7 +83,10 @@ func (a *analysis) refreshOf(iface string, changes []change) (ns int64, known bo
 	for _, g := range gaps[:min(len(gaps), 4)] {
 		guesses = append(guesses, g.ns)
 	}
-	// A period within twice a gap's tolerance fits any gap by chance.
+	// A period within twice a gap's tolerance fits any gap by chance,
+	// and one that every gap would fit with odds over maxChanceFit fits
+	// them by chance too (fitByChance: two gaps of a 1 s refresh, read
+	// 10 ms apart, fit 50.7 ms, and were stated so).
 	shortest := 3 * ri
 	for _, g := range gaps {
 		shortest = max(shortest, 2*g.tolNs+ri)
@@ -93,7 +96,7 @@ func (a *analysis) refreshOf(iface string, changes []change) (ns int64, known bo
 		// late is 1,000.2 ms (stated as 1 s).
 		longest := maxNs + maxNs/20
 		for k := max((g+longest-1)/longest, 1); g/k >= shortest; k++ {
-			if period, ok := fitPeriod(gaps, g/k); ok {
+			if period, ok := fitPeriod(gaps, g/k); ok && fitByChance(gaps, period) <= maxChanceFit {
 				fits = append(fits, fit{period, periodDeviation(gaps, period)})
 			}
 		}
@@ -128,13 +131,38 @@ func fitPeriod(gaps []periodGap, guess int64) (int64, bool) {
 		per = append(per, g.ns/m)
 	}
 	slices.Sort(per)
-	period := per[len(per)/2]
-	for _, g := range gaps {
-		if m, d := nearestMultiple(g.ns, period); m == 0 || d > g.tolNs || d < -g.tolNs {
-			return 0, false
+	for _, period := range []int64{per[len(per)/2], guess} {
+		if fitsAll(gaps, period) {
+			return period, true
 		}
 	}
-	return period, true
+	return 0, false
+}
+
+// fitByChance is how likely gaps that are no multiples of period would
+// fit it all the same: each lands within its tolerance of a multiple with
+// odds of twice the tolerance over the period.
+func fitByChance(gaps []periodGap, period int64) float64 {
+	p := 1.0
+	for _, g := range gaps {
+		p *= min(1, float64(2*g.tolNs)/float64(period))
+	}
+	return p
+}
+
+// maxChanceFit is the most fitByChance a period the changes' spacing
+// suggests may have.
+const maxChanceFit = 0.05
+
+// fitsAll tells whether every gap lies within its tolerance of a multiple
+// of period.
+func fitsAll(gaps []periodGap, period int64) bool {
+	for _, g := range gaps {
+		if m, d := nearestMultiple(g.ns, period); m == 0 || d > g.tolNs || d < -g.tolNs {
+			return false
+		}
+	}
+	return true
 }
 
 // periodDeviation is how far the gap furthest from a multiple of period

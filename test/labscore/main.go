@@ -12,7 +12,8 @@
 // counters refreshed once a second or slower), each burst has exactly one,
 // and no finding of another kind is above info. The lag the finding states
 // is classed against the lab's: within 5 ms, off but inside the range it
-// states, or outside it.
+// states, or outside it; the refresh it states as known, within 10% of the
+// lab's or wrong, or not told.
 package main
 
 import (
@@ -99,6 +100,7 @@ func main() {
 					tally[mode]["right"]++
 				}
 				tally[mode]["lag "+s.lagClass]++
+				tally[mode]["refresh "+s.refreshClass]++
 				tally[mode]["own"] += s.own
 			}
 		}
@@ -107,6 +109,7 @@ func main() {
 		if t := tally[mode]; t != nil {
 			fmt.Printf("%s: right %d of %d (%d findings of background flows' own overflows); lag within 5 ms %d, off inside its range %d, outside it %d, none %d\n", mode,
 				t["right"], t["runs"], t["own"], t["lag within"], t["lag inside"], t["lag outside"], t["lag none"])
+			fmt.Printf("%s: refresh stated within 10%% %d, wrong %d, not told %d\n", mode, t["refresh within"], t["refresh wrong"], t["refresh untold"])
 		}
 	}
 }
@@ -134,12 +137,13 @@ func bundles(dir string) ([]string, error) {
 }
 
 type verdict struct {
-	right    bool
-	own      int // findings of a background flow's own overflows (ownOverflow)
-	why      []string
-	lagClass string // within, inside, outside, none
-	lag      string
-	findings []string
+	right        bool
+	own          int // findings of a background flow's own overflows (ownOverflow)
+	why          []string
+	lagClass     string // within, inside, outside, none
+	refreshClass string // within (10%), wrong, untold
+	lag          string
+	findings     []string
 }
 
 func (v verdict) line() string {
@@ -151,7 +155,7 @@ func (v verdict) line() string {
 	if v.own > 0 {
 		why = append(slices.Clone(why), fmt.Sprintf("(%d of a background flow's own overflows)", v.own))
 	}
-	return fmt.Sprintf("%-5s lag %-7s %-34s %s", s, v.lagClass, v.lag, strings.Join(why, "; "))
+	return fmt.Sprintf("%-5s lag %-7s %-34s refresh %-6s %s", s, v.lagClass, v.lag, v.refreshClass, strings.Join(why, "; "))
 }
 
 // burstReach is how long after a burst's last packet the lab's counter
@@ -322,6 +326,7 @@ func score(dir, name, mode string) (verdict, error) {
 	}
 	v.right = len(v.why) == 0
 	v.classLag(found, truth)
+	v.classRefresh(found, truth)
 	return v, nil
 }
 
@@ -363,6 +368,24 @@ func srcs(f analyzer.Finding) []string {
 		s = append(s, fl.Src)
 	}
 	return s
+}
+
+// classRefresh compares the refresh the first finding states with the
+// lab's: within 10% (the bar), wrong, or untold (none stated as
+// known, or no finding).
+func (v *verdict) classRefresh(found []analyzer.Finding, truth catalog.Truth) {
+	v.refreshClass = "untold"
+	if len(found) == 0 || found[0].Incident == nil || !found[0].Incident.CounterRefreshKnown {
+		return
+	}
+	got, lab := found[0].Incident.CounterRefreshS, float64(truth.CounterRefreshNs)/1e9
+	v.refreshClass = "wrong"
+	if math.Abs(got-lab) <= 0.1*lab || got == 0 && lab == 0 {
+		v.refreshClass = "within"
+	}
+	if v.refreshClass == "wrong" {
+		v.why = append(v.why, fmt.Sprintf("refresh stated %.1f ms, lab %.1f", got*1e3, lab*1e3))
+	}
 }
 
 // classLag compares the lag the first finding states with the lab's: the
