@@ -1479,32 +1479,72 @@ func oneOutFindingFrom(t *testing.T, res *Result, burstAt time.Duration) Finding
 // of the head's drops: the lag comes out 24 ms short, the ranges missing
 // the device's. The lag is checked where the allowance is given, the
 // refresh is not 0, or there is no lag.
+//
+// Twice: the burst stalling twice, as the lab's sender did beside two
+// CPU-bound processes behind a 1 s refresh (impact-dropped-refresh-
+// stalls): 8 ms after 4 ms, then a catch-up (280 kB in a millisecond),
+// paced on to 62 ms, 10 ms, a catch-up (300 kB), paced on to 84 ms. With
+// none known, where one look-back held the whole burst (a lag of 250 ms
+// or 1 s, or a 1 s refresh), the second catch-up stood out most, and the
+// finding began there, 71.7 ms late, in 8 of the 12 timings, until
+// bornBurst followed a burst back over more than one stall. Open there
+// too: the lag's range, with none known, behind a lag of 30 ms to 1 s
+// at a refresh of 0, and behind 250 ms or 1 s at a refresh of 100 ms
+// (0 to 218 ms where it was 250: the second catch-up taken for the
+// cause's end).
 func TestStalledPacedBurst(t *testing.T) {
 	const d = 4 * time.Second
 	ms := time.Millisecond
 	burstAt := 2*time.Second + 300*time.Microsecond
-	burst := egressBurst(17, 9, 1214, burstAt, 17*ms, 17*25e3)
-	burst.Phases = append(burst.Phases,
-		synth.Phase{From: burstAt + 28*ms, To: burstAt + 29*ms, Bps: 300e3 * 8 / 0.001},
-		synth.Phase{From: burstAt + 29*ms, To: burstAt + 82*ms, Bps: 200e6})
-	spec := besideBunches35("stalled-paced-burst", 57, d, burstAt, burst)
-	eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
-		res := analyzeBW40(rec, given)
-		f := oneOutFindingFrom(t, res, burstAt)
-		if len(f.Flows) == 0 || f.Flows[0].Src != burst.Src.String() {
-			t.Errorf("culprits %+v, want %s first", f.Flows, burst.Src)
-		}
-		slack := 0.002
-		if refresh >= time.Second {
-			slack = 0.005
-		}
-		if d := f.StartOffsetS - burstAt.Seconds(); math.Abs(d) > slack {
-			t.Errorf("starts at %.4f s, %.1f ms from the burst's first packet", f.StartOffsetS, d*1e3)
-		}
-		if given || refresh > 0 || lag == 0 {
-			checkTimingStated(t, f.Incident, refresh, lag)
-		}
-	})
+	for _, c := range []struct {
+		name    string
+		seed    uint64
+		head    time.Duration
+		after   []synth.Phase // from burstAt
+		lagOpen func(refresh, lag time.Duration, given bool) bool
+	}{
+		{"once", 57, 17 * ms, []synth.Phase{{From: 28 * ms, To: 29 * ms, Bps: 300e3 * 8 / 0.001}, {From: 29 * ms, To: 82 * ms, Bps: 200e6}},
+			func(refresh, lag time.Duration, given bool) bool { return !given && refresh == 0 && lag > 0 }},
+		{"twice", 61, 4 * ms, []synth.Phase{{From: 12 * ms, To: 13 * ms, Bps: 280e3 * 8 / 0.001}, {From: 13 * ms, To: 62 * ms, Bps: 200e6},
+			{From: 72 * ms, To: 73 * ms, Bps: 300e3 * 8 / 0.001}, {From: 73 * ms, To: 84 * ms, Bps: 200e6}},
+			func(refresh, lag time.Duration, given bool) bool {
+				return !given && (refresh == 0 && lag > 0 || refresh == 100*ms && lag >= 250*ms)
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			burst := egressBurst(17, 9, 1214, burstAt, c.head, c.head.Seconds()*25e6)
+			for _, p := range c.after {
+				p.From, p.To = burstAt+p.From, burstAt+p.To
+				burst.Phases = append(burst.Phases, p)
+			}
+			spec := besideBunches35("stalled-paced-burst-"+c.name, c.seed, d, burstAt, burst)
+			eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
+				f := burstFindingFrom(t, analyzeBW40(rec, given), burst, burstAt, refresh)
+				if !c.lagOpen(refresh, lag, given) {
+					checkTimingStated(t, f.Incident, refresh, lag)
+				}
+			})
+		})
+	}
+}
+
+// burstFindingFrom is res's one microburst_out finding above info
+// (oneOutFindingFrom), failing t where it does not name burst first or
+// starts more than 2 ms from burstAt (5 ms behind a refresh of 1 s).
+func burstFindingFrom(t *testing.T, res *Result, burst synth.Flow, burstAt, refresh time.Duration) Finding {
+	t.Helper()
+	f := oneOutFindingFrom(t, res, burstAt)
+	if len(f.Flows) == 0 || f.Flows[0].Src != burst.Src.String() {
+		t.Errorf("culprits %+v, want %s first", f.Flows, burst.Src)
+	}
+	slack := 0.002
+	if refresh >= time.Second {
+		slack = 0.005
+	}
+	if d := f.StartOffsetS - burstAt.Seconds(); math.Abs(d) > slack {
+		t.Errorf("starts at %.4f s, %.1f ms from the burst's first packet", f.StartOffsetS, d*1e3)
+	}
+	return f
 }
 
 // TestBunchesClose: a TCP flow's 60 kB bunches every 20 ms, each passed
