@@ -389,7 +389,9 @@ func (v *verdict) classRefresh(found []analyzer.Finding, truth catalog.Truth) {
 }
 
 // classLag compares the lag the first finding states with the lab's: the
-// mean of how late it showed each burst, else the lag it was given.
+// mean of how late it showed each burst, else the lag it was given. Behind
+// a refresh, the lag it was given: how late it showed a burst holds the
+// wait for the refresh, which the finding states apart.
 func (v *verdict) classLag(found []analyzer.Finding, truth catalog.Truth) {
 	v.lagClass = "none"
 	if len(found) == 0 || found[0].Incident == nil {
@@ -402,7 +404,7 @@ func (v *verdict) classLag(found []analyzer.Finding, truth catalog.Truth) {
 		}
 	}
 	lab := float64(truth.CounterLagNs) / 1e9
-	if len(shown) > 0 {
+	if len(shown) > 0 && truth.CounterRefreshNs == 0 {
 		lab = 0
 		for _, x := range shown {
 			lab += x
