@@ -62,14 +62,15 @@ func TestRefreshPhaseDrift(t *testing.T) {
 }
 
 // TestRefreshNotByChance: a counter's changes, read every 10 ms, as the
-// lab's showed them (each change open a read long). Two gaps fit a short
-// period by chance: gaps of 1,007.5 and 2,992.1 ms (a 1 s refresh read
-// late and early) were stated as a 50.7 ms refresh, which fits both
-// within their tolerance (1,014 and 2,991 ms), as any period near 50 ms
-// does with odds of one in three; gaps of 1,534.6 and 2,565 ms (a device
-// with no refresh, its changes at three bursts, each open 58 ms: the
-// lab's inbound reads, slow beside a burst) as 513 ms. Many gaps of a
-// 100 ms refresh still tell it.
+// lab's showed them. Two gaps fit a short period by chance: gaps of
+// 1,007.5 and 2,992.1 ms (a 1 s refresh read late and early), each open
+// a read, were stated as a 50.7 ms refresh, which fits both within 6.5
+// ms (1,014 and 2,991 ms), as a period near 50 ms does with odds of one
+// in five. Three gaps of a 100 ms refresh, read slowly (each change open
+// 14 ms: tolerances of 19 ms, which a random gap meets with odds of two
+// in five), fit it within 2.4 ms: judged by the tolerances, 100 ms was
+// taken for chance, and 114.2, which fits them within 15.4, was stated.
+// Many gaps of a 100 ms refresh still tell it.
 func TestRefreshNotByChance(t *testing.T) {
 	const readNs = 10_000_000
 	start := int64(5_000_000_000_000)
@@ -87,6 +88,7 @@ func TestRefreshNotByChance(t *testing.T) {
 		}
 		return out
 	}
+
 	hundred := make([]float64, 30)
 	for k := range hundred {
 		hundred[k] = float64(100 * (1 + k%3))
@@ -99,7 +101,7 @@ func TestRefreshNotByChance(t *testing.T) {
 		known  bool
 	}{
 		{"1s-read-late-and-early", readNs, []float64{1007.5, 2992.1}, 1000, true},
-		{"no-refresh-three-bursts-slow-reads", 58_000_000, []float64{1534.6, 2565.0}, 0, false},
+		{"100ms-three-gaps-read-slowly", 13_900_000, []float64{1500.05, 100.93, 2397.65}, 100, true},
 		{"100ms-many-changes", readNs, hundred, 100, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -84,9 +84,10 @@ func (a *analysis) refreshOf(iface string, changes []change) (ns int64, known bo
 		guesses = append(guesses, g.ns)
 	}
 	// A period within twice a gap's tolerance fits any gap by chance,
-	// and one that every gap would fit with odds over maxChanceFit fits
-	// them by chance too (fitByChance: two gaps of a 1 s refresh, read
-	// 10 ms apart, fit 50.7 ms, and were stated so).
+	// and one that gaps no multiples of it would fit as well with odds
+	// over maxChanceFit fits them by chance too (fitByChance: two gaps of
+	// a 1 s refresh, read 10 ms apart, fit 50.7 ms within 6.5, with odds
+	// of one in five, and were stated so).
 	shortest := 3 * ri
 	for _, g := range gaps {
 		shortest = max(shortest, 2*g.tolNs+ri)
@@ -96,7 +97,7 @@ func (a *analysis) refreshOf(iface string, changes []change) (ns int64, known bo
 		// late is 1,000.2 ms (stated as 1 s).
 		longest := maxNs + maxNs/20
 		for k := max((g+longest-1)/longest, 1); g/k >= shortest; k++ {
-			if period, ok := fitPeriod(gaps, g/k); ok && fitByChance(gaps, period) <= maxChanceFit {
+			if period, ok := fitPeriod(gaps, g/k); ok && fitByChance(gaps, period, ri) <= maxChanceFit {
 				fits = append(fits, fit{period, periodDeviation(gaps, period)})
 			}
 		}
@@ -140,12 +141,16 @@ func fitPeriod(gaps []periodGap, guess int64) (int64, bool) {
 }
 
 // fitByChance is how likely gaps that are no multiples of period would
-// fit it all the same: each lands within its tolerance of a multiple with
-// odds of twice the tolerance over the period.
-func fitByChance(gaps []periodGap, period int64) float64 {
+// fit it as well: each lands as near a multiple as it does (a read at
+// least: the reads' own jitter) with odds of twice that over the period.
+// As near as it does, not within its tolerance: three gaps of a 100 ms
+// refresh read slowly fit it within 2.4 ms, but a random gap meets their
+// 19 ms tolerances with odds of two in five, and 114.2 ms was stated.
+func fitByChance(gaps []periodGap, period, readNs int64) float64 {
 	p := 1.0
 	for _, g := range gaps {
-		p *= min(1, float64(2*g.tolNs)/float64(period))
+		_, d := nearestMultiple(g.ns, period)
+		p *= min(1, float64(2*max(d, -d, readNs))/float64(period))
 	}
 	return p
 }
