@@ -201,11 +201,12 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 // known, or, where it held no more than traffic that moved nothing did
 // (heldLikeQuiet), the part of [lo, hi) over its level (parts further
 // apart than MergeGap are two) that carried the most above it among
-// those that held more; s where none did. Alike parts stand out of a look-back
-// alike at the level, and the first is taken: a TCP flow's 60 kB bunches
-// every 20 ms, one more between two (which overflowed a 64 KiB bucket),
-// behind a refresh too rare to learn, looked back a second over 45
-// bunches, and the finding began at the first, 900 ms early.
+// those that held more; s where none did. Alike parts stand out of a
+// look-back alike at the level, and the first is taken: a TCP flow's
+// 60 kB bunches every 20 ms, one more between two (which overflowed a
+// 64 KiB bucket), behind a refresh too rare to learn, looked back a
+// second over 45 bunches, and the finding began at the first, 900 ms
+// early.
 func (a *analysis) notLikeQuiet(s span, val func(int) float64, shown func(level float64) float64, lo, hi int) span {
 	if s.levelName != levelIntervalOwn || s.level <= 0 || !heldLikeQuiet(val, shown, s.level, s.lo, s.lo, s.hi) {
 		return s
@@ -497,16 +498,18 @@ func (a *analysis) bornBurst(iface string, culprit FlowShare, firstNs int64, s s
 	}
 	sent, stalled := end-at, 0
 	for end < s.lo {
-		next := end
+		// The next fast run; blips of others' traffic are the stall's.
+		next, runEnd := end, s.lo
 		for ; next < s.lo; next++ {
 			if val(next)-before < rate/4 {
 				continue
 			}
 			e, f := runFrom(next)
 			if f {
+				runEnd = e
 				break
 			}
-			next = e - 1 // a blip: part of the stall
+			next = e - 1
 		}
 		if next-end > 2*gap {
 			return false
@@ -514,8 +517,7 @@ func (a *analysis) bornBurst(iface string, culprit FlowShare, firstNs int64, s s
 		if next >= s.lo {
 			return s.lo-end > pause && sent >= stalled
 		}
-		e, _ := runFrom(next)
-		sent, stalled, end = sent+e-next, stalled+next-end, e
+		sent, stalled, end = sent+runEnd-next, stalled+next-end, runEnd
 	}
 	return false
 }

@@ -120,8 +120,10 @@ func (a *analysis) refreshOf(iface string, changes []change) (ns int64, known bo
 type periodGap struct{ ns, tolNs int64 }
 
 // fitPeriod refines a guess of the period that every gap is a multiple
-// of (the median of each gap over its multiple), or says a gap is further
-// than its tolerance from any multiple of it.
+// of (the median of each gap over its multiple; the guess itself where
+// that median fits not every gap: of two gaps, the median is the longer's
+// quotient, and 1,007.5 ms is no period of 2,992.1 where 997.4 is), or
+// says a gap is further than its tolerance from any multiple of both.
 func fitPeriod(gaps []periodGap, guess int64) (int64, bool) {
 	per := make([]int64, 0, len(gaps))
 	for _, g := range gaps {
