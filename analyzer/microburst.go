@@ -213,7 +213,7 @@ func (a *analysis) notLikeQuiet(s span, val func(int) float64, shown func(level 
 	}
 	best, found := 0.0, s
 	eachPart(val, lo, hi, s.level, a.mergeGapWindows(), func(x, y int) {
-		if over := sumIn(func(i int) float64 { return max(val(i)-s.level, 0) }, x, y); over > best && !heldLikeQuiet(val, shown, s.level, x, x, y) {
+		if over := overLevel(val, span{lo: x, hi: y}, s.level); over > best && !heldLikeQuiet(val, shown, s.level, x, x, y) {
 			best, found.lo, found.hi = over, x, y
 		}
 	})
