@@ -87,9 +87,11 @@ type lagTraffic struct {
 	sentFirst bool
 	// shapedPackets, see above; nil outbound.
 	shapedPackets func(lo, hi int) float64
-	// burstStart, where set, is where the burst located as s began, no
-	// earlier than floor (nil: at s.lo).
-	burstStart func(s span, floor int) int
+	// burstStart, where set, is s begun where the burst located as s
+	// began, no earlier than floor (nil: s itself); stalled, where it
+	// began before stalls of its sender, at the level its runs were
+	// followed at (burstStart).
+	burstStart func(s span, floor int, stalled bool) span
 }
 
 // exactDrops is the drops a counter counted, per fine window from lo on,

@@ -80,7 +80,9 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				// dropped them; inbound ones it never saw.
 				src.perDrop = func(lo, hi int) float64 { return share(sumIn(bytesAt, lo, hi), float64(sumUint(fs.packets, lo, hi))) }
 				src.sentFirst = true
-				src.burstStart = func(s span, floor int) int { return a.burstStart(iface, bc.dir, s, floor, bytesAt) }
+				src.burstStart = func(s span, floor int, stalled bool) span {
+					return a.burstStart(iface, bc.dir, s, floor, stalled, bytesAt)
+				}
 			} else {
 				src.shapedPackets = packetsAt
 			}
@@ -394,7 +396,7 @@ func (a *analysis) culpritStart(iface string, dir record.Direction, culprit Flow
 	if lo := a.burstFrom(iface, dir, culprit.Src, culprit.Dst, s, floor, val); lo != s.lo || at < inc.floor {
 		return lo
 	}
-	if a.bornBurst(iface, culprit, first, s, val) {
+	if _, born := a.bornBurst(iface, culprit, first, s, val); born {
 		return at
 	}
 	return s.lo
@@ -464,11 +466,13 @@ func (a *analysis) quietShown(inc incident, val func(int) float64, lag counterLa
 // stalled 8 and 10 ms, catching up after each (the lab's impact-dropped
 // beside two CPU-bound processes, c14/load/r2 and r3), had its one jump
 // put on its second catch-up, 46 to 75 ms late. A TCP flow's bunches
-// (1 ms every 8 to 20 ms) stall far longer than they send.
-func (a *analysis) bornBurst(iface string, culprit FlowShare, firstNs int64, s span, val func(int) float64) bool {
+// (1 ms every 8 to 20 ms) stall far longer than they send. level is what
+// its runs were followed at, per window: what the interface carried
+// before the burst and a quarter of the flow's mean rate.
+func (a *analysis) bornBurst(iface string, culprit FlowShare, firstNs int64, s span, val func(int) float64) (level float64, born bool) {
 	perNs, ok := a.flows.meanRateAt(iface, culprit.Src, culprit.Dst, firstNs)
 	if !ok {
-		return false
+		return 0, false
 	}
 	rate := perNs * float64(a.g.widthNs) // bytes per window
 	at, gap, pause := a.g.index(firstNs), a.mergeGapWindows(), 2*a.pauseWindows()
@@ -485,16 +489,17 @@ func (a *analysis) bornBurst(iface string, culprit FlowShare, firstNs int64, s s
 		}
 		return end, end-x >= 2 && sumIn(val, x, end)/float64(end-x)-before >= rate/2
 	}
+	level = before + rate/4
 	end, fast := runFrom(at)
 	if !fast {
-		return false
+		return 0, false
 	}
 	if s.lo-end > pause && s.lo-end <= 2*gap {
-		return true
+		return level, true
 	}
 	// Runs as fast after stalls as short: the last before s ends in one.
 	if a.g.startNs(s.lo)-firstNs > int64(stalledBurstReach) {
-		return false
+		return 0, false
 	}
 	sent, stalled := end-at, 0
 	for end < s.lo {
@@ -512,14 +517,14 @@ func (a *analysis) bornBurst(iface string, culprit FlowShare, firstNs int64, s s
 			next = e - 1
 		}
 		if next-end > 2*gap {
-			return false
+			return 0, false
 		}
 		if next >= s.lo {
-			return s.lo-end > pause && sent >= stalled
+			return level, s.lo-end > pause && sent >= stalled
 		}
 		sent, stalled, end = sent+runEnd-next, stalled+next-end, runEnd
 	}
-	return false
+	return 0, false
 }
 
 // shapedParts tells whether an inbound burst located as s, its flow first
@@ -550,18 +555,21 @@ func (a *analysis) shapedParts(val func(int) float64, at int, s span) bool {
 	return true
 }
 
-// burstStart is where the burst located as s began, for the lag learned
-// from it: the first sighting of the flow that carried most of s, where
-// that lies before s, no earlier than floor, and the flow's traffic
-// between was of a piece with s (burstBefore); else s.lo. The same rule
+// burstStart is s begun where the burst located as s began, for the lag
+// learned from it: the first sighting of the flow that carried most of s,
+// where that lies before s, no earlier than floor, and the flow's traffic
+// between was of a piece with s (burstBefore); else s. Where stalled, a
+// flow born a burst its sender stalled in (bornBurst) also began it, at
+// the level its runs were followed at where that is lower. The same rule
 // as culpritStart's, before the lag is known: a sender's pauses inside
 // its burst leave its largest part the most over the level, and the
 // first drop, in its first part, taken as no earlier than that part put
 // the lag 17 to 65 ms short. (Not on to the flow's parts after s: its
 // last drops may lie there, but behind a deep queue counted as it drains
 // the parts of a sender starved of CPU, taken as the burst's end, put the
-// lag at 331 ms where the lab's was 0.)
-func (a *analysis) burstStart(iface string, dir record.Direction, s span, floor int, val func(int) float64) int {
+// lag at 331 ms where the lab's was 0. Its caller follows a stalled burst
+// on only at the lower level, while it sends.)
+func (a *analysis) burstStart(iface string, dir record.Direction, s span, floor int, stalled bool, val func(int) float64) span {
 	var top *flowTally
 	ts := a.events.tallies(seriesKey{iface, dir}, a.g, s.lo, s.hi, nil)
 	for i := range ts {
@@ -570,9 +578,20 @@ func (a *analysis) burstStart(iface string, dir record.Direction, s span, floor 
 		}
 	}
 	if top == nil {
-		return s.lo
+		return s
 	}
-	return a.burstFrom(iface, dir, top.ref.key.Src.String(), top.ref.key.Dst.String(), s, floor, val)
+	src, dst := top.ref.key.Src.String(), top.ref.key.Dst.String()
+	if lo := a.burstFrom(iface, dir, src, dst, s, floor, val); lo != s.lo || !stalled {
+		s.lo = lo
+		return s
+	}
+	first, ok := a.flows.firstSeen(iface, src, dst, a.g.startNs(s.hi))
+	if at := a.g.index(first); ok && at < s.lo && at >= floor {
+		if level, born := a.bornBurst(iface, FlowShare{Src: src, Dst: dst}, first, s, val); born && level < s.level {
+			s.lo, s.level = at, level
+		}
+	}
+	return s
 }
 
 // burstFrom is the first sighting of the flow from src to dst, where that

@@ -1473,12 +1473,12 @@ func oneOutFindingFrom(t *testing.T, res *Result, burstAt time.Duration) Finding
 // sending after the catch-up uncounted (firstOwn): the lag was stated
 // 21.7 ms (6.2 to 42) where it was 0.
 //
-// Open: with no allowance known and a refresh of 0, behind 30 ms to 1 s,
-// the first jump is read after the catch-up, so the cluster is not
-// parted, and the catch-up, which stood out most, is taken for the cause
-// of the head's drops: the lag comes out 24 ms short, the ranges missing
-// the device's. The lag is checked where the allowance is given, the
-// refresh is not 0, or there is no lag.
+// With no allowance known and a refresh of 0, behind 30 ms to 1 s, the
+// first jump is read after the catch-up, so the cluster is not parted,
+// and the catch-up, which stood out most, was taken for the cause of the
+// head's drops: the lag came out 24 ms short, the ranges missing the
+// device's, until burstStart followed the burst back over its stall
+// where its counter moved at many reads (burstStart, stalled).
 //
 // Twice: the burst stalling twice, as the lab's sender did beside two
 // CPU-bound processes behind a 1 s refresh (impact-dropped-refresh-
@@ -1487,11 +1487,15 @@ func oneOutFindingFrom(t *testing.T, res *Result, burstAt time.Duration) Finding
 // none known, where one look-back held the whole burst (a lag of 250 ms
 // or 1 s, or a 1 s refresh), the second catch-up stood out most, and the
 // finding began there, 71.7 ms late, in 8 of the 12 timings, until
-// bornBurst followed a burst back over more than one stall. Open there
-// too: the lag's range, with none known, behind a lag of 30 ms to 1 s
-// at a refresh of 0, and behind 250 ms or 1 s at a refresh of 100 ms
-// (0 to 218 ms where it was 250: the second catch-up taken for the
-// cause's end).
+// bornBurst followed a burst back over more than one stall. The lag the
+// same, with none known, behind a lag of 30 ms to 1 s at a refresh of 0,
+// and behind 250 ms or 1 s at a refresh of 100 ms (0 to 218 ms where it
+// was 250: the second catch-up taken for the cause's end; once: 3 of 3
+// failed), until burstStart followed it back too. Open: twice, with none known, behind 30 ms at a refresh
+// of 0 (5.5 ms stated): the jumps of the second catch-up parted off
+// (splitDominant), the first part's shares are spread over the whole
+// burst before it, and the second catch-up, read 8 ms after it, took the
+// later jumps.
 func TestStalledPacedBurst(t *testing.T) {
 	const d = 4 * time.Second
 	ms := time.Millisecond
@@ -1503,12 +1507,11 @@ func TestStalledPacedBurst(t *testing.T) {
 		after   []synth.Phase // from burstAt
 		lagOpen func(refresh, lag time.Duration, given bool) bool
 	}{
-		{"once", 57, 17 * ms, []synth.Phase{{From: 28 * ms, To: 29 * ms, Bps: 300e3 * 8 / 0.001}, {From: 29 * ms, To: 82 * ms, Bps: 200e6}},
-			func(refresh, lag time.Duration, given bool) bool { return !given && refresh == 0 && lag > 0 }},
+		{"once", 57, 17 * ms, []synth.Phase{{From: 28 * ms, To: 29 * ms, Bps: 300e3 * 8 / 0.001}, {From: 29 * ms, To: 82 * ms, Bps: 200e6}}, nil},
 		{"twice", 61, 4 * ms, []synth.Phase{{From: 12 * ms, To: 13 * ms, Bps: 280e3 * 8 / 0.001}, {From: 13 * ms, To: 62 * ms, Bps: 200e6},
 			{From: 72 * ms, To: 73 * ms, Bps: 300e3 * 8 / 0.001}, {From: 73 * ms, To: 84 * ms, Bps: 200e6}},
 			func(refresh, lag time.Duration, given bool) bool {
-				return !given && (refresh == 0 && lag > 0 || refresh == 100*ms && lag >= 250*ms)
+				return !given && refresh == 0 && lag == 30*ms
 			}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -1520,7 +1523,7 @@ func TestStalledPacedBurst(t *testing.T) {
 			spec := besideBunches35("stalled-paced-burst-"+c.name, c.seed, d, burstAt, burst)
 			eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
 				f := burstFindingFrom(t, analyzeBW40(rec, given), burst, burstAt, refresh)
-				if !c.lagOpen(refresh, lag, given) {
+				if c.lagOpen == nil || !c.lagOpen(refresh, lag, given) {
 					checkTimingStated(t, f.Incident, refresh, lag)
 				}
 			})
