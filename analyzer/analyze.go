@@ -26,6 +26,9 @@ type analysis struct {
 	// readStart and readEnd map a read's end to its start and back, for
 	// certain; built on first use.
 	readStart, readEnd map[readKey]int64
+	// phases are the phase-narrowed windows of each interface's changes
+	// per refresh period (phaseWindows), built on first use.
+	phases map[phaseKey]map[int64]lagRange
 	// impactFlows are the TCP flows' snapshots (impact.go), built on
 	// first use.
 	impactFlows *[]tcpFlow

@@ -24,6 +24,9 @@ type parting struct {
 	c       lagPart
 	val     func(int) float64
 	perDrop func(lo, hi int) float64
+	// window is when a jump became visible: its reads (certain), or
+	// behind a refresh the changes told, its phase (shownWindow).
+	window func(j counters.Jump) (fromNs, toNs int64)
 }
 
 // at is the cluster parted before jump k: the earlier part's traffic
@@ -47,7 +50,7 @@ func riseOf(jumps []counters.Jump) (n uint64) {
 // began, where some were read before it; -1 where none or all were.
 func (p *parting) firstReadAfter(x int) int {
 	for k := p.c.fc; k <= p.c.l; k++ {
-		if _, read := p.a.certain(p.jumps[k]); read > p.a.g.startNs(x) {
+		if _, read := p.window(p.jumps[k]); read > p.a.g.startNs(x) {
 			if k == p.c.fc {
 				return -1
 			}
@@ -146,7 +149,7 @@ func (p *parting) movedNothing(s span, x, y int) bool {
 		return false
 	}
 	if p.c.fc > 0 {
-		if _, read := p.a.certain(p.jumps[p.c.fc-1]); read > p.a.g.startNs(from) {
+		if _, read := p.window(p.jumps[p.c.fc-1]); read > p.a.g.startNs(from) {
 			return false
 		}
 	}
@@ -203,7 +206,7 @@ func (p *parting) firstOwn(s span) int {
 	could, cum := make([]float64, n), make([]float64, n+1)
 	sum, w := 0.0, s.lo
 	for k := range n {
-		_, read := a.certain(jumps[fc+k])
+		_, read := p.window(jumps[fc+k])
 		for end := a.g.index(read); w < end; w++ {
 			sum += p.val(w)
 		}

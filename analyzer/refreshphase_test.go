@@ -1,10 +1,16 @@
 package analyzer
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"net/netip"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/record"
 )
@@ -110,5 +116,58 @@ func TestRefreshNotByChance(t *testing.T) {
 				t.Errorf("refresh %.1f ms (known %v), want %.0f ms (known %v)", float64(ns)/1e6, known, c.wantMs, c.known)
 			}
 		})
+	}
+}
+
+// TestPhaseFromOtherChanges: two 300 kB bursts a second apart behind a
+// device that refreshes every 997 ms and shows a drop 21.7 ms after its
+// refresh, read every 10 ms, the allowance given: the first burst's one
+// change became visible 8 ms before the read that showed it, the second
+// burst began 4.5 ms after that instant, 3.5 ms before the read. Two
+// changes of the bandwidth counter alone leave the phase anywhere within
+// their reads, and the second burst's head was taken for the first
+// change's cause, the lag stated 0.6 ms (0 to 1.3) where it was 21.7 (the
+// lab's micro-burst beside load, c15/load/m2). The connection-tracking
+// gauge's change at the refresh before (a few connections opened) places
+// the phase (phaseWindows): both bursts found, each naming its flow, the
+// lag's range holding the device's.
+func TestPhaseFromOtherChanges(t *testing.T) {
+	const d = 4 * time.Second
+	ms := time.Millisecond
+	first, second := 1331*ms, 2326500*time.Microsecond
+	burst := func(port uint16, at time.Duration) synth.Flow {
+		f := egressBurst(17, 9, 1228, at, ms, 300e3)
+		f.Src = netip.AddrPortFrom(incHost, port)
+		return f
+	}
+	conns := synth.SYNFlood{Interface: "eth0", Dir: record.Egress, Src: incHost, Dst: incDB, PerSecond: 20,
+		From: 500 * ms, To: 700 * ms}
+	lag := 21700 * time.Microsecond
+	spec := synth.Spec{Name: "phase-from-other-changes", Duration: d, Seed: 71, SampleNs: incSampleNs,
+		CounterLag: lag, CounterRefresh: 997 * ms, RefreshPhase: 306300 * time.Microsecond,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, BucketBytes: 64 << 10,
+			ConntrackCapacity: 6000, ConntrackEstablished: 1000}},
+		Flows:     []synth.Flow{burst(41001, first), burst(41002, second)},
+		SYNFloods: []synth.SYNFlood{conns}}
+	rec, _ := synth.Generate(spec)
+	found := aboveInfo(analyzeBW40(rec, true), KindMicroburstOut)
+	slices.SortFunc(found, func(x, y Finding) int { return cmp.Compare(x.StartOffsetS, y.StartOffsetS) })
+	if len(found) != 2 {
+		for _, f := range found {
+			t.Logf("[%.4f, %.4f) %s", f.StartOffsetS, f.EndOffsetS, f.Summary)
+		}
+		t.Fatalf("%d microburst_out findings above info, want 2", len(found))
+	}
+	for k, at := range []time.Duration{first, second} {
+		f := found[k]
+		if src := netip.AddrPortFrom(incHost, uint16(41001+k)).String(); len(f.Flows) == 0 || f.Flows[0].Src != src {
+			t.Errorf("finding %d: culprits %+v, want %s first", k, f.Flows, src)
+		}
+		if dt := math.Abs(f.StartOffsetS - at.Seconds()); dt > 0.005 {
+			t.Errorf("finding %d starts at %.4f s, %.1f ms from its burst", k, f.StartOffsetS, dt*1e3)
+		}
+		if inc := f.Incident; inc == nil || inc.CounterLagLowS > lag.Seconds()+0.002 || inc.CounterLagHighS < lag.Seconds()-0.002 {
+			t.Errorf("finding %d: lag range stated %.4f to %.4f s, the device's %v", k, inc.CounterLagLowS, inc.CounterLagHighS, lag)
+		}
 	}
 }

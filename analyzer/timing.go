@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // How a device's counters are timed is documented nowhere (AWS-LIMITS.md):
@@ -261,14 +262,14 @@ func (a *analysis) interfaceChanges(iface string) []change {
 // see may account for any part of the delay.
 func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known bool, readNs int64, src lagTraffic) (lag counterLag, ok bool) {
 	if known && refreshNs == 0 {
-		lag, ok, _ = a.estimateLagWith(jumps, 0, readNs, src)
+		lag, ok, _ = a.estimateLagWith(jumps, 0, false, readNs, src)
 		lag.refreshKnown = true
 		return lag, ok
 	}
-	zero, zeroOK, fits := a.estimateLagWith(jumps, 0, readNs, src)
+	zero, zeroOK, fits := a.estimateLagWith(jumps, 0, false, readNs, src)
 	switch {
 	case known && (!zeroOK || !fits || zero.clusters < 2 && zero.changesShown < longIncidentReads):
-		lag, ok, _ = a.estimateLagWith(jumps, refreshNs, readNs, src)
+		lag, ok, _ = a.estimateLagWith(jumps, refreshNs, true, readNs, src)
 		lag.refreshKnown = true
 		if lag.pulsedAtRefresh {
 			// Pulses as far apart as the period: a device that shows
@@ -281,7 +282,7 @@ func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known boo
 		}
 		return lag, ok
 	case !known && (!zeroOK || !fits):
-		lag, ok, _ = a.estimateLagWith(jumps, int64(MaxCounterRefresh), readNs, src)
+		lag, ok, _ = a.estimateLagWith(jumps, int64(MaxCounterRefresh), false, readNs, src)
 	default:
 		// The period the changes' spacing suggests is the traffic's
 		// rhythm, not a refresh's. One incident fits a refresh of 0 so
@@ -477,11 +478,13 @@ func keepLag(from, to, maxNs int64) (lagRange, bool) {
 	return lagRange{}, false
 }
 
-// estimateLagWith is estimateLag with the refresh taken as refreshNs.
-// fits is false when two clusters' ranges lie more than readNs apart, or
-// a cluster's traffic spanned more than two reads beyond those its
-// counter changed at (a refresh of 0 would have shown it at each).
-func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int64, src lagTraffic) (lag counterLag, ok, fits bool) {
+// estimateLagWith is estimateLag with the refresh taken as refreshNs;
+// phased where the changes told it (counterRefresh, known): each jump's
+// reads are then narrowed to its phase (shownWindow). fits is false when
+// two clusters' ranges lie more than readNs apart, or a cluster's traffic
+// spanned more than two reads beyond those its counter changed at (a
+// refresh of 0 would have shown it at each).
+func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phased bool, readNs int64, src lagTraffic) (lag counterLag, ok, fits bool) {
 	locate, val := src.locate, src.val
 	fits = true
 	maxNs := int64(MaxCounterLag)
@@ -502,10 +505,16 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 	if len(jumps) > 0 && val != nil {
 		shown = a.shownDepths(jumps[0].Interface, jumps[0].Name, val, maxNs+refreshNs+readNs)
 	}
+	// window is when a jump became visible: within its reads, and behind
+	// a refresh the changes told, at its phase (phaseWindows).
+	window := a.certain
+	if phased {
+		window = func(j counters.Jump) (int64, int64) { return a.shownWindow(j, refreshNs) }
+	}
 	for qi := 0; qi < len(queue); qi++ {
 		fc, l, floor := queue[qi].fc, queue[qi].l, queue[qi].floor
-		firstPrev, firstRead := a.certain(jumps[fc])
-		_, lastRead := a.certain(jumps[l])
+		firstPrev, firstRead := window(jumps[fc])
+		_, lastRead := window(jumps[l])
 		lo, hi := a.g.span(firstPrev-maxNs-max(refreshNs, int64(MaxCounterRefresh)), lastRead)
 		if c := queue[qi].ceil; c > 0 {
 			hi = min(hi, c)
@@ -617,7 +626,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 		// read before it came may show its drops.
 		var parts *parting
 		if long && s.levelName != levelNone && src.perDrop != nil {
-			parts = &parting{a: a, jumps: jumps, c: queue[qi], val: val, perDrop: src.perDrop}
+			parts = &parting{a: a, jumps: jumps, c: queue[qi], val: val, perDrop: src.perDrop, window: window}
 			if earlier, later, ok := parts.ofCause(s, hi, readNs); ok {
 				queue = append(queue, earlier, later)
 				continue
@@ -751,6 +760,21 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs, readNs int6
 				}
 				if src.sentFirst && src.perDrop != nil && !a.couldMake(jumps[fc:l+1], val, x, y, src.perDrop) {
 					continue
+				}
+				if phased && parts != nil && src.sentFirst && a.g.startNs(x) >= firstRead {
+					// Behind a refresh the changes told, traffic begun
+					// after the first jump became visible made none of
+					// its drops: the jumps before it are s's (two bursts
+					// a second apart behind a 1 s refresh, the second
+					// begun 0.5 ms before the read that showed the
+					// first's change, took both: the lag stated 0.6 ms
+					// where it was 21.7, c15/load/m2).
+					if k := parts.firstReadAfter(x); k > fc {
+						earlier, later := parts.at(k, x, s.hi)
+						queue = append(queue, earlier, later)
+						parted = true
+						break
+					}
 				}
 				if long && !a.lastsLong(x, y, readNs) && a.lastsLong(s.lo, s.hi, readNs) {
 					// A blip after a long cause is not it; it may be
@@ -1744,29 +1768,17 @@ func (a *analysis) readUncertainty(cluster []counters.Jump, refreshNs int64) int
 	return w[len(w)/2]
 }
 
-// refreshPhase finds when a device that refreshes about every refreshNs
-// made each of a cluster's jumps visible: at one phase of its period, each
-// within its reads. The period is known only roughly (the device's clock
-// is not the host's, and one learned from the gaps is a read or so off
-// over many: the lab's 100 ms came out 100.45, and 102.3 beside two
-// CPU-bound processes), and over a 2 s incident a period 0.45% off drifts
-// the phase 9 ms across the jumps while every jump's reads still hold it.
-// So every period within 3% of refreshNs that fits the most jumps counts:
-// for each, the phases its jumps agree on, and each jump's instant at
-// their middle; a jump's instant is the mean over those periods, weighted
-// by how wide the agreement is (the middle of the region of periods and
-// phases that fit, where the period nearest the learned one put the lab's
-// jumps up to 6 ms off, its stated uncertainty 0.3 ms). visible[k] is 0
-// for a jump out of that rhythm; widen is how far any jump's instant may
-// be from the one given, over every period and phase that fit. ok is
-// false where fewer than three quarters of the jumps agree.
-func (a *analysis) refreshPhase(cluster []counters.Jump, refreshNs int64) (visible []int64, widen int64, ok bool) {
-	type fit struct {
-		period, phase, width int64
-		n                    int
-	}
-	var fits []fit
-	best := 0
+// phaseFit is one period refreshFits tried: the phase the most jumps
+// agree on (the middle of the widest arc they share), how wide that arc
+// is, and how many jumps share it.
+type phaseFit struct {
+	period, phase, width int64
+	n                    int
+}
+
+// refreshFits tries every period within 3% of refreshNs (refreshPhase)
+// and returns each one's fit, and the most jumps any fit holds.
+func (a *analysis) refreshFits(cluster []counters.Jump, refreshNs int64) (fits []phaseFit, best int) {
 	for step := -120; step <= 120; step++ {
 		p := refreshNs + refreshNs*int64(step)/4000
 		// Each jump's reads as an arc of the circle of length p.
@@ -1789,7 +1801,7 @@ func (a *analysis) refreshPhase(cluster []counters.Jump, refreshNs int64) (visib
 			}
 		}
 		slices.SortFunc(bounds, func(u, v bound) int { return cmp.Or(cmp.Compare(u.at, v.at), cmp.Compare(v.open, u.open)) })
-		f := fit{period: p}
+		f := phaseFit{period: p}
 		n := wrapped
 		for i, b := range bounds {
 			n += b.open
@@ -1803,6 +1815,27 @@ func (a *analysis) refreshPhase(cluster []counters.Jump, refreshNs int64) (visib
 		fits = append(fits, f)
 		best = max(best, f.n)
 	}
+	return fits, best
+}
+
+// refreshPhase finds when a device that refreshes about every refreshNs
+// made each of a cluster's jumps visible: at one phase of its period, each
+// within its reads. The period is known only roughly (the device's clock
+// is not the host's, and one learned from the gaps is a read or so off
+// over many: the lab's 100 ms came out 100.45, and 102.3 beside two
+// CPU-bound processes), and over a 2 s incident a period 0.45% off drifts
+// the phase 9 ms across the jumps while every jump's reads still hold it.
+// So every period within 3% of refreshNs that fits the most jumps counts:
+// for each, the phases its jumps agree on, and each jump's instant at
+// their middle; a jump's instant is the mean over those periods, weighted
+// by how wide the agreement is (the middle of the region of periods and
+// phases that fit, where the period nearest the learned one put the lab's
+// jumps up to 6 ms off, its stated uncertainty 0.3 ms). visible[k] is 0
+// for a jump out of that rhythm; widen is how far any jump's instant may
+// be from the one given, over every period and phase that fit. ok is
+// false where fewer than three quarters of the jumps agree.
+func (a *analysis) refreshPhase(cluster []counters.Jump, refreshNs int64) (visible []int64, widen int64, ok bool) {
+	fits, best := a.refreshFits(cluster, refreshNs)
 	if 4*best < 3*len(cluster) {
 		return nil, 0, false
 	}
@@ -1829,6 +1862,106 @@ func (a *analysis) refreshPhase(cluster []counters.Jump, refreshNs int64) (visib
 		}
 	}
 	return visible, widen, true
+}
+
+// shownWindow is when jump j became visible, for a device that refreshes
+// about every refreshNs: within its reads (certain), and at the phase the
+// changes of every counter of its interface agree on (phaseWindows).
+func (a *analysis) shownWindow(j counters.Jump, refreshNs int64) (fromNs, toNs int64) {
+	fromNs, toNs = a.certain(j)
+	if refreshNs <= 0 {
+		return fromNs, toNs
+	}
+	if w, ok := a.phaseWindows(j.Interface, refreshNs)[toNs]; ok && w.to > fromNs && w.from < toNs {
+		fromNs, toNs = max(fromNs, w.from), min(toNs, w.to)
+	}
+	return fromNs, toNs
+}
+
+// phaseWindows is, for a device that refreshes about every refreshNs,
+// when each read at which any counter of iface changed shows the change
+// became visible (keyed by the read's end): at the one phase of the
+// period all those changes agree on (refreshPhase; one device publishes
+// its counters together), where three quarters of them or more do. A
+// counter's own changes may be too few to narrow it: two a period apart,
+// the period known only from them, fit any phase within their reads, and
+// a third, of any counter, narrows both. Behind a 1 s refresh beside load,
+// the lab's first burst's one change was read 0.5 ms after its second
+// burst began, and that burst's head was taken for its cause, the lag
+// stated 0.6 ms (0 to 1.3) where it was 21.7 (c15/load/m2); the changes
+// at three refreshes (the connection-tracking gauge's first) put it 1.1
+// ms before the head at the latest.
+func (a *analysis) phaseWindows(iface string, refreshNs int64) map[int64]lagRange {
+	key := phaseKey{iface, refreshNs}
+	if w, ok := a.phases[key]; ok {
+		return w
+	}
+	var changed []counters.Jump
+	var last *record.CounterSample
+	for i := range a.rec.Counters {
+		s := &a.rec.Counters[i]
+		if s.Interface != iface || s.Err != "" {
+			continue
+		}
+		if last != nil {
+			for k, v := range s.Values {
+				if w, ok := last.Values[k]; ok && w != v {
+					changed = append(changed, counters.Jump{Interface: iface, FromNs: last.AfterNs, ToNs: s.BeforeNs})
+					break
+				}
+			}
+		}
+		last = s
+	}
+	out := map[int64]lagRange{}
+	reads := make([]int64, len(changed)) // each change's read end, in order
+	for k, j := range changed {
+		_, reads[k] = a.certain(j)
+	}
+	for k, j := range changed {
+		from, to := a.certain(j)
+		// Only changes within phaseReach periods: over more, a period a
+		// few percent off (learned from gaps of 15 and 27 periods, an
+		// alias of the device's: 92.9 ms for 100) moves the phase by
+		// more than a read.
+		reach := phaseReach*refreshNs + refreshNs/2
+		x, _ := slices.BinarySearch(reads, to-reach)
+		y, _ := slices.BinarySearch(reads, to+reach)
+		near := changed[x:max(y, k+1)]
+		fits, best := a.refreshFits(near, refreshNs)
+		if len(near) < 3 || 4*best < 3*len(near) {
+			continue
+		}
+		w := lagRange{to, from}
+		for _, f := range fits {
+			if f.n != best {
+				continue
+			}
+			// The arc the jumps share, placed within j's reads.
+			shown := to - floorMod(to-f.phase, f.period)
+			if lo, hi := max(shown-f.width/2, from), min(shown+f.width/2, to); hi > lo {
+				w.from, w.to = min(w.from, lo), max(w.to, hi)
+			}
+		}
+		if w.to > w.from {
+			out[to] = w
+		}
+	}
+	if a.phases == nil {
+		a.phases = map[phaseKey]map[int64]lagRange{}
+	}
+	a.phases[key] = out
+	return out
+}
+
+// phaseReach is how many refresh periods from a change the changes that
+// place its phase lie at most (phaseWindows).
+const phaseReach = 2
+
+// phaseKey is an interface and a refresh period, for phaseWindows.
+type phaseKey struct {
+	iface     string
+	refreshNs int64
 }
 
 // floorMod is x mod m in [0, m).
