@@ -286,6 +286,13 @@ func TestLabRecordings(t *testing.T) {
 		// burst's queue began 1 ms after its head; the read before
 		// showed nothing 19 ms after that (queueBegan).
 		{name: "impact-inbound-lag", kind: KindMicroburstIn, lagOpen: inboundLagOpen},
+		// Inbound, counters 250 ms late: the host saw nothing for 4 ms
+		// twice while the burst's queue sent, then 24 kB after each.
+		// With no allowance known, the queue taken to end at the first
+		// gap, the 24 kB after the second, with 47 ms of the download
+		// after it counted as its queue, was named: 24 ms late, the lag
+		// stated 212 to 227 ms (locateShaped, over the median).
+		{name: "impact-inbound-lag-gaps", kind: KindMicroburstIn, lagOpen: inboundLagOpen},
 		// The same, 33 ms late: the finding began 11 ms late, at the
 		// download's catch-up.
 		{name: "impact-inbound-lag-catchup", kind: KindMicroburstIn, lagOpen: inboundLagOpen},

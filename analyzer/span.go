@@ -185,7 +185,8 @@ func (a *analysis) locateShaped(val func(int) float64, lo, hi int, levels ...lev
 	}
 	// One pass over the maximal stretches over the floor, each a
 	// candidate where a window of it stands out.
-	floor := a.opt.StandOutFactor * medianIn(val, lo, hi)
+	median := medianIn(val, lo, hi)
+	floor := a.opt.StandOutFactor * median
 	best, bestQueued := 0.0, false
 	for x := lo; x < hi; {
 		if val(x) <= floor {
@@ -207,12 +208,18 @@ func (a *analysis) locateShaped(val func(int) float64, lo, hi int, levels ...lev
 		// a bunch that passed whole filled no queue (a download's
 		// 62 kB bunch 2 ms before a burst whose head, 16 kB, the bunch
 		// had left the bucket, was named, 3.9 ms early). Where the
-		// queue sent under the floor (queueEnd), what it sent is the
-		// stretch's too.
+		// queue sent under the floor (queueEnd), what it sent over the
+		// look-back's median is the stretch's too: not what a download
+		// went on sending after it, at a quarter of its rate or more
+		// (behind 250 ms, the host saw nothing for 4 ms twice while a
+		// burst's queue sent, which ended that queue at the first, and
+		// the 24 kB that came after the second took 47 ms of the
+		// download at 3 kB a millisecond for its queue and was named,
+		// 24 ms late: c17/inb/l1 and l2).
 		end := queueEnd(val, y, hi)
 		queued := queuedStretch(val, x, end)
 		if queued {
-			sum += sumIn(val, y, end)
+			sum += sumIn(func(i int) float64 { return max(val(i)-median, 0) }, y, end)
 		}
 		if (out || sum > s.level) && (queued && !bestQueued || queued == bestQueued && sum > best) {
 			best, bestQueued, s.lo, s.hi = sum, queued, x, y
