@@ -624,6 +624,42 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		// allowance reaches the host after the device's queue, up to its
 		// delay late (the lab's impact-inbound: 20 ms), and the jumps
 		// read before it came may show its drops.
+		// The jumps before the cluster may have shown a burst's parts
+		// before theirs (burstStart's floor).
+		burstFloor := lo
+		if fc > 0 {
+			_, prevRead := a.certain(jumps[fc-1])
+			burstFloor = max(burstFloor, a.g.index(prevRead))
+		}
+		// With no allowance known, a counter that moved at many reads
+		// over a short cause: the catch-up of a sender that stalled, the
+		// most over its level, where the paced runs before it made the
+		// first drops. Beside two CPU-bound processes, counters 250 ms
+		// late, the lab's 80 ms burst stalled 12 ms and sent 380 kB in 2
+		// ms after: that 1 ms, taken for the cause of all 10 jumps, as a
+		// queue counted as it drains, stated the lag 184 to 203 ms where
+		// it was 251, in 4 of 4 fresh runs; 30 ms late, a catch-up that
+		// stood out most parted the cluster (ofCause), the burst's paced
+		// part its first two jumps' cause, the catch-up the rest's, and
+		// the lag was stated 5.1 ms (0 to 10.1) where it was 31.6 (c17).
+		// The burst, followed back over its stalls (bornBurst) at the
+		// level its runs were followed at, goes on while its traffic
+		// over that level does, before the cluster is parted, and its
+		// shares tell the lag.
+		stalledBurst := false
+		if src.burstStart != nil && long && s.levelName == levelIntervalOwn && !a.lastsLong(s.lo, s.hi, readNs) {
+			level := s.level
+			s = src.burstStart(s, burstFloor, true)
+			if stalledBurst = s.level < level; stalledBurst {
+				for {
+					x, y, ok := excessSpan(val, s.hi, hi, s.level)
+					if !ok || x-s.hi > a.mergeGapWindows() || y >= hi {
+						break
+					}
+					s.hi = y
+				}
+			}
+		}
 		var parts *parting
 		if long && s.levelName != levelNone && src.perDrop != nil {
 			parts = &parting{a: a, jumps: jumps, c: queue[qi], val: val, perDrop: src.perDrop, window: window}
@@ -817,43 +853,14 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		if parted || s.levelName == levelNone || s.hi >= hi {
 			continue // parted, nothing there, or still going at the read: no end seen
 		}
-		stalledBurst := false
-		if src.burstStart != nil {
+		if src.burstStart != nil && !stalledBurst {
 			// Its sender's pauses split a burst: its first drop may lie
 			// in a part before the one that stood out most. Not in one
 			// before the jump before the cluster, which may have shown
 			// that part's drops (10 ms reads with no lag: a cluster of
 			// the burst's third part, taken back to its first, shown by
 			// the cluster before, put the lag at 6 ms).
-			floor := lo
-			if fc > 0 {
-				_, prevRead := a.certain(jumps[fc-1])
-				floor = max(floor, a.g.index(prevRead))
-			}
-			// With no allowance known, a counter that moved at many
-			// reads over a short cause: the catch-up of a sender that
-			// stalled, the most over its level, where the paced runs
-			// before it made the first drops. Beside two CPU-bound
-			// processes, counters 250 ms late, the lab's 80 ms burst
-			// stalled 12 ms and sent 380 kB in 2 ms after: that 1 ms,
-			// taken for the cause of all 10 jumps, as a queue counted
-			// as it drains, stated the lag 184 to 203 ms where it was
-			// 251, in 4 of 4 fresh runs. The burst, followed back over
-			// its stalls (bornBurst) at the level its runs were
-			// followed at, goes on while its traffic over that level
-			// does, and its shares tell the lag.
-			stalled := long && s.levelName == levelIntervalOwn && !a.lastsLong(s.lo, s.hi, readNs)
-			level := s.level
-			s = src.burstStart(s, floor, stalled)
-			if stalledBurst = s.level < level; stalledBurst {
-				for {
-					x, y, ok := excessSpan(val, s.hi, hi, s.level)
-					if !ok || x-s.hi > a.mergeGapWindows() || y >= hi {
-						break
-					}
-					s.hi = y
-				}
-			}
+			s = src.burstStart(s, burstFloor, false)
 		}
 		if raisedLevel > 0 {
 			s.level = raisedLevel
