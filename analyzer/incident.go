@@ -92,6 +92,9 @@ type lagTraffic struct {
 	// began before stalls of its sender, at the level its runs were
 	// followed at (burstStart).
 	burstStart func(s span, floor int, stalled bool) span
+	// sameFlow, where set, tells whether the flow that carried most of
+	// fine windows [x, y) carried most of s too.
+	sameFlow func(s span, x, y int) bool
 }
 
 // exactDrops is the drops a counter counted, per fine window from lo on,

@@ -83,6 +83,11 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				src.burstStart = func(s span, floor int, stalled bool) span {
 					return a.burstStart(iface, bc.dir, s, floor, stalled, bytesAt)
 				}
+				src.sameFlow = func(s span, x, y int) bool {
+					top, ok := a.topFlow(iface, bc.dir, s.lo, s.hi)
+					other, otherOK := a.topFlow(iface, bc.dir, x, y)
+					return ok && otherOK && top == other
+				}
 			} else {
 				src.shapedPackets = packetsAt
 			}
@@ -583,17 +588,11 @@ func (a *analysis) shapedParts(val func(int) float64, at int, s span) bool {
 // lag at 331 ms where the lab's was 0. Its caller follows a stalled burst
 // on only at the lower level, while it sends.)
 func (a *analysis) burstStart(iface string, dir record.Direction, s span, floor int, stalled bool, val func(int) float64) span {
-	var top *flowTally
-	ts := a.events.tallies(seriesKey{iface, dir}, a.g, s.lo, s.hi, nil)
-	for i := range ts {
-		if top == nil || ts[i].bytes > top.bytes {
-			top = &ts[i]
-		}
-	}
-	if top == nil {
+	top, ok := a.topFlow(iface, dir, s.lo, s.hi)
+	if !ok {
 		return s
 	}
-	src, dst := top.ref.key.Src.String(), top.ref.key.Dst.String()
+	src, dst := top.Src.String(), top.Dst.String()
 	if lo := a.burstFrom(iface, dir, src, dst, s, floor, val); lo != s.lo || !stalled {
 		s.lo = lo
 		return s
@@ -605,6 +604,22 @@ func (a *analysis) burstStart(iface string, dir record.Direction, s span, floor 
 		}
 	}
 	return s
+}
+
+// topFlow is the flow whose window events carried the most bytes in fine
+// windows [lo, hi); ok is false where none did.
+func (a *analysis) topFlow(iface string, dir record.Direction, lo, hi int) (record.FlowKey, bool) {
+	var top *flowTally
+	ts := a.events.tallies(seriesKey{iface, dir}, a.g, lo, hi, nil)
+	for i := range ts {
+		if top == nil || ts[i].bytes > top.bytes {
+			top = &ts[i]
+		}
+	}
+	if top == nil {
+		return record.FlowKey{}, false
+	}
+	return top.ref.key, true
 }
 
 // burstFrom is the first sighting of the flow from src to dst, where that
