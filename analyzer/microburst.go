@@ -585,8 +585,9 @@ func (a *analysis) shapedParts(val func(int) float64, at int, s span) bool {
 // the lag 17 to 65 ms short. (Not on to the flow's parts after s: its
 // last drops may lie there, but behind a deep queue counted as it drains
 // the parts of a sender starved of CPU, taken as the burst's end, put the
-// lag at 331 ms where the lab's was 0. Its caller follows a stalled burst
-// on only at the lower level, while it sends.)
+// lag at 331 ms where the lab's was 0. Its caller follows the flow on
+// only while it sends: within twice MergeGap (sameFlow), and a stalled
+// burst at the lower level it was followed back at.)
 func (a *analysis) burstStart(iface string, dir record.Direction, s span, floor int, stalled bool, val func(int) float64) span {
 	top, ok := a.topFlow(iface, dir, s.lo, s.hi)
 	if !ok {
