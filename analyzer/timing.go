@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
-	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // How a device's counters are timed is documented nowhere (AWS-LIMITS.md):
@@ -1949,22 +1948,11 @@ func (a *analysis) phaseWindows(iface string, refreshNs int64) map[int64]lagRang
 	if w, ok := a.phases[key]; ok {
 		return w
 	}
+	// Each change as a jump from the read before (its end) to its read's
+	// start, which certain widens to both reads.
 	var changed []counters.Jump
-	var last *record.CounterSample
-	for i := range a.rec.Counters {
-		s := &a.rec.Counters[i]
-		if s.Interface != iface || s.Err != "" {
-			continue
-		}
-		if last != nil {
-			for k, v := range s.Values {
-				if w, ok := last.Values[k]; ok && w != v {
-					changed = append(changed, counters.Jump{Interface: iface, FromNs: last.AfterNs, ToNs: s.BeforeNs})
-					break
-				}
-			}
-		}
-		last = s
+	for _, c := range a.interfaceChanges(iface) {
+		changed = append(changed, counters.Jump{Interface: iface, FromNs: c.atNs - c.openNs, ToNs: c.atNs})
 	}
 	out := map[int64]lagRange{}
 	reads := make([]int64, len(changed)) // each change's read end, in order
