@@ -565,6 +565,8 @@ func TestLabMicroBurst(t *testing.T) {
 			"taken apart (clusterRange), the first drop's and the share's ranges alone put the lag at 15.2 ms where the lab's was 21.2",
 		"micro-burst-sliver-late":  "the same, 15.0 ms where the lab's was 21.2",
 		"micro-burst-sliver-early": "a sliver 1 ms later than the lab's lag, which the second burst's range, shown in one jump, holds at its edge",
+		"micro-burst-lag-second": "behind a 1 s lag, the first burst's drops read 8 ms into the second, which took them (0 to 6 ms), the second's a second " +
+			"after it: the lag stated 0 to 1 s, both jumps put on the second burst, the first missed (oneLagForAll)",
 	}
 	eachLabRun(t, slices.Sorted(maps.Keys(cases)), func(t *testing.T, run labRun) {
 		rec, truth := run.rec, run.truth

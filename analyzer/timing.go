@@ -1113,7 +1113,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		}
 
 		if r, ok := a.clusterRange(own); ok {
-			clusters, of = append(clusters, r), append(of, lagCause{part: queue[qi], lo: s.lo, hi: s.hi})
+			clusters, of = append(clusters, r), append(of, lagCause{part: queue[qi], lo: s.lo, hi: s.hi, level: s.level})
 		} else if refreshNs == 0 && end < firstPrev-maxNs && !a.madeInReach(jumps[fc:l+1], firstPrev-maxNs, firstRead, src) {
 			// A device that shows every change at the next read would
 			// have shown this cluster's drops within the longest lag of
@@ -1133,6 +1133,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		// No lag, but a long overshoot's level, for its incidents to be
 		// located by all the same.
 		return counterLag{overshootLevel: level}, false, false
+	}
+	if _, n := agreement(clusters); n < len(clusters) {
+		clusters, of = a.oneLagForAll(clusters, of, jumps, refreshNs, window, shown, src)
 	}
 	if _, n := agreement(clusters); n < len(clusters) {
 		clusters = a.deferToMost(clusters, of, jumps, refreshNs, src)
@@ -1195,10 +1198,91 @@ func overByAPacket(val func(int) float64, packets func(lo, hi int) float64, x, y
 }
 
 // lagCause is the jumps a cluster's lag range came from and the windows
-// of the traffic taken for their cause (none: lo == hi).
+// of the traffic taken for their cause (none: lo == hi), and the level it
+// stood out from (0: a cause told otherwise, a long one's or exact).
 type lagCause struct {
 	part   lagPart
 	lo, hi int
+	level  float64
+}
+
+// oneLagForAll is clusters (of: their jumps and causes) where they
+// disagree and one cluster's range is the only one at which every other
+// cluster has a cause too: the device has one lag. Each cluster took the
+// latest traffic that stood out before its reads for its cause, which
+// need not be the one that lag puts there. A cluster is explained at a
+// lag where traffic over the level its own cause stood out from lies
+// where that lag puts its drops, and, outbound, could have made its first
+// jump (couldMake); its range is then the one that traffic gives. Behind
+// a 1 s lag, the lab's two bursts a second apart: the first burst's drops
+// were read 8 ms into the second, which took them (a lag of 0 to 6 ms),
+// and the second's, read a second after it, said 1 s; the lag was stated
+// 0 to 1 s, and both jumps put on the second burst, the first missed (6 of
+// 6 micro-burst runs behind 1 s, d1). A lag of 6 ms explains the second
+// jump by nothing; 1 s explains both. Where several ranges explain every
+// cluster, or none does, clusters are as they were.
+func (a *analysis) oneLagForAll(clusters []lagRange, of []lagCause, jumps []counters.Jump, refreshNs int64, window func(counters.Jump) (int64, int64), shown func(float64) float64, src lagTraffic) ([]lagRange, []lagCause) {
+	if shown == nil || !src.sentFirst || src.perDrop == nil || src.val == nil || len(of) != len(clusters) || len(clusters) < 2 {
+		return clusters, of
+	}
+	overlap := func(x, y lagRange) bool { return x.from < y.to && y.from < x.to }
+	var found []lagRange
+	var foundOf []lagCause
+	for h, lag := range clusters {
+		if lag.boundedOnly() || of[h].level <= 0 || of[h].lo >= of[h].hi {
+			continue
+		}
+		ranges, causes := slices.Clone(clusters), slices.Clone(of)
+		all := true
+		for j, c := range clusters {
+			if overlap(c, lag) {
+				continue
+			}
+			r, cause, ok := a.causeAtLag(lag, of[j], jumps, refreshNs, window, shown, src)
+			if !ok || !overlap(r, lag) {
+				all = false
+				break
+			}
+			ranges[j], causes[j] = r, cause
+		}
+		if !all {
+			continue
+		}
+		if len(found) > 0 && !overlap(found[0], lag) {
+			return clusters, of // two lags explain every cluster
+		}
+		if len(found) == 0 {
+			found, foundOf = ranges, causes
+		}
+	}
+	if found == nil {
+		return clusters, of
+	}
+	return found, foundOf
+}
+
+// causeAtLag is the range of lags the traffic that stands out where lag
+// puts cluster c's drops gives, and that traffic as its cause; ok is false
+// where none stands out there over the level c's own cause stood out from,
+// or, outbound, none could have made c's first jump.
+func (a *analysis) causeAtLag(lag lagRange, c lagCause, jumps []counters.Jump, refreshNs int64, window func(counters.Jump) (int64, int64), shown func(float64) float64, src lagTraffic) (lagRange, lagCause, bool) {
+	if c.level <= 0 {
+		return lagRange{}, c, false
+	}
+	firstPrev, firstRead := window(jumps[c.part.fc])
+	lo, hi := a.g.span(firstPrev-lag.to-refreshNs, firstRead-lag.from)
+	x, y, ok := excessSpan(src.val, lo, hi, c.level)
+	if !ok {
+		return lagRange{}, c, false
+	}
+	x, y = splitAtGaps(src.val, x, y, c.level, a.mergeGapWindows())
+	if builtOver(src.val, span{lo: x, hi: y, level: c.level}) <= shown(c.level) || !explainsDrops(mostCounts(src.val, x, y, src.perDrop), riseOf(jumps[c.part.fc:c.part.l+1])) {
+		return lagRange{}, c, false
+	}
+	_, lastRead := window(jumps[c.part.l])
+	r, ok := keepLag(firstPrev-a.g.startNs(y)-refreshNs, lastRead-a.g.startNs(x), int64(MaxCounterLag))
+	c.lo, c.hi = x, y
+	return r, c, ok
 }
 
 // deferToMost is clusters (of: their jumps and causes) less those that
