@@ -1225,7 +1225,8 @@ func (a *analysis) oneLagForAll(clusters []lagRange, of []lagCause, jumps []coun
 	if shown == nil || !src.sentFirst || src.perDrop == nil || src.val == nil || len(of) != len(clusters) || len(clusters) < 2 {
 		return clusters, of
 	}
-	overlap := func(x, y lagRange) bool { return x.from < y.to && y.from < x.to }
+	// Touching ranges agree, as in agreement.
+	overlap := func(x, y lagRange) bool { return x.from <= y.to && y.from <= x.to }
 	var found []lagRange
 	var foundOf []lagCause
 	for h, lag := range clusters {
@@ -1270,7 +1271,14 @@ func (a *analysis) causeAtLag(lag lagRange, c lagCause, jumps []counters.Jump, r
 		return lagRange{}, c, false
 	}
 	firstPrev, firstRead := window(jumps[c.part.fc])
-	lo, hi := a.g.span(firstPrev-lag.to-refreshNs, firstRead-lag.from)
+	// A lag at the longest looked for may be a read past it (the lab's
+	// "1 s", shown at its next poll, is 1.0007 to 1.006 s): there its
+	// drops are looked for a read further back, its range cut there.
+	reach := lag.to
+	if lag.to >= int64(MaxCounterLag) {
+		reach += firstRead - firstPrev
+	}
+	lo, hi := a.g.span(firstPrev-reach-refreshNs, firstRead-lag.from)
 	x, y, ok := excessSpan(src.val, lo, hi, c.level)
 	if !ok {
 		return lagRange{}, c, false
