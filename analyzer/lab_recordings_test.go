@@ -386,6 +386,15 @@ func TestLabRecordings(t *testing.T) {
 		// The same, counters 46 ms late, read every 50 ms: the
 		// download's catch-up named, 69 ms late.
 		{name: "impact-inbound-lag-catchup-queued", kind: KindMicroburstIn, lagOpen: inboundLagOpen},
+		// Behind a 100 ms refresh and 250 ms, beside two CPU-bound
+		// processes: the burst's two changes, a refresh apart, spanned
+		// more than longIncidentReads reads, and without the allowance
+		// the download that had run for 1.9 s under it was taken for a
+		// long overshoot they showed, still going at the last read: no
+		// lag learned, and the burst, out of a read's look-back, missed.
+		// The download went on for seconds after, moving nothing
+		// (wentOnUnshown).
+		{name: "impact-inbound-download-unshown", kind: KindMicroburstIn, lagOpen: inboundLagOpen},
 		// Beside two CPU-bound processes, no lag: the burst's sender,
 		// paced at 200 Mbit/s, stalled 11 ms after 40 ms and then sent
 		// what it owed, 300 kB in 1 ms. With the allowance given, the

@@ -579,7 +579,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 			// look-back, where what stands out of it is its jitter (the
 			// lab's pps-overshoot: a 1 ms catch-up of its sender, which
 			// put the lag at 2 to 5 ms where it was 27).
-			if x, y, lv, ok := a.longOvershoot(val, lo, hi, readNs); ok {
+			if x, y, lv, ok := a.longOvershoot(val, lo, hi, readNs); ok && !a.wentOnUnshown(val, y, lv, jumps, l, refreshNs, readNs) {
 				s.lo, s.hi, s.level = x, y, lv
 				// What passed over it is about the allowance (what
 				// learnAllowance reports), a better level for the drops
@@ -1626,6 +1626,39 @@ func (a *analysis) longOvershoot(val func(int) float64, lo, hi int, readNs int64
 		return 0, 0, 0, false
 	}
 	return x, y, level, true
+}
+
+// wentOnUnshown tells whether traffic over level, a stretch of it ending
+// at window y, went on as it was for longer than the longest lag and a
+// refresh after the read of jumps[l], with no later change of the
+// counter: what went on so, moving nothing, was under the allowance, and
+// is no long overshoot of it. Behind a 100 ms refresh and 250 ms, beside
+// load, an inbound burst's two changes, a refresh apart, spanned more than
+// longIncidentReads reads; with no allowance known, the download that
+// had run for 1.9 s, at 25 Mbit/s under 40, was taken for an overshoot
+// they showed, still going at the last read: no end seen, no lag learned,
+// and the burst, out of a read's look-back, missed (d1/load). False where
+// the trace ended too soon to tell.
+func (a *analysis) wentOnUnshown(val func(int) float64, y int, level float64, jumps []counters.Jump, l int, refreshNs, readNs int64) bool {
+	_, lastRead := a.certain(jumps[l])
+	until := lastRead + int64(MaxCounterLag) + max(refreshNs, readNs)
+	if l+1 < len(jumps) {
+		if from, _ := a.certain(jumps[l+1]); from < until {
+			return false
+		}
+	}
+	from, to := a.g.index(lastRead), a.g.index(until)
+	if to >= a.g.n || y < from-1 {
+		return false
+	}
+	n := a.readsIn(from, to, readNs)
+	return n > 0 && 2*a.readsOver(val, from, to, readNs, level) >= n
+}
+
+// readsIn is how many whole read intervals (readNs of fine windows each)
+// windows [x, y) hold.
+func (a *analysis) readsIn(x, y int, readNs int64) int {
+	return (y - x) / int(max(readNs/a.g.widthNs, 1))
 }
 
 // readsOver is how many read intervals (readNs of fine windows each) of
