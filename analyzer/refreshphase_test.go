@@ -109,6 +109,13 @@ func TestRefreshNotByChance(t *testing.T) {
 		{"1s-read-late-and-early", readNs, []float64{1007.5, 2992.1}, 1000, true},
 		{"100ms-three-gaps-read-slowly", 13_900_000, []float64{1500.05, 100.93, 2397.65}, 100, true},
 		{"100ms-many-changes", readNs, hundred, 100, true},
+		// Behind a 100 ms refresh, five changes over 4.1 s (d1's
+		// load/impact-dropped-r100ms-l0-1) and four over 4 s (its
+		// quiet/impact-dropped-r100ms-l0-1): no gap's quotient fits the
+		// longest gap within its tolerance, and 53.6 and 89.0 ms were
+		// stated before longestPhased.
+		{"100ms-five-changes-long-gaps", 12_500_000, []float64{107.3, 1392.8, 97.1, 2510.9}, 100, true},
+		{"100ms-four-changes-long-gaps", 12_500_000, []float64{1508.5, 91.9, 2402.5}, 100, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ns, known := a.refreshOf("ens5", changesAt(c.openNs, c.gapsMs...))

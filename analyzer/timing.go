@@ -102,6 +102,20 @@ func (a *analysis) refreshOf(iface string, changes []change) (ns int64, known bo
 			}
 		}
 	}
+	if len(changes) <= maxPhasedChanges {
+		// Few changes: the longest period at one phase of which every
+		// change's own read interval holds a refresh (phaseFits), where
+		// one does and is no fit by chance. The guesses above come from
+		// the shortest gaps, a read off each, and the period a long gap
+		// pins lies between their quotients: behind a 100 ms refresh,
+		// five changes over 4.1 s (gaps of 107, 1,393, 97 and 2,511 ms),
+		// none of whose quotients fit the 2.5 s gap within its
+		// tolerance, were stated as 53.6 ms (d1, 5 of 56 runs behind
+		// 100 ms: 48.1 to 372.6 ms).
+		if period, ok := a.longestPhased(changes, shortest, min(maxNs+maxNs/20, changes[len(changes)-1].atNs-changes[0].atNs)); ok && fitByChance(gaps, period, ri) <= maxChanceFit {
+			return min(period, maxNs), true
+		}
+	}
 	if len(fits) == 0 {
 		return 0, false
 	}
@@ -113,6 +127,63 @@ func (a *analysis) refreshOf(iface string, changes []change) (ns int64, known bo
 		}
 	}
 	return min(best, maxNs), true
+}
+
+// minPhasedChanges and maxPhasedChanges bound the changes longestPhased
+// scans periods for. With fewer, a multiple of the period fits them too
+// often: every period that fits two gaps of a 100 ms refresh fits their
+// multiples of it with odds of one in k squared (three changes 1.5 and
+// 2.5 s apart fit 500.8 ms; three others, 137 ms). With more, the gaps'
+// guesses fit well, and the scan's cost grows with their square.
+const (
+	minPhasedChanges = 4
+	maxPhasedChanges = 24
+)
+
+// longestPhased is the longest period from shortest to longest at one
+// phase of which every change's read interval, (atNs - openNs, atNs],
+// holds a refresh. Periods are scanned from the longest down, each step
+// moving the last change's refresh by a quarter of the shortest interval
+// at most, so no period that fits is stepped over.
+func (a *analysis) longestPhased(changes []change, shortest, longest int64) (int64, bool) {
+	if len(changes) < minPhasedChanges || longest < shortest {
+		return 0, false
+	}
+	span := changes[len(changes)-1].atNs - changes[0].atNs
+	open := changes[0].openNs
+	for _, c := range changes {
+		open = min(open, c.openNs)
+	}
+	open = max(open, 1)
+	for period := longest; period >= shortest; period -= max(open*period/(4*span), 1) {
+		if phaseFits(changes, period) {
+			return period, true
+		}
+	}
+	return 0, false
+}
+
+// phaseFits tells whether some phase of period puts a refresh in every
+// change's read interval. Where the intervals' arcs, modulo the period,
+// meet, they meet at the end of one of them.
+func phaseFits(changes []change, period int64) bool {
+	for _, c := range changes {
+		if c.openNs >= period {
+			continue
+		}
+		phase := c.atNs % period
+		all := true
+		for _, d := range changes {
+			if d.openNs < period && (phase-(d.atNs-d.openNs)%period+2*period)%period > d.openNs {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 // periodGap is the time between two changes, and how far it may be from
