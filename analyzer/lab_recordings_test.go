@@ -395,6 +395,15 @@ func TestLabRecordings(t *testing.T) {
 		// The download went on for seconds after, moving nothing
 		// (wentOnUnshown).
 		{name: "impact-inbound-download-unshown", kind: KindMicroburstIn, lagOpen: inboundLagOpen},
+		// Behind a 100 ms refresh, no lag: one change showed the burst's
+		// 2,407 drops, the next, a refresh on, 114 counted after it. The
+		// first change's share of the rise, 95%, reached 19 ms before
+		// the burst's end, put the lag at 15.9 to 26.2 ms where it was
+		// 1.5: behind a refresh, the trailing jumps are a refresh later,
+		// and the share of the jump before them tells nothing
+		// (shareRanges, drainTailShare).
+		{name: "impact-dropped-refresh-tail", kind: KindMicroburstOut,
+			lagOpen: "behind a 100 ms refresh, one change holds the burst's drops: 0 to 103.6 ms, stated as bounds"},
 		// Beside two CPU-bound processes, no lag: the burst's sender,
 		// paced at 200 Mbit/s, stalled 11 ms after 40 ms and then sent
 		// what it owed, 300 kB in 1 ms. With the allowance given, the
