@@ -142,6 +142,12 @@ func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, src lagTra
 		lag, ok := a.estimateLag(jumps, refresh, known, a.readInterval(iface), src)
 		if ok {
 			lag.lookNs = lag.highNs + refreshLook(lag.refreshNs, lag.refreshKnown) + a.g.widthNs
+			if lag.highNs >= int64(MaxCounterLag) {
+				// A lag at the longest looked for may be a read past
+				// it, as causeAtLag found it (the lab's "1 s", shown
+				// at its next poll, up to 1.006 s).
+				lag.lookNs += a.readInterval(iface)
+			}
 			lag.shiftNs = max(lag.lowNs-a.g.widthNs, 0)
 			return lag
 		}
