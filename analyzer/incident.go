@@ -414,7 +414,7 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 			}
 		}
 		tooLittle := false
-		if spec.excess != nil && spec.explained == nil && !explainsDrops(spec.excess(s), j.Delta) {
+		if spec.excess != nil && spec.explained == nil && !explainsDrops(spec.excess(a.overFloor(spec, s, lo, hi)), j.Delta) {
 			// What stands out here explains too little of the jump: a
 			// read later than the lag (a busy device, a stalled poll).
 			// The traffic that does lies further back, up to the bound.
@@ -513,6 +513,25 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 		out = append(out, inc)
 	}
 	return out
+}
+
+// overFloor is s over the lower of its level and the look-back's floor
+// ([lo, hi): StandOutFactor times its median), where s stood out of the
+// look-back's own level: a short burst stands out of a level that is half
+// its own peak, over which it carries a fraction of its packets (a 3 ms
+// burst of 300 kB, 68 packets over it where its jump counted 288, was
+// taken for too little to have made it, and its jump counted as the
+// burst's a second before: d2/load/micro-burst-r0-l1s-1). Outbound only,
+// where the host saw the traffic before the device counted it: inbound,
+// it sees the device's queue sending at the allowance, over that floor
+// (a burst its sender paused inside was found from its second part, 27
+// ms late: impact-inbound-paused-parts).
+func (a *analysis) overFloor(spec incidentSpec, s span, lo, hi int) span {
+	if spec.val == nil || !spec.sentFirst || s.levelName != levelIntervalOwn || hi <= lo {
+		return s
+	}
+	s.level = min(s.level, a.opt.StandOutFactor*medianIn(spec.val, lo, hi))
+	return s
 }
 
 // drains tells whether jump j, read up to to, whose look-back's traffic

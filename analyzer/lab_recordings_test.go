@@ -585,6 +585,9 @@ func TestLabMicroBurst(t *testing.T) {
 		"micro-burst-sliver-early": "a sliver 1 ms later than the lab's lag, which the second burst's range, shown in one jump, holds at its edge",
 		"micro-burst-lag-second": "behind a 1 s lag, the first burst's drops read 8 ms into the second, which took them (0 to 6 ms), the second's a second " +
 			"after it: the lag stated 0 to 1 s, both jumps put on the second burst, the first missed (oneLagForAll)",
+		"micro-burst-lag-short-second": "behind 1 s beside load, the bursts' changes a second apart taken for their rhythm (refresh untold): each jump " +
+			"looked back 2 s, and without the allowance the second burst, 3 ms long, carried over half its peak 68 packets where its jump counted " +
+			"288: too little, its jump counted as the first burst's, late (overFloor)",
 		"micro-burst-lag-poll": "the same beside two CPU-bound processes, the lab's lag 1,002.7 ms, past the longest looked for: the first burst " +
 			"was reached only by looking a read past it (causeAtLag); with the allowance given, the lag learned at 1 s, the first burst lay " +
 			"before its jump's look-back, and a steady flow 3.8 ms after it was named (counterLagFor)",
