@@ -141,13 +141,7 @@ func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, src lagTra
 	} else {
 		lag, ok := a.estimateLag(jumps, refresh, known, a.readInterval(iface), src)
 		if ok {
-			lag.lookNs = lag.highNs + refreshLook(lag.refreshNs, lag.refreshKnown) + a.g.widthNs
-			if lag.highNs >= int64(MaxCounterLag) {
-				// A lag at the longest looked for may be a read past
-				// it, as causeAtLag found it (the lab's "1 s", shown
-				// at its next poll, up to 1.006 s).
-				lag.lookNs += a.readInterval(iface)
-			}
+			lag.lookNs = lagReach(lag.highNs, a.readInterval(iface)) + refreshLook(lag.refreshNs, lag.refreshKnown) + a.g.widthNs
 			lag.shiftNs = max(lag.lowNs-a.g.widthNs, 0)
 			return lag
 		}
@@ -414,7 +408,10 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 			}
 		}
 		tooLittle := false
-		if spec.excess != nil && spec.explained == nil && !explainsDrops(spec.excess(a.overFloor(spec, s, lo, hi)), j.Delta) {
+		// Over the floor (overFloor) only where s alone explains too
+		// little: a lower level only adds to what s carries, and the
+		// floor sorts the look-back.
+		if spec.excess != nil && spec.explained == nil && !explainsDrops(spec.excess(s), j.Delta) && !explainsDrops(spec.excess(a.overFloor(spec, s, lo, hi)), j.Delta) {
 			// What stands out here explains too little of the jump: a
 			// read later than the lag (a busy device, a stalled poll).
 			// The traffic that does lies further back, up to the bound.

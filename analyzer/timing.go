@@ -1309,6 +1309,7 @@ func (a *analysis) oneLagForAll(clusters []lagRange, of []lagCause, jumps []coun
 	overlap := func(x, y lagRange) bool { return x.from <= y.to && y.from <= x.to }
 	var found []lagRange
 	var foundOf []lagCause
+	var foundLag lagRange // the range that explained them
 	for h, lag := range clusters {
 		if lag.boundedOnly() || of[h].level <= 0 || of[h].lo >= of[h].hi {
 			continue
@@ -1329,11 +1330,11 @@ func (a *analysis) oneLagForAll(clusters []lagRange, of []lagCause, jumps []coun
 		if !all {
 			continue
 		}
-		if len(found) > 0 && !overlap(found[0], lag) {
+		if found != nil && !overlap(foundLag, lag) {
 			return clusters, of // two lags explain every cluster
 		}
-		if len(found) == 0 {
-			found, foundOf = ranges, causes
+		if found == nil {
+			found, foundOf, foundLag = ranges, causes, lag
 		}
 	}
 	if found == nil {
@@ -1351,14 +1352,8 @@ func (a *analysis) causeAtLag(lag lagRange, c lagCause, jumps []counters.Jump, r
 		return lagRange{}, c, false
 	}
 	firstPrev, firstRead := window(jumps[c.part.fc])
-	// A lag at the longest looked for may be a read past it (the lab's
-	// "1 s", shown at its next poll, is 1.0007 to 1.006 s): there its
-	// drops are looked for a read further back, its range cut there.
-	reach := lag.to
-	if lag.to >= int64(MaxCounterLag) {
-		reach += firstRead - firstPrev
-	}
-	lo, hi := a.g.span(firstPrev-reach-refreshNs, firstRead-lag.from)
+	// Its range is cut at the longest lag again (keepLag).
+	lo, hi := a.g.span(firstPrev-lagReach(lag.to, firstRead-firstPrev)-refreshNs, firstRead-lag.from)
 	x, y, ok := excessSpan(src.val, lo, hi, c.level)
 	if !ok {
 		return lagRange{}, c, false
@@ -1706,6 +1701,17 @@ func (a *analysis) longOvershoot(val func(int) float64, lo, hi int, readNs int64
 		return 0, 0, 0, false
 	}
 	return x, y, level, true
+}
+
+// lagReach is how far back a lag up to toNs puts drops: toNs, and a read
+// (readNs) more where toNs is the longest lag looked for. A lag there may
+// be a read past it: the lab's "1 s", shown at its next poll, is 1.0007
+// to 1.006 s.
+func lagReach(toNs, readNs int64) int64 {
+	if toNs >= int64(MaxCounterLag) {
+		return toNs + readNs
+	}
+	return toNs
 }
 
 // wentOnUnshown tells whether traffic over level, a stretch of it ending
