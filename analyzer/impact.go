@@ -55,6 +55,12 @@ type Impact struct {
 	// fires while the original waits in a queue. Not in Retransmitted;
 	// a tail probe D-SACKed counts once, in the larger of the two.
 	Spurious uint64 `json:"spurious,omitempty"`
+	// Stalled are the downloads that sent nothing seen again but went
+	// silent for a retransmission timeout (200 ms at least) well past
+	// what their segments waited: the tail of a flight lost, sent again
+	// after the timeout as data the receiver never had, which the wire
+	// cannot tell from new (Victim.Stalled). Not in Retransmitted.
+	Stalled int `json:"stalled,omitempty"`
 	// SRTT is the smoothed RTT of the victims (the local sockets among
 	// them) in the seconds before the incident and during it.
 	SRTT *ImpactSRTT `json:"srtt,omitempty"`
@@ -158,6 +164,9 @@ type Victim struct {
 	// longest in the span; 0 when unmeasured.
 	AckWaitBeforeUs float64 `json:"ack_wait_before_us,omitempty"`
 	AckWaitDuringUs float64 `json:"ack_wait_during_us,omitempty"`
+	// Stalled: a download whose ACKs went silent for a retransmission
+	// timeout, well past its segments' wait (Impact.Stalled).
+	Stalled bool `json:"stalled,omitempty"`
 	// SegmentWaitUs is how much longer than usual its slowest segment in
 	// the span took to be answered (its ACKs' echoed timestamps); 0 when
 	// unmeasured.
@@ -295,6 +304,31 @@ type flowImpact struct {
 	segRise, segNoise float64
 	segTimed          bool
 	segWaited         bool
+	// stalled: a download whose ACKs went silent for a retransmission
+	// timeout, well past what its segments waited (stalledPastQueue).
+	stalled bool
+}
+
+// minRTO is the shortest retransmission timeout of the TCP stacks that
+// matter here (Linux's TCP_RTO_MIN; RFC 6298 asks for 1 s, Windows 300
+// ms).
+const minRTO = 200 * time.Millisecond
+
+// stalledPastQueue says whether a download (a remote sender's flow) went
+// silent as a lost tail does. The wire sees a segment sent again only
+// when it lands below data it has seen: when the burst and the queue
+// behind it take the whole tail of a flight, its tail loss probe too,
+// the sender waits out its timeout and sends the tail again as data the
+// receiver never had (3 lab runs in 42, their senders' SACK recovery
+// none: no segment seen sent again, the ACKs silent 212 ms where the
+// segments waited 58 ms more than usual). A queue holds the ACKs back
+// only as long as it holds the segments; a silence of a timeout, longer
+// by half a timeout than the segments' wait and the usual silence, is
+// the sender's.
+func (fi flowImpact) stalledPastQueue() bool {
+	rto := float64(minRTO / time.Microsecond)
+	return !fi.egress && fi.segTimed && fi.waitLevel > 0 && fi.waitDuring >= rto &&
+		fi.waitDuring-fi.waitLevel-max(fi.segRise, 0) >= rto/2
 }
 
 // rise is how far its srtt or its ACKs' wait rose over their levels, the
@@ -432,6 +466,7 @@ func (a *analysis) impactOf(ws []impactWindow, k int) *Impact {
 		// Past the noise and past 2 ms: the timestamps tick once a
 		// millisecond, and the clock's ms steps are 1.05 ms.
 		fi.segWaited = fi.segTimed && fi.segRise > max(fi.segNoise, float64(2*time.Millisecond/time.Microsecond))
+		fi.stalled = fi.lost() == 0 && fi.stalledPastQueue()
 		flows = append(flows, fi)
 	}
 	im.TCPFlows = len(flows)
@@ -459,6 +494,9 @@ func (a *analysis) impactOf(ws []impactWindow, k int) *Impact {
 		needlessBy[d] += fi.needless()
 		im.TailProbes += fi.tail
 		im.Spurious += fi.spurious
+		if fi.stalled {
+			im.Stalled++
+		}
 	}
 	// By direction: the flows' own count where it is the larger (a
 	// socket also counts what its qdisc dropped), else the buckets' less
@@ -496,7 +534,7 @@ func (a *analysis) impactOf(ws []impactWindow, k int) *Impact {
 	for _, fi := range victims[:min(len(victims), a.opt.TopFlows)] {
 		v := Victim{Flow: fi.ref.key.String(), Direction: record.Ingress.String(), Retransmitted: fi.lost(),
 			TailProbes: fi.tail, Spurious: fi.spurious, SRTTBeforeUs: fi.beforeLevel, SRTTDuringUs: fi.during,
-			AckWaitBeforeUs: fi.waitLevel, AckWaitDuringUs: fi.waitDuring}
+			AckWaitBeforeUs: fi.waitLevel, AckWaitDuringUs: fi.waitDuring, Stalled: fi.stalled}
 		if fi.segTimed {
 			v.SegmentWaitUs = max(fi.segRise, 0)
 		}
@@ -524,6 +562,9 @@ func (a *analysis) impactOf(ws []impactWindow, k int) *Impact {
 		if im.SRTT != nil {
 			im.Summary += fmt.Sprintf("; srtt p50 %s before, %s during", fmtUs(srtt.BeforeP50Us), fmtUs(srtt.DuringP50Us))
 		}
+		if s := stalledText(victims); s != "" {
+			im.Summary += "; " + s
+		}
 	case len(flows) == 0 && countedBy >= 0:
 		im.Verdict = ImpactNone
 		at := a.offsetS(ws[countedBy].fromNs)
@@ -547,7 +588,12 @@ func (a *analysis) impactOf(ws []impactWindow, k int) *Impact {
 			parts = append(parts, fmt.Sprintf("srtt rose by up to %s (noise %s) for %s, p50 %s before, %s during",
 				fmtUs(srtt.RiseUs), fmtUs(srtt.NoiseUs), fmtDur(aboveTo-aboveFrom), fmtUs(srtt.BeforeP50Us), fmtUs(srtt.DuringP50Us)))
 		}
-		im.Summary = "queued: " + strings.Join(parts, "; ") + "; nothing lost"
+		im.Summary = "queued: " + strings.Join(parts, "; ")
+		if s := stalledText(victims); s != "" {
+			im.Summary += "; nothing seen sent again, but " + s
+		} else {
+			im.Summary += "; nothing lost"
+		}
 		var sent []string
 		if im.TailProbes > 0 {
 			sent = append(sent, fmt.Sprintf("%d tail loss probes, set off by the wait", im.TailProbes))
@@ -567,6 +613,31 @@ func (a *analysis) impactOf(ws []impactWindow, k int) *Impact {
 		im.Summary = fmt.Sprintf("queued briefly; nothing lost (%s, the waits of %d within noise)", flowsText(len(flows)), timed)
 	}
 	return im
+}
+
+// stalledText says which victims stalled (flowImpact.stalled), the
+// longest first, "" for none.
+func stalledText(victims []flowImpact) string {
+	var longest *flowImpact
+	n := 0
+	for i, fi := range victims {
+		if fi.stalled {
+			n++
+			if longest == nil || fi.waitDuring > longest.waitDuring {
+				longest = &victims[i]
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	who := longest.ref.key.String()
+	if n > 1 {
+		who += fmt.Sprintf(" and %d more", n-1)
+	}
+	return fmt.Sprintf("%s went silent for %s (its segments waited %s more than usual): as long as a retransmission timeout, "+
+		"the tail of its flight likely lost and sent again after it, which the wire cannot tell from new data",
+		who, fmtUs(longest.waitDuring), fmtUs(max(longest.segRise, 0)))
 }
 
 // flowsText counts TCP flows for people.

@@ -1,6 +1,7 @@
 package analyzer
 
 import (
+	"fmt"
 	"math"
 	"net/netip"
 	"os"
@@ -112,19 +113,35 @@ func (c *impactCase) addFlowTail(key record.FlowKey, dir record.Direction, at fu
 // (replyKey, 52 B) at the times of addFlow; at(ns) gives each one's
 // impact fields (the silence, the echo ages), the counters its own.
 func (c *impactCase) addUpload(at func(ns int64) (data, acks record.FlowStats)) {
+	c.addTransfer(victimKey, record.Egress, at)
+}
+
+// addDownload is addUpload the other way: a remote sender's segments
+// (replyKey) come in, this host's ACKs (victimKey) go out.
+func (c *impactCase) addDownload(at func(ns int64) (data, acks record.FlowStats)) {
+	c.addTransfer(replyKey, record.Ingress, at)
+}
+
+// addTransfer adds the data flow key, seen in direction dir, and its
+// ACKs, for addUpload and addDownload.
+func (c *impactCase) addTransfer(key record.FlowKey, dir record.Direction, at func(ns int64) (data, acks record.FlowStats)) {
+	back := record.Ingress
+	if dir == record.Ingress {
+		back = record.Egress
+	}
 	first := c.fromNs - 3*int64(time.Second)
 	var n uint64
 	for ns := first; ns <= c.toNs+2*int64(time.Second); ns += 100 * int64(time.Millisecond) {
 		n += 100
 		d, a := at(ns)
-		d.Packets, d.Bytes, d.Directions, d.MinSize, d.MaxSize = 2*n, 2*n*1500, 1<<record.Egress, 1500, 1500
-		a.Packets, a.Bytes, a.Directions, a.MinSize, a.MaxSize = n, n*52, 1<<record.Ingress, 52, 52
+		d.Packets, d.Bytes, d.Directions, d.MinSize, d.MaxSize = 2*n, 2*n*1500, 1<<dir, 1500, 1500
+		a.Packets, a.Bytes, a.Directions, a.MinSize, a.MaxSize = n, n*52, 1<<back, 52, 52
 		for _, s := range []*record.FlowStats{&d, &a} {
 			s.FirstSeenNs, s.LastSeenNs = first-1, ns-1
 		}
 		c.rec.Flows = append(c.rec.Flows,
-			record.FlowSnapshot{TimeNs: ns, Interface: c.iface, Key: victimKey, FlowStats: d},
-			record.FlowSnapshot{TimeNs: ns, Interface: c.iface, Key: replyKey, FlowStats: a})
+			record.FlowSnapshot{TimeNs: ns, Interface: c.iface, Key: key, FlowStats: d},
+			record.FlowSnapshot{TimeNs: ns, Interface: c.iface, Key: reverseKey(key), FlowStats: a})
 	}
 }
 
@@ -429,6 +446,87 @@ func TestImpactSegmentWait(t *testing.T) {
 				t.Errorf("summary %q: want the segments' wait", im.Summary)
 			}
 		})
+	}
+}
+
+// TestImpactStalled: a download whose flight's tail the burst and its
+// queue took whole sends nothing the wire can see again (the copies come
+// after the sender's timeout, above all it had seen); its ACKs went
+// silent for 212 ms where its segments waited 58 ms more than usual (a
+// lab run). Nothing seen sent again, but the report says the silence is
+// a timeout's, not the queue's: the verdict queued, the flow stalled. A
+// queue that held the segments as long, a silence shorter than a
+// timeout, or an upload (its socket counts what it sends again) is no
+// stall.
+func TestImpactStalled(t *testing.T) {
+	const offset = uint32(1 << 20) // ms
+	for _, tc := range []struct {
+		name          string
+		silenceMs     uint32
+		segWaitMs     uint32
+		upload, stall bool
+	}{
+		{"tail lost", 212, 58, false, true},
+		{"queue held it", 212, 200, false, false},
+		{"shorter than a timeout", 150, 10, false, false},
+		{"upload", 212, 58, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newImpactCase(t)
+			add := c.addDownload
+			if tc.upload {
+				add = c.addUpload
+			}
+			add(func(ns int64) (record.FlowStats, record.FlowStats) {
+				// Usually: ACKs 2 to 3 ms apart at most, the RTT 1 ms, a
+				// delayed ACK up to 3 ms more.
+				gap := 2000 + uint32(ns/int64(time.Millisecond))%5*200
+				wait := uint32(3)
+				if ns > c.fromNs && ns-100*int64(time.Millisecond) <= c.fromNs {
+					gap, wait = tc.silenceMs*1000, tc.segWaitMs
+				}
+				return record.FlowStats{}, record.FlowStats{GapMaxUs: gap, Echoed: true, EchoAgeMinMs: offset + 1, EchoAgeMaxMs: offset + 1 + wait}
+			})
+			im := c.finding(t).Impact
+			if im.Verdict != ImpactQueued {
+				t.Fatalf("verdict %s (%s), want queued", im.Verdict, im.Summary)
+			}
+			if len(im.Victims) != 1 {
+				t.Fatalf("victims %+v, want the transfer alone", im.Victims)
+			}
+			said := strings.Contains(im.Summary, fmt.Sprintf("went silent for %d.0 ms (its segments waited %d.0 ms more than usual)", tc.silenceMs, tc.segWaitMs))
+			if (im.Stalled == 1) != tc.stall || im.Victims[0].Stalled != tc.stall || said != tc.stall || strings.HasSuffix(im.Summary, "nothing lost") == tc.stall {
+				t.Errorf("stalled %d, victim %+v, summary %q: want stalled %v", im.Stalled, im.Victims[0], im.Summary, tc.stall)
+			}
+		})
+	}
+}
+
+// TestImpactStalledLab: the lab run TestImpactStalled follows
+// (impact-inbound, 2026-12-05): the burst and its queue took the whole
+// tail of the download's flight and its tail loss probe; its sender sent
+// 10 segments again after its timeout, none of which the wire could
+// tell from new data. Both ways, the burst's finding reads queued, the
+// download stalled.
+func TestImpactStalledLab(t *testing.T) {
+	rec, truth, opts := labCase(t, "impact-inbound-tail-lost")
+	download := record.FlowKey{Proto: 6, Src: netip.MustParseAddrPort("10.98.0.2:36021"), Dst: netip.MustParseAddrPort("198.18.0.10:47264")}
+	b := truth.Bursts[0]
+	for _, o := range opts {
+		var im *Impact
+		for _, f := range Analyze(rec, o.opt).Findings {
+			startNs := rec.Meta.Start.MonoNs + int64(f.StartOffsetS*1e9)
+			if f.Kind == KindMicroburstIn && startNs <= b.EndNs && f.Impact != nil {
+				im = f.Impact
+				break
+			}
+		}
+		if im == nil {
+			t.Fatalf("%s: no microburst_in finding over the burst", o.name)
+		}
+		if im.Verdict != ImpactQueued || im.Stalled != 1 || len(im.Victims) == 0 || im.Victims[0].Flow != download.String() || !im.Victims[0].Stalled {
+			t.Errorf("%s: impact %s, %d stalled, victims %+v (%s): want queued, the download stalled", o.name, im.Verdict, im.Stalled, im.Victims, im.Summary)
+		}
 	}
 }
 

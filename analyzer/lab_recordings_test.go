@@ -105,6 +105,7 @@ func TestLabRecordings(t *testing.T) {
 		// survivors had gone on at the allowance until shortly before
 		// them (the bucket the run shows refills the gap).
 		{"impact-inbound-retransmits", KindMicroburstIn, false, inboundLagOpen, ""},
+		{"impact-inbound-tail-lost", KindMicroburstIn, false, inboundLagOpen, ""},
 		// The sender paused 3.3 ms inside its burst: without the
 		// allowance, only the burst's second part stood out of the
 		// look-back, and the finding started 3.4 ms late.

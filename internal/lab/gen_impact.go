@@ -138,11 +138,18 @@ type TCPCounts struct {
 	// as when a queue holds the ACKs back, loss or not. RetransSegs over
 	// LossProbes is a segment sent again for something else: a loss.
 	LossProbes uint64
+	// SackRecoveries are the times the sender went into recovery on the
+	// receiver's SACKs (TcpExt TCPSackRecovery): the receiver had data
+	// past a hole. A loss of a flight's tail alone is sent again after a
+	// timeout instead, and the receiver's wire cannot tell its copies
+	// from new data.
+	SackRecoveries uint64
 }
 
 // Sub is what the counters rose by since before.
 func (c TCPCounts) Sub(before TCPCounts) TCPCounts {
-	return TCPCounts{RetransSegs: c.RetransSegs - before.RetransSegs, LossProbes: c.LossProbes - before.LossProbes}
+	return TCPCounts{RetransSegs: c.RetransSegs - before.RetransSegs, LossProbes: c.LossProbes - before.LossProbes,
+		SackRecoveries: c.SackRecoveries - before.SackRecoveries}
 }
 
 // TCPCounts reads the kernel's TCP counters of the instance namespace
@@ -182,7 +189,10 @@ func readTCPCounts() (TCPCounts, error) {
 	if c.RetransSegs, err = mibCounter("/proc/thread-self/net/snmp", "Tcp:", "RetransSegs"); err != nil {
 		return c, err
 	}
-	c.LossProbes, err = mibCounter("/proc/thread-self/net/netstat", "TcpExt:", "TCPLossProbes")
+	if c.LossProbes, err = mibCounter("/proc/thread-self/net/netstat", "TcpExt:", "TCPLossProbes"); err != nil {
+		return c, err
+	}
+	c.SackRecoveries, err = mibCounter("/proc/thread-self/net/netstat", "TcpExt:", "TCPSackRecovery")
 	return c, err
 }
 

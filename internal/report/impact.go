@@ -14,7 +14,8 @@ import (
 // impactVictimsTable lays out who paid for an incident: each victim flow,
 // its owner, what it sent again (and what needlessly: D-SACKed), its srtt
 // before and during, how long its
-// ACKs were held back (the longest wait in the span, usually), and how
+// ACKs were held back (the longest wait in the span, usually; stalled
+// for a timeout's silence past its segments' wait), and how
 // much longer than usual its slowest segment waited for its answer (the
 // echoed TCP timestamps).
 func impactVictimsTable(im *analyzer.Impact) *table {
@@ -27,6 +28,9 @@ func impactVictimsTable(im *analyzer.Impact) *table {
 		wait := fmtSRTT(v.AckWaitDuringUs)
 		if v.AckWaitDuringUs > 0 && v.AckWaitBeforeUs > 0 {
 			wait += " (usually " + fmtSRTT(v.AckWaitBeforeUs) + ")"
+		}
+		if v.Stalled {
+			wait += ", stalled"
 		}
 		seg := "-"
 		if v.SegmentWaitUs > 0 {

@@ -72,6 +72,12 @@ type Truth struct {
 	// (TcpExt TCPLossProbes): sent when ACKs are late, loss or not.
 	LossProbes, PeerLossProbes uint64
 	QueueDelay                 time.Duration
+	// PeerSackRecoveries are the times the peer went into recovery on
+	// the SACKs of the receiver, which had data past a hole (TcpExt
+	// TCPSackRecovery); none with segments sent again is a lost tail
+	// sent again after a timeout, whose copies the receiver's wire
+	// cannot tell from new data.
+	PeerSackRecoveries uint64
 	// VictimPeakGap is how far from the queue's peak (the probe that
 	// waited longest, sent) the victim's nearest write was, an upload
 	// paced by the application only (-1 for another victim, unset outside
