@@ -106,6 +106,7 @@ func TestLabRecordings(t *testing.T) {
 		// them (the bucket the run shows refills the gap).
 		{"impact-inbound-retransmits", KindMicroburstIn, false, inboundLagOpen, ""},
 		{"impact-inbound-tail-lost", KindMicroburstIn, false, inboundLagOpen, ""},
+		{"impact-inbound-refresh-lag-second", KindMicroburstIn, false, inboundLagOpen, ""},
 		// The sender paused 3.3 ms inside its burst: without the
 		// allowance, only the burst's second part stood out of the
 		// look-back, and the finding started 3.4 ms late.
@@ -592,6 +593,10 @@ func TestLabMicroBurst(t *testing.T) {
 		"micro-burst-lag-poll": "the same beside two CPU-bound processes, the lab's lag 1,002.7 ms, past the longest looked for: the first burst " +
 			"was reached only by looking a read past it (causeAtLag); with the allowance given, the lag learned at 1 s, the first burst lay " +
 			"before its jump's look-back, and a steady flow 3.8 ms after it was named (counterLagFor)",
+		"micro-burst-lag-untold": "behind a 1 s lag, one lag (about 1 s) fit both jumps with a refresh of 0, but two changes cannot tell a refresh: " +
+			"the lag stated from 0, each jump looked from its read back, and both put on the second burst (8 ms before the first jump), " +
+			"the first missed, with the allowance given (delayKnown)",
+		"micro-burst-refresh-lag-second": "the same behind a 100 ms refresh, without the allowance",
 	}
 	eachLabRun(t, slices.Sorted(maps.Keys(cases)), func(t *testing.T, run labRun) {
 		rec, truth := run.rec, run.truth
