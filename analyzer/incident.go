@@ -75,6 +75,13 @@ type counterLag struct {
 	// TestLongPausedBurst).
 	delayLowNs int64
 	delayKnown bool
+	// causeBefore is, by a jump's ToNs, the window its cause came before,
+	// where a cluster was parted between two short causes a refresh
+	// apart and every cluster agreed on the lag (ofShortBefore): the
+	// jump's look-back ends there. Each jump looks back over the lag's
+	// whole range and refresh, which behind a 1 s refresh held both
+	// causes, and took the later.
+	causeBefore map[int64]int
 }
 
 // lagTraffic is the traffic a counter's lag is learned from: locate finds
@@ -366,6 +373,9 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 			}
 		}
 		lo, hi := a.g.span(from-spec.lag.lookNs, to-spec.lag.shiftNs)
+		if c, ok := spec.lag.causeBefore[j.ToNs]; ok && c > lo {
+			hi = min(hi, c)
+		}
 		behind := len(out) > 0 && lo >= out[len(out)-1].hi // the look-back lies wholly after the last incident's traffic
 		overlaps := len(out) > 0 && !spec.unseen && lo < out[len(out)-1].hi
 		if n := len(out); overlaps {

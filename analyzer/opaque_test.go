@@ -632,6 +632,7 @@ func TestTwoCausesApart(t *testing.T) {
 		{"two-overshoots", KindPPSExceeded, []synth.Flow{overshoot(42101, time.Second), overshoot(42102, 3700*ms)}},
 		{"small-burst-then-overshoot", KindPPSExceeded, []synth.Flow{flow(42102, 17, 64, 500*ms, 514*ms, 3000*64*8/0.014),
 			flow(42101, 17, 64, 1600*ms, 4000*ms, 10000*64*8)}},
+		{"two-bursts", KindMicroburstOut, []synth.Flow{burst(1300 * ms), flow(41503, 6, 1500, 2303*ms, 2310*ms, 2.2e6*8/0.007)}},
 	} {
 		spec := synth.Spec{Name: c.name, Duration: 7 * time.Second, Seed: 51, SampleNs: incSampleNs,
 			Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000, PPSBurst: 800, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: 150e3}},

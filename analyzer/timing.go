@@ -739,8 +739,8 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		}
 		var parts *parting
 		if long && s.levelName != levelNone && src.perDrop != nil {
-			parts = &parting{a: a, jumps: jumps, c: queue[qi], val: val, perDrop: src.perDrop, window: window}
-			if earlier, later, ok := parts.ofCause(s, hi, readNs); ok {
+			parts = &parting{a: a, jumps: jumps, c: queue[qi], val: val, perDrop: src.perDrop, window: window, refreshNs: refreshNs}
+			if earlier, later, ok := parts.ofCause(s, lo, hi, readNs); ok {
 				queue = append(queue, earlier, later)
 				continue
 			}
@@ -1265,6 +1265,19 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 	lag = counterLag{lowNs: r.from, highNs: r.to, pointNs: point, refreshNs: refreshNs,
 		clusters: len(clusters), source: lagEstimated, overshootLevel: level, bucketDepth: depth, depthRough: rough,
 		changesShown: shownAtOnce, pulsedAtRefresh: pulsed}
+	if n == len(clusters) && len(of) == len(clusters) {
+		for _, c := range of {
+			if !c.part.placed {
+				continue
+			}
+			if lag.causeBefore == nil {
+				lag.causeBefore = map[int64]int{}
+			}
+			for k := c.part.fc; k <= c.part.l; k++ {
+				lag.causeBefore[jumps[k].ToNs] = c.part.ceil
+			}
+		}
+	}
 	return lag, true, fits
 }
 
