@@ -641,9 +641,10 @@ func TestTwoCausesApart(t *testing.T) {
 			eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
 				// Open: a lag of a whole refresh, the longest looked
 				// for, shows each cause's drops while the next one runs;
-				// 5 of these 8 state a lag, or a range, that misses it
+				// 6 of these 10 state a lag, or a range, that misses it
 				// (as did 13 of the other 88 cases before the clusters
-				// were parted). Their culprits are checked all the same.
+				// were parted; the two bursts' do not). Their culprits
+				// are checked all the same.
 				timed := refresh < time.Second || lag < time.Second
 				opt := DefaultOptions()
 				if given {
