@@ -443,12 +443,19 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 		if spec.excess != nil && spec.explained == nil && !explainsDrops(spec.excess(s), j.Delta) && !explainsDrops(spec.excess(a.overFloor(spec, s, lo, hi)), j.Delta) {
 			// What stands out here explains too little of the jump: a
 			// read later than the lag (a busy device, a stalled poll).
-			// The traffic that does lies further back, up to the bound.
+			// The traffic that does lies further back, up to the bound:
+			// only where the bound lies before the look-back. Behind a
+			// refresh the run could not tell, the look-back reaches a
+			// refresh further than the bound, and the bound, nearer,
+			// held a download's last second alone, whose excess over
+			// its own level explained the jump: an inbound burst 1.6 s
+			// before its one jump was missed, the download named, no
+			// allowance known (d1/load/impact-inbound-r1s-l1s-1).
 			wlo, _ := a.g.span(from-int64(MaxCounterLag)-spec.lag.refreshNs, to)
 			if n := len(out); n > 0 {
 				wlo = max(wlo, out[n-1].hi)
 			}
-			if w := spec.locate(wlo, hi); explainsDrops(spec.excess(w), j.Delta) {
+			if w := spec.locate(wlo, hi); wlo < lo && explainsDrops(spec.excess(w), j.Delta) {
 				s = w
 			} else if overlaps {
 				// Nor further back: where the lag puts this jump's

@@ -107,6 +107,7 @@ func TestLabRecordings(t *testing.T) {
 		{"impact-inbound-retransmits", KindMicroburstIn, false, inboundLagOpen, ""},
 		{"impact-inbound-tail-lost", KindMicroburstIn, false, inboundLagOpen, ""},
 		{"impact-inbound-refresh-lag-second", KindMicroburstIn, false, inboundLagOpen, ""},
+		{"impact-inbound-refresh-second-lag-second", KindMicroburstIn, false, inboundLagOpen, ""},
 		// The sender paused 3.3 ms inside its burst: without the
 		// allowance, only the burst's second part stood out of the
 		// look-back, and the finding started 3.4 ms late.
