@@ -138,18 +138,18 @@ func (p *parting) ofCause(s span, lo, hi int, readNs int64) (earlier, later lagP
 // the rest, and one lag puts both there: each jump's delay from its cause
 // within a refresh of the other's. The earlier part's jumps look for
 // their cause before s in the incidents too (lagPart.placed), where the
-// lag agreed. Not in a burst's parts, whose sender paused between (more
-// over the level between them, or no refresh: a burst in four parts,
-// TestLongPausedBurst, its lag stated 24 and 27 ms short), nor in a TCP flow's
-// recurring bunches (an extra finding, TestRecurringBunches).
-// Behind a 1 s refresh and a 1 s lag, the
-// lab's two bursts a second apart were shown at successive refreshes, one
-// cluster: the second burst, the latest to stand out, took both jumps,
-// the first burst was missed, and the lag was stated 0 to 296 ms where it
-// was 1,001 (d1 and d2, quiet/micro-burst-r1s-l1s-1, both ways). For the
-// second burst to have made the first jump, the lag would have to be
-// under 296 ms, the first burst's drops unshown, and the second's split
-// by a refresh that fell within the 2 ms they took.
+// lag agreed. Behind a 1 s refresh and a 1 s lag, the lab's two bursts a
+// second apart were shown at successive refreshes, one cluster: the
+// second burst, the latest to stand out, took both jumps, the first burst
+// was missed, and the lag was stated 0 to 296 ms where it was 1,001 (d1
+// and d2, quiet/micro-burst-r1s-l1s-1, both ways). For the second burst
+// to have made the first jump, the lag would have to be under 296 ms, the
+// first burst's drops unshown, and the second's split by a refresh that
+// fell within the 2 ms they took. Not a burst's parts, its sender paused
+// between (with no refresh, or more over the level between them: a burst
+// in four parts, TestLongPausedBurst, had its lag stated 24 and 27 ms
+// short), nor a TCP flow's recurring bunches (an extra finding,
+// TestRecurringBunches).
 func (p *parting) ofShortBefore(s span, lo int, readNs int64) (earlier, later lagPart, ok bool) {
 	fc, l := p.c.fc, p.c.l
 	_, firstRead := p.window(p.jumps[fc])

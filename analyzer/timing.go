@@ -363,7 +363,7 @@ func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known boo
 		// 40 ms and a lag 16.4 ms short).
 		lag, ok = zero, zeroOK
 		lag.refreshFollowsTraffic = known
-		// Its delay is what the clusters agreed on (counterLag.delay),
+		// Its delay is what the clusters agreed on (delayLowNs),
 		// where two or more narrowed it down: one cluster, or ranges
 		// only bounded, agree with any refresh's share of it (taken as
 		// the delay there too, 27 of the synthetic timing cases failed).
