@@ -721,9 +721,18 @@ func (a *analysis) incidentInfo(inc incident, counter string, lag counterLag, va
 	if inc.drainHi > inc.drainLo {
 		drain = float64(inc.drainHi-inc.drainLo) * sec
 	}
+	// A range at the longest lag looked for was looked for a read
+	// further (lagReach), and holds what lies there: the lab's "1 s" is
+	// 1,002 to 1,003 ms (its poll's age), which ranges stated to 1 s
+	// missed: 8 of the 13 lags stated outside their range in d3 with
+	// the allowance given, 8 of 16 without.
+	high := lag.highNs
+	if lag.source == lagEstimated && len(inc.jumps) > 0 {
+		high = lagReach(high, a.readInterval(inc.jumps[0].Interface))
+	}
 	info := &Incident{Counter: counter, Delta: inc.delta, Jumps: len(inc.jumps), DurationS: dur,
 		DropRate: share(float64(inc.delta), dur), Timeline: []CounterJump{},
-		CounterLagS: float64(lag.pointNs) / 1e9, CounterLagLowS: float64(lag.lowNs) / 1e9, CounterLagHighS: float64(lag.highNs) / 1e9,
+		CounterLagS: float64(lag.pointNs) / 1e9, CounterLagLowS: float64(lag.lowNs) / 1e9, CounterLagHighS: float64(high) / 1e9,
 		CounterLagSource: lag.source, CounterLagBounded: lag.boundedOnly(), CounterRefreshS: float64(lag.refreshNs) / 1e9, CounterRefreshKnown: lag.refreshKnown,
 		CounterRefreshFollowsTraffic: lag.refreshFollowsTraffic,
 		LookBackS:                    float64(lag.lookNs) / 1e9, DrainS: drain}
