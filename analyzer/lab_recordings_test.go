@@ -613,11 +613,13 @@ func TestLabMicroBurst(t *testing.T) {
 			"one cluster: the second burst, read before the first jump, took both jumps, the first missed, the lag stated 0 to 296 ms, " +
 			"both ways (ofShortBefore)",
 		"micro-burst-refresh-second-lag-second-loaded": "the same beside two CPU-bound processes, with the allowance given",
+		"micro-burst-refresh-second-lag-second-spread": "the same beside two CPU-bound processes, the first burst's sender starved: its 310 kB " +
+			"spread over 8 ms, no window over the level the second stood out from, and without the allowance not parted",
 	}
 	// A refresh of 1 s holds up to a second of the delay: the lag is
 	// told only to the range, which must hold the lab's.
 	lagOpen := map[string]bool{"micro-burst-refresh-second-lag-second": true, "micro-burst-refresh-second-lag-second-loaded": true,
-		"micro-burst-lag-poll-late": true}
+		"micro-burst-lag-poll-late": true, "micro-burst-refresh-second-lag-second-spread": true}
 	eachLabRun(t, slices.Sorted(maps.Keys(cases)), func(t *testing.T, run labRun) {
 		rec, truth := run.rec, run.truth
 		labLag := float64(truth.CounterLagNs) / 1e9
