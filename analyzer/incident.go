@@ -457,12 +457,19 @@ func (a *analysis) incidents(spec incidentSpec, jumps []counters.Jump) []inciden
 			}
 			if w := spec.locate(wlo, hi); wlo < lo && explainsDrops(spec.excess(w), j.Delta) {
 				s = w
-			} else if overlaps {
+			} else if overlaps || len(out) > 0 && spec.sentFirst {
 				// Nor further back: where the lag puts this jump's
 				// drops in the incident's time, they are its own (an
 				// inbound burst's rest, read 55 ms after its first
 				// jump, had been put on a download's bunch 41 ms after
-				// it began: 703 drops on 34 packets).
+				// it began: 703 drops on 34 packets). Outbound, where
+				// nothing since the incident before could have made
+				// them, they are that one's, late, if it is in reach
+				// (below): behind a 1 s refresh, a deep queue's 3,501
+				// drops counted as it drained, a refresh after its
+				// burst's first 2,828, had been put on the victim's 1 ms
+				// bunch (66 kB), a second finding naming it, no
+				// allowance known (d2 and d3, load/impact-queued-r1s-l1s-1).
 				tooLittle = true
 			}
 		}
