@@ -106,6 +106,22 @@ func medianIn(val func(int) float64, lo, hi int) float64 {
 	return v[len(v)/2]
 }
 
+// medianOver is the median of the values of [lo, hi) over floor, 0 where
+// none is.
+func medianOver(val func(int) float64, lo, hi int, floor float64) float64 {
+	var v []float64
+	for i := lo; i < hi; i++ {
+		if x := val(i); x > floor {
+			v = append(v, x)
+		}
+	}
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
 // sumIn adds the values of [lo, hi).
 func sumIn(val func(int) float64, lo, hi int) float64 {
 	s := 0.0
@@ -183,9 +199,37 @@ func (a *analysis) locateShaped(val func(int) float64, lo, hi int, levels ...lev
 	if s.levelName != levelIntervalOwn {
 		return a.queuedPart(val, lo, hi, s)
 	}
+	median := medianIn(val, lo, hi)
+	located := s
+	s = a.shapedStretch(val, lo, hi, located, median)
+	if median == 0 && a.lastsLong(s.lo, s.hi, a.rec.Meta.SampleNs) {
+		// Half the look-back or more silent, its median no level: a
+		// download that began half way into it is one stretch over a
+		// floor of 0, long as no device's queue sends, and was taken
+		// whole for the cause, the lag stated 735 ms where it was 252
+		// (d3/quiet/impact-inbound-r0-l250ms-1). The floor is then the
+		// traffic's, over the windows that carried some. Only where
+		// the stretch found is long: a download's bunches leave most
+		// windows empty too, and taken over the traffic's floor
+		// wherever the median is 0, six lab recordings' bursts were
+		// placed wrong (impact-inbound-small-head, -queue-under-floor,
+		// -refill-small, -after-own, -download-drip-two, -paused-parts).
+		if m := medianOver(val, lo, hi, 0); m > 0 {
+			s = a.shapedStretch(val, lo, hi, located, m)
+		}
+	}
+	return s
+}
+
+// shapedStretch is, of the maximal stretches of [lo, hi) over
+// StandOutFactor times median with a window over s's level, or carrying
+// more over that floor than such a window, the one that shows the
+// device's queue sending, the one carrying the most over the floor among
+// those that do or where none does (locateShaped); s where none stands
+// out.
+func (a *analysis) shapedStretch(val func(int) float64, lo, hi int, s span, median float64) span {
 	// One pass over the maximal stretches over the floor, each a
 	// candidate where a window of it stands out.
-	median := medianIn(val, lo, hi)
 	floor := a.opt.StandOutFactor * median
 	best, bestQueued := 0.0, false
 	for x := lo; x < hi; {
