@@ -113,6 +113,12 @@ func TestLabRecordings(t *testing.T) {
 		// over the floor, taken for the cause without the allowance
 		// (the lag 735 ms where it was 252, the download named).
 		{"impact-inbound-download-starts", KindMicroburstIn, false, inboundLagOpen, ""},
+		// Beside load, behind a 1 s lag: the host saw nothing for 2 ms
+		// 13 ms into the burst's queue, then 15 kB at once; without the
+		// allowance that catch-up was taken for the head of a queue of
+		// its own, which went on longer, and the finding began there,
+		// 14.6 ms late (locateShaped).
+		{"impact-inbound-host-stall", KindMicroburstIn, false, inboundLagOpen, ""},
 		// The sender paused 3.3 ms inside its burst: without the
 		// allowance, only the burst's second part stood out of the
 		// look-back, and the finding started 3.4 ms late.
@@ -244,7 +250,12 @@ func TestLabRecordings(t *testing.T) {
 		// the run shows at it what refills (spec.refills): the
 		// download is the burst's victim.
 		{"impact-inbound-refill", KindMicroburstIn, false, inboundLagOpen, ""},
-		{"impact-inbound-refill-small", KindMicroburstIn, false, "", ""},
+		// Its lag had been learned within 2.3 ms of the lab's 0 from the
+		// wrong cause: the host stalled 1 ms while the burst's queue
+		// sent, and the catch-up after it was taken for the head of a
+		// queue of its own. From the burst's head, as the finding is
+		// placed, it is 0 to 16.3 ms (locateShaped, d2/load/impact-inbound-r0-l1s-1).
+		{"impact-inbound-refill-small", KindMicroburstIn, false, inboundLagOpen, ""},
 		// Inbound, without the allowance: the download's own overflows
 		// (43 drops, read over 150 ms) came just before the burst, whose
 		// head and queue, shaped to the allowance, carried less over the

@@ -261,7 +261,26 @@ func (a *analysis) shapedStretch(val func(int) float64, lo, hi int, s span, medi
 		// download at 3 kB a millisecond for its queue and was named,
 		// 24 ms late: c17/inb/l1 and l2).
 		end := queueEnd(val, y, hi)
-		queued := queuedStretch(val, x, end)
+		rate, queued := queueRate(val, x, end)
+		if queued {
+			// The host, starved of CPU, may see nothing for a few
+			// windows while the device's queue sends, then at once
+			// what the queue sent meanwhile, no more: the queue goes
+			// on past that silence (beside load, a burst's queue,
+			// silent 2 ms 13 ms in, then 15 kB, three windows' worth,
+			// had that catch-up taken for the head of a queue of its
+			// own, which went on longer, and named, 14.6 ms late:
+			// d2/load/impact-inbound-r0-l1s-1). Not a download's
+			// bunch after the queue emptied, which carries more.
+			for z := end; z < hi && z-end < shapedRun && val(z) == 0; z++ {
+				if next := z + 1; next < hi && val(next) > 0 {
+					if val(next) <= 1.5*rate*float64(next-end+1) {
+						end = queueEnd(val, next, hi)
+					}
+					break
+				}
+			}
+		}
 		if queued {
 			sum += sumIn(func(i int) float64 { return max(val(i)-median, 0) }, y, end)
 		}
@@ -269,6 +288,7 @@ func (a *analysis) shapedStretch(val func(int) float64, lo, hi int, s span, medi
 			best, bestQueued, s.lo, s.hi = sum, queued, x, y
 		}
 		x = y
+
 	}
 	return s
 }
