@@ -619,7 +619,8 @@ func (a *analysis) drains(spec incidentSpec, p *incident, j counters.Jump, to in
 	if !seenSoonAfter(spec, last, j) {
 		return false, full // reads between them saw nothing counted
 	}
-	if j.ToNs-last.ToNs > lateHorizon && (spec.val == nil || s.levelName == levelNone || a.lastsLong(p.lo, p.hi, spec.readNs) || !queuedBehind(spec.val, p.span, s.lo)) {
+	behind := spec.val != nil && s.levelName != levelNone && !a.lastsLong(p.lo, p.hi, spec.readNs) && queuedBehind(spec.val, p.span, s.lo)
+	if j.ToNs-last.ToNs > lateHorizon && !behind {
 		// A refresh so long that a burst the next second (TestIsolatedBursts)
 		// is counted as close to the last as the queue's rest would be;
 		// unless what this jump's look-back blames came while a short

@@ -1,6 +1,9 @@
 package analyzer
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // excessSpan returns the contiguous windows [lo, hi) within [from, to) whose
 // values, less level each, add up to the most: the stretch that carried the
@@ -98,18 +101,13 @@ func peakIn(val func(int) float64, lo, hi int) (float64, int) {
 
 // medianIn is the median of val over windows [lo, hi), which is not empty.
 func medianIn(val func(int) float64, lo, hi int) float64 {
-	v := make([]float64, 0, hi-lo)
-	for i := lo; i < hi; i++ {
-		v = append(v, val(i))
-	}
-	slices.Sort(v)
-	return v[len(v)/2]
+	return medianOver(val, lo, hi, math.Inf(-1))
 }
 
 // medianOver is the median of the values of [lo, hi) over floor, 0 where
 // none is.
 func medianOver(val func(int) float64, lo, hi int, floor float64) float64 {
-	var v []float64
+	v := make([]float64, 0, max(hi-lo, 0))
 	for i := lo; i < hi; i++ {
 		if x := val(i); x > floor {
 			v = append(v, x)
@@ -272,13 +270,12 @@ func (a *analysis) shapedStretch(val func(int) float64, lo, hi int, s span, medi
 			// own, which went on longer, and named, 14.6 ms late:
 			// d2/load/impact-inbound-r0-l1s-1). Not a download's
 			// bunch after the queue emptied, which carries more.
-			for z := end; z < hi && z-end < shapedRun && val(z) == 0; z++ {
-				if next := z + 1; next < hi && val(next) > 0 {
-					if val(next) <= 1.5*rate*float64(next-end+1) {
-						end = queueEnd(val, next, hi)
-					}
-					break
-				}
+			next := end
+			for next < hi && next-end < shapedRun && val(next) == 0 {
+				next++
+			}
+			if next > end && next < hi && val(next) > 0 && val(next) <= 1.5*rate*float64(next-end+1) {
+				end = queueEnd(val, next, hi)
 			}
 		}
 		if queued {
