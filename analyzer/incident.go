@@ -592,11 +592,17 @@ func (a *analysis) drains(spec incidentSpec, p *incident, j counters.Jump, to in
 	// read: a jump that joins p otherwise (the burst's own drops, 40 ms
 	// on) leaves it so for the next.
 	full = a.queuedOver(spec, last.ToNs, to, j.Delta)
-	if spec.val != nil && s.levelName != levelNone && overLevel(spec.val, s, p.level) >= overLevel(spec.val, p.span, p.level) {
+	if spec.val != nil && s.levelName != levelNone && (overLevel(spec.val, s, p.level) >= overLevel(spec.val, p.span, p.level) ||
+		spec.sentFirst && asBig(spec.val, span{lo: p.lo, hi: p.hi, level: p.level}, s.lo, s.hi)) {
 		// What stands out here carries more than the incident did: a
 		// cause of its own, not what queued behind it (a 2 MB burst
 		// 20 ms after a TCP flow's bunch that had moved the counter by
-		// 5: the burst's 1,049 drops were put on the bunch).
+		// 5: the burst's 1,049 drops were put on the bunch). Outbound,
+		// where the host saw it as sent, a quarter as much (asBig: a 1.5 MB
+		// burst 100 ms after a 2 MB one, behind a 1 s refresh); inbound,
+		// a download recovering behind a burst, seen after the device's
+		// queue, carried as much over the level as the burst's shaped
+		// rest, and its drops became a finding of their own.
 		return false, full
 	}
 	if !spec.sentFirst && spec.val != nil && s.levelName != levelNone && queuedStretch(spec.val, s.lo, s.hi) && !queuedStretch(spec.val, p.lo, p.hi) {
@@ -635,6 +641,16 @@ func (a *analysis) drains(spec incidentSpec, p *incident, j counters.Jump, to in
 		return false, full
 	}
 	return full || p.queueFull, full
+}
+
+// asBig tells whether the traffic of windows [x, y) carried a quarter as
+// much over s's level as s did, or more: a cause of its own, queued behind
+// s or not (a burst of 1.5 MB 100 ms after one of 2 MB, 46% of its excess,
+// where all of s's, taken as queued, drained for 400 ms). What waits
+// behind a burst is the flows it slowed: a TCP flow's bunches, over the
+// level in their window, a few percent of it (66 kB behind 2 MB).
+func asBig(val func(int) float64, s span, x, y int) bool {
+	return overLevel(val, span{lo: x, hi: y}, s.level) >= overLevel(val, s, s.level)/4
 }
 
 // queueRest tells whether jump j, which nothing over the allowance

@@ -75,13 +75,18 @@ func (p *parting) explains(x, y int, n uint64) bool {
 
 // mostCounts is the most a counter can count for the traffic of windows
 // [x, y) (val per window, perDrop of it a packet): maxCountsPerPacket a
-// packet; unbounded where the packets' size is unknown.
+// packet; unbounded where the packets' size is unknown, none where there
+// is no traffic.
 func mostCounts(val func(int) float64, x, y int, perDrop func(lo, hi int) float64) float64 {
+	sum := sumIn(val, x, y)
+	if sum <= 0 {
+		return 0
+	}
 	per := perDrop(x, y)
 	if per <= 0 {
 		return math.Inf(1)
 	}
-	return maxCountsPerPacket * sumIn(val, x, y) / per
+	return maxCountsPerPacket * sum / per
 }
 
 // ofCause parts a cluster whose counter moved at many reads by its

@@ -24,6 +24,19 @@ func excessSpan(val func(int) float64, from, to int, level float64) (lo, hi int,
 	return lo, hi, ok
 }
 
+// runOn is where traffic over level from window y on, in [y, to), ends:
+// each stretch over it within gap windows of the one before goes on.
+func runOn(val func(int) float64, y, to int, level float64, gap int) int {
+	for y < to {
+		x, hi, ok := excessSpan(val, y, to, level)
+		if !ok || x-y > gap {
+			break
+		}
+		y = hi
+	}
+	return y
+}
+
 // splitAtGaps is the part of [lo, hi) (its first and last windows over
 // level) that carries the most above level, the parts being split where
 // more than gap windows in a row are at or under it: traffic over an
