@@ -646,11 +646,17 @@ func TestTwoCausesApart(t *testing.T) {
 			eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
 				// Open: a lag of a whole refresh, the longest looked
 				// for, shows each cause's drops while the next one runs;
-				// 6 of these 10 state a lag, or a range, that misses it
-				// (as did 13 of the other 88 cases before the clusters
-				// were parted; the two bursts' do not). Their culprits
-				// are checked all the same.
-				timed := refresh < time.Second || lag < time.Second
+				// 5 of these 12 state a lag, or a range, that misses it
+				// (as did 13 of the other 108 cases before the clusters
+				// were parted). Their culprits are checked all the same.
+				// The upload's, given the allowance, was parted at the
+				// burst, the first jump read after it and its drops
+				// stated 0 to 170 ms late, where the burst's 1,333
+				// packets could not have made the 4,495 counted from it
+				// on (explains); now timed too.
+				open := refresh == time.Second && lag == time.Second &&
+					(c.name == "burst-then-upload" || c.name == "small-burst-then-overshoot" || c.name == "two-overshoots" && given)
+				timed := !open
 				opt := DefaultOptions()
 				if given {
 					opt.PPSAllowance, opt.BaselineBps, opt.BurstBps = 8000, 40e6, 40e6
