@@ -554,8 +554,10 @@ func TestOvershootCutShort(t *testing.T) {
 // taken as the cause of every jump, and both stated 0 to 723 ms (639 ms,
 // its range missing the device's 30, with the allowance given); with the
 // burst first and no allowance given, 724 ms (719 to 729). With the
-// allowance given, a burst just before the overshoot has its jump taken
-// as the overshoot's first, and the lag is stated as bounds that hold it.
+// allowance given, a burst just before the overshoot had its jump taken
+// as the overshoot's first, and the lag was stated only as bounds that
+// held it, until the cluster was parted before a long cause too
+// (ofShortBefore).
 func TestOvershootThenBurst(t *testing.T) {
 	for _, burstFirst := range []bool{false, true} {
 		// The lags whose snapshots show the overshoot three times and
@@ -586,15 +588,7 @@ func TestOvershootThenBurst(t *testing.T) {
 					if !slices.Equal(culprits, want) {
 						t.Fatalf("pps_exceeded culprits %v, want %v", culprits, want)
 					}
-					if !burstFirst || !given {
-						checkOvershootTiming(t, res, KindPPSExceeded, time.Second, lag)
-						return
-					}
-					for _, f := range res.Findings {
-						if inc := f.Incident; f.Kind == KindPPSExceeded && (!inc.CounterLagBounded || inc.CounterLagLowS > lag.Seconds() || inc.CounterLagHighS < lag.Seconds()) {
-							t.Errorf("lag stated %.4f s (%.4f to %.4f), the device's %v: want bounds that hold it", inc.CounterLagS, inc.CounterLagLowS, inc.CounterLagHighS, lag)
-						}
-					}
+					checkOvershootTiming(t, res, KindPPSExceeded, time.Second, lag)
 				})
 			}
 		}
@@ -645,18 +639,22 @@ func TestTwoCausesApart(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
 				// Open: a lag of a whole refresh, the longest looked
-				// for, shows each cause's drops while the next one runs;
-				// 5 of these 12 state a lag, or a range, that misses it
-				// (as did 13 of the other 108 cases before the clusters
-				// were parted). Their culprits are checked all the same.
-				// The upload's, given the allowance, was parted at the
-				// burst, the first jump read after it and its drops
-				// stated 0 to 170 ms late, where the burst's 1,333
+				// for, shows each cause's drops while the next one runs
+				// (13 of the other 108 cases missed it before the
+				// clusters were parted). Of these 12, one states a range
+				// that misses it (two overshoots, the allowance given),
+				// checked for its culprits only, and four a lag 16 to 20
+				// ms short in a range that holds it (a short cause before
+				// a long one; before they were parted, two of those
+				// ranges missed it, ofShortBefore), their ranges checked.
+				// The upload then burst, given the allowance, was parted
+				// at the burst, the first jump read after it and its
+				// drops stated 0 to 170 ms late, where the burst's 1,333
 				// packets could not have made the 4,495 counted from it
-				// on (explains); now timed too.
-				open := refresh == time.Second && lag == time.Second &&
-					(c.name == "burst-then-upload" || c.name == "small-burst-then-overshoot" || c.name == "two-overshoots" && given)
-				timed := !open
+				// on (explains).
+				whole := refresh == time.Second && lag == time.Second
+				timed := !whole || c.name != "two-overshoots" || !given
+				pointed := !whole || c.name != "burst-then-upload" && c.name != "small-burst-then-overshoot"
 				opt := DefaultOptions()
 				if given {
 					opt.PPSAllowance, opt.BaselineBps, opt.BurstBps = 8000, 40e6, 40e6
@@ -672,7 +670,7 @@ func TestTwoCausesApart(t *testing.T) {
 						continue
 					}
 					checkTimingStated(t, f.Incident, refresh, lag)
-					if d := math.Abs(f.Incident.CounterLagS - lag.Seconds()); !f.Incident.CounterLagBounded && d > 0.005+float64(incSampleNs)/2e9 {
+					if d := math.Abs(f.Incident.CounterLagS - lag.Seconds()); pointed && !f.Incident.CounterLagBounded && d > 0.005+float64(incSampleNs)/2e9 {
 						t.Errorf("lag stated %.4f s (%.4f to %.4f), the device's %v: %.1f ms off", f.Incident.CounterLagS,
 							f.Incident.CounterLagLowS, f.Incident.CounterLagHighS, lag, d*1e3)
 					}
