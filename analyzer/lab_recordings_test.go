@@ -709,6 +709,12 @@ func TestLabLagRanges(t *testing.T) {
 		// 31.7, and 257.4 to 264.8 where it was 251.7 (shareRanges).
 		"impact-dropped-refresh-tail":      KindMicroburstOut,
 		"impact-dropped-refresh-tail-late": KindMicroburstOut,
+		// A deep queue counted as it drained, 51 jumps over 500 ms
+		// behind a 1 s lag: a 1 ms bunch read 290 ms after the first
+		// jump took the cluster from the burst, with the allowance
+		// given, and the lag was stated 141.5 to 155.2 ms where it was
+		// 1,001.8.
+		"impact-queued-drain-blip": KindMicroburstOut,
 	}
 	eachLabRun(t, slices.Sorted(maps.Keys(kinds)), func(t *testing.T, run labRun) {
 		labLag := float64(run.truth.CounterLagNs) / 1e9

@@ -963,6 +963,19 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 						break
 					}
 				}
+				if src.sentFirst && a.g.startNs(x) >= firstRead && !asBig(val, s, x, y) {
+					// Outbound, traffic begun after the cluster's first
+					// read made none of that jump's drops, and a fraction
+					// of s's excess made few of the rest: not the
+					// cluster's cause (a deep queue counted as it drained
+					// for 500 ms, behind a 1 s lag: a TCP flow's 1 ms
+					// bunch 290 ms after the first jump's read took the
+					// cluster from the burst, and the lag was stated
+					// 141.5 to 155.2 ms where it was 1,001.8, with the
+					// allowance given). As big, it may be (a TCP flow's
+					// drip of its own overflows, each jump its bunch's).
+					continue
+				}
 				s.lo = x
 			}
 			s.hi = y
