@@ -37,6 +37,19 @@ func runOn(val func(int) float64, y, to int, level float64, gap int) int {
 	return y
 }
 
+// runBack is where traffic over level that goes on at window x began,
+// from floor on: windows over it no more than gap windows apart.
+func runBack(val func(int) float64, x, floor int, level float64, gap int) int {
+	for i, under := x-1, 0; i >= floor && under <= gap; i-- {
+		if val(i) > level {
+			x, under = i, 0
+		} else {
+			under++
+		}
+	}
+	return x
+}
+
 // splitAtGaps is the part of [lo, hi) (its first and last windows over
 // level) that carries the most above level, the parts being split where
 // more than gap windows in a row are at or under it: traffic over an

@@ -970,7 +970,16 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 					// stood out alike; the second, the latest, took both
 					// jumps, and the lag was stated 0 to 666 ms where it
 					// was 1,002 (d4/load, as in d1 to d3).
-					later := span{lo: x, hi: runOn(val, y, causeHi, s.level, a.mergeGapWindows()), level: s.level, levelName: s.levelName}
+					// Its whole run, over half the level with no
+					// allowance known, as ofShortBefore takes the
+					// earlier's: a sender starved of CPU spread the
+					// second burst's 4 ms, one window over the level
+					// (82 packets, where its jump counted 287).
+					runLevel := s.level
+					if s.levelName == levelIntervalOwn {
+						runLevel /= 2
+					}
+					later := span{lo: runBack(val, x, s.hi, runLevel, a.mergeGapWindows()), hi: runOn(val, y, causeHi, runLevel, a.mergeGapWindows()), level: s.level, levelName: s.levelName}
 					if earlier, after, ok := parts.ofShortBefore(later, lo, readNs); ok {
 						queue = append(queue, earlier, after)
 						parted = true
