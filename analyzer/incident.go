@@ -648,8 +648,8 @@ func (a *analysis) drains(spec incidentSpec, p *incident, j counters.Jump, to in
 // s or not (a burst of 1.5 MB 100 ms after one of 2 MB, 46% of its excess,
 // where all of s's, taken as queued, drained for 400 ms). What waits
 // behind a burst is the flows it slowed: a TCP flow's bunches, over the
-// level in their window, a few percent of it (66 kB behind 2 MB). So it
-// is of a cluster's cause too (estimateLagWith).
+// level in their window, a few percent of it (66 kB behind 2 MB).
+// estimateLagWith asks the same of traffic after a cluster's first read.
 func asBig(val func(int) float64, s span, x, y int) bool {
 	return overLevel(val, span{lo: x, hi: y}, s.level) >= overLevel(val, s, s.level)/4
 }

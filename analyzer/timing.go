@@ -970,6 +970,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 					// stood out alike; the second, the latest, took both
 					// jumps, and the lag was stated 0 to 666 ms where it
 					// was 1,002 (d4/load, as in d1 to d3).
+					//
 					// Its whole run, over half the level with no
 					// allowance known, as ofShortBefore takes the
 					// earlier's: a sender starved of CPU spread the
