@@ -23,6 +23,8 @@ type labTruth struct {
 		Src            string
 	}
 	CounterLagNs int64
+	// CounterRefreshNs is the lab's refresh, where a test checks it.
+	CounterRefreshNs int64
 }
 
 // inboundLagOpen is why an inbound burst's lag is stated as a range only:
@@ -732,6 +734,30 @@ func TestLabLagRanges(t *testing.T) {
 		}
 		for _, f := range found {
 			learnedLagHolds(t, fmt.Sprintf("[%.4f, %.4f)", f.StartOffsetS, f.EndOffsetS), f.Incident, labLag)
+		}
+	})
+}
+
+// TestLabRefresh re-analyzes lab recordings (testdata/lab/README.md) whose
+// refresh must be stated as known, within 10% of the lab's, with the
+// allowance and without.
+func TestLabRefresh(t *testing.T) {
+	kinds := map[string]string{
+		// 23 changes behind 100 ms, read 7.6 to 14 ms apart, whose
+		// read intervals meet over 0.3 ms at one phase: the period scan
+		// stepped over it and stated 50 ms (longestPhased).
+		"connection-flood-refresh-narrow": KindConntrackExceeded,
+	}
+	eachLabRun(t, slices.Sorted(maps.Keys(kinds)), func(t *testing.T, run labRun) {
+		found := aboveInfo(Analyze(run.rec, run.opt), kinds[run.name])
+		if len(found) == 0 {
+			t.Fatalf("no %s finding above info", kinds[run.name])
+		}
+		lab := float64(run.truth.CounterRefreshNs) / 1e9
+		for _, f := range found {
+			if inc := f.Incident; !inc.CounterRefreshKnown || math.Abs(inc.CounterRefreshS-lab) > 0.1*lab {
+				t.Errorf("[%.4f, %.4f): refresh stated %.1f ms (known %v), the lab's %.1f ms", f.StartOffsetS, f.EndOffsetS, inc.CounterRefreshS*1e3, inc.CounterRefreshKnown, lab*1e3)
+			}
 		}
 	})
 }
