@@ -1022,12 +1022,8 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		}
 		// A cause still going at the first read goes on while its
 		// traffic does.
-		for !parted && val != nil && s.level > 0 && s.hi >= causeHi && s.hi < hi {
-			x, y, ok := excessSpan(val, s.hi, hi, s.level)
-			if !ok || x-s.hi > a.mergeGapWindows() {
-				break
-			}
-			s.hi = y
+		if !parted && val != nil && s.level > 0 && s.hi >= causeHi {
+			s.hi = runOn(val, s.hi, hi, s.level, a.mergeGapWindows())
 		}
 		if parted || s.levelName == levelNone || s.hi >= hi {
 			continue // parted, nothing there, or still going at the read: no end seen
