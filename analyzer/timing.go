@@ -1189,6 +1189,18 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 			}
 		}
 		drained := !longTraffic && firstRead > start && (countsQueue || twoCauses || 2*a.readAfter(jumps[fc:l+1], firstRead+end-start+refreshNs+max(readNs, 1)) > l-fc+1)
+		// Read with no refresh, the first jump's range is narrowed to
+		// the read interval where the count's rate fell to the drain's
+		// (kneeRange). Outbound only: inbound, the host sees the
+		// traffic after the device's queue, and its end is not where
+		// the device's count fell.
+		if drained && refreshNs == 0 && src.sentFirst && src.perDrop != nil && val != nil && s.level > 0 {
+			if b, ok := keepLag(firstPrev-firstBy, firstRead-first, maxNs); ok {
+				if r, ok := a.kneeRange(jumps[fc:l+1], s, val, src.perDrop(s.lo, s.hi), b, readNs); ok {
+					add(r.from, r.to)
+				}
+			}
+		}
 		if !drained {
 			if src.shapedPackets != nil {
 				// Inbound, the host saw the traffic after the device's
