@@ -96,8 +96,17 @@ func (a *analysis) refreshOf(iface string, changes []change) (ns int64, known bo
 		// Up to 5% over the longest refresh: a gap of a 1 s refresh read
 		// late is 1,000.2 ms (stated as 1 s).
 		longest := maxNs + maxNs/20
+		// Each period tried, g/k for every k down to the shortest, is one
+		// more chance for gaps that are no multiples of it to fit one: the
+		// odds that some fits are those of one times how many were tried.
+		// Three changes 1.5 and 2.5 s apart (a scenario's rhythm, its
+		// drops at round half seconds) fit 500.8, 372.6 or 373.4 ms, each
+		// with odds under one in twenty, where the refresh was 100 ms,
+		// and 89.3 ms was stated for two gaps of 1,508 and 2,501 ms
+		// (its lag then 36.6 to 140.3 ms where it was 31.5).
+		tries := float64(max(g/shortest, 1))
 		for k := max((g+longest-1)/longest, 1); g/k >= shortest; k++ {
-			if period, ok := fitPeriod(gaps, g/k); ok && fitByChance(gaps, period, ri) <= maxChanceFit {
+			if period, ok := fitPeriod(gaps, g/k); ok && tries*fitByChance(gaps, period, ri) <= maxChanceFit {
 				fits = append(fits, fit{period, periodDeviation(gaps, period)})
 			}
 		}
