@@ -2,6 +2,7 @@ package analyzer
 
 import (
 	"math"
+	"slices"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 )
@@ -22,7 +23,9 @@ import (
 // sender starved of CPU sent its burst's tail sparse: in the read after
 // the fall, 1.6 times the drain's rate, and that interval, left out, put
 // the range 4 ms short of the lab's lag). Where no read after the first
-// jump's stood out, the fall was in the first. The range a read interval
+// jump's stood out, the fall was in the first. The fall is where the
+// cause's dense part ended (denseEnd), up to its sparse tail before its
+// end: the range reaches that much later. The range a read interval
 // wide is narrowed where the traffic tells the counts (kneeFit). This
 // says nothing of how the device counts a queue, only that it counts
 // slower once the traffic that filled it ended. ok is false where the
@@ -85,7 +88,7 @@ func (a *analysis) kneeRange(cluster []counters.Jump, s span, val func(int) floa
 		br.from = max(br.from, from-end-w)
 	}
 	_, to := a.certain(cluster[max(first, last)])
-	br.to = min(br.to, to-end+w)
+	br.to = min(br.to, to-a.g.startNs(denseEnd(val, s))+w)
 	if br.from > br.to {
 		return lagRange{}, false
 	}
@@ -93,6 +96,29 @@ func (a *analysis) kneeRange(cluster []counters.Jump, s span, val func(int) floa
 		return r, true
 	}
 	return br, true
+}
+
+// denseEnd is the end of the last window of s whose traffic over its level
+// was at least half the median of its windows': where the cause's count
+// fell, a sparse tail after it counted little more than a drain does.
+func denseEnd(val func(int) float64, s span) int {
+	over := make([]float64, 0, s.hi-s.lo)
+	for i := s.lo; i < s.hi; i++ {
+		if v := val(i) - s.level; v > 0 {
+			over = append(over, v)
+		}
+	}
+	if len(over) == 0 {
+		return s.hi
+	}
+	slices.Sort(over)
+	half := over[len(over)/2] / 2
+	for i := s.hi - 1; i >= s.lo; i-- {
+		if val(i)-s.level >= half {
+			return i + 1
+		}
+	}
+	return s.hi
 }
 
 // kneeFit narrows a knee's range br where the cause's traffic tells the
