@@ -13,7 +13,7 @@ import (
 // or what waited behind the cause dropped. The first jump alone (bound:
 // the drops begun no earlier than the traffic, by its end) leaves the lag
 // anywhere over the read interval before it: 0 to 12 ms, stated 6, where
-// the lab's was 0; 15 to 40 ms, stated 23.5, where it was 30.5.
+// the lab's was 0; 5.6 to 41.5 ms, stated 23.5, where it was 30.5.
 //
 // While the cause's traffic was shown, the counter rose at its packets'
 // rate; after, at the drain's, far lower. The read interval where the
