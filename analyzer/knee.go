@@ -2,7 +2,6 @@ package analyzer
 
 import (
 	"math"
-	"slices"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 )
@@ -102,17 +101,10 @@ func (a *analysis) kneeRange(cluster []counters.Jump, s span, val func(int) floa
 // was at least half the median of its windows': where the cause's count
 // fell, a sparse tail after it counted little more than a drain does.
 func denseEnd(val func(int) float64, s span) int {
-	over := make([]float64, 0, s.hi-s.lo)
-	for i := s.lo; i < s.hi; i++ {
-		if v := val(i) - s.level; v > 0 {
-			over = append(over, v)
-		}
-	}
-	if len(over) == 0 {
+	half := (medianOver(val, s.lo, s.hi, s.level) - s.level) / 2
+	if half <= 0 {
 		return s.hi
 	}
-	slices.Sort(over)
-	half := over[len(over)/2] / 2
 	for i := s.hi - 1; i >= s.lo; i-- {
 		if val(i)-s.level >= half {
 			return i + 1
