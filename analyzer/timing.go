@@ -397,6 +397,11 @@ func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known boo
 		}
 	}
 	lag.lowNs = 0
+	// With the refresh untold, a change a read past the longest lag may
+	// be the refresh's part of the delay, not the lag's: the lag is then
+	// the longest (a 100 ms refresh's single change 1,009 ms after a
+	// burst, the lab's lag 1,001.5 ms).
+	lag.pointNs = min(lag.pointNs, int64(MaxCounterLag))
 	return lag, ok
 }
 
@@ -590,6 +595,11 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 	locate, val := src.locate, src.val
 	fits = true
 	maxNs := int64(MaxCounterLag)
+	// Ranges are cut a read past the longest lag (lagReach), not at it:
+	// a lag at it shows at the next read, and a range cut at 1 s put its
+	// middle under it (992.2 to 1,000 ms, stated 996.1, where the lab's
+	// "1 s" was 1,003.8; 25 of d1 to d6's lags more than 5 ms off).
+	capNs := lagReach(maxNs, readNs)
 	var levels []float64 // of the long overshoots located with no allowance known
 	var depths []float64 // the buckets long incidents' timing showed
 	rough := false       // some from few lags
@@ -624,7 +634,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		lo = min(max(lo, floor), hi)
 		var own []lagRange
 		add := func(from, to int64) {
-			if r, ok := keepLag(from, to, maxNs); ok {
+			if r, ok := keepLag(from, to, capNs); ok {
 				own = append(own, r)
 			}
 		}
@@ -1204,7 +1214,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		// traffic after the device's queue, and its end is not where
 		// the device's count fell.
 		if drained && refreshNs == 0 && src.sentFirst && src.perDrop != nil && val != nil && s.level > 0 {
-			if b, ok := keepLag(firstPrev-firstBy, firstRead-first, maxNs); ok {
+			if b, ok := keepLag(firstPrev-firstBy, firstRead-first, capNs); ok {
 				if r, ok := a.kneeRange(jumps[fc:l+1], s, val, src.perDrop(s.lo, s.hi), b, readNs); ok {
 					add(r.from, r.to)
 				}
@@ -1353,7 +1363,10 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 			r.from, r.to = min(r.from, c.from), max(r.to, c.to)
 		}
 	}
-	r.to = min(r.to, int64(MaxCounterLag))
+	// A range that ran past the reach told only that the lag is at the
+	// longest: its middle is no lag looked for.
+	cut := r.to > capNs
+	r.to = min(r.to, capNs)
 	point := r.mid()
 	if len(mids) > 0 {
 		slices.Sort(mids)
@@ -1363,6 +1376,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		}
 	}
 	point = min(max(point, r.from), r.to)
+	if cut {
+		point = min(point, maxNs)
+	}
 	fits = fits && latestFrom-earliestTo <= readNs
 	var depth float64
 	if len(depths) > 0 {
@@ -1479,7 +1495,8 @@ func (a *analysis) causeAtLag(lag lagRange, c lagCause, jumps []counters.Jump, r
 		return lagRange{}, c, false
 	}
 	firstPrev, firstRead := window(jumps[c.part.fc])
-	// Its range is cut at the longest lag again (keepLag).
+	// Its range is cut a read past the longest lag again (keepLag,
+	// lagReach), as estimateLagWith cuts the ranges it compares it with.
 	lo, hi := a.g.span(firstPrev-lagReach(lag.to, firstRead-firstPrev)-refreshNs, firstRead-lag.from)
 	x, y, ok := excessSpan(src.val, lo, hi, c.level)
 	if !ok {
@@ -1490,7 +1507,7 @@ func (a *analysis) causeAtLag(lag lagRange, c lagCause, jumps []counters.Jump, r
 		return lagRange{}, c, false
 	}
 	_, lastRead := window(jumps[c.part.l])
-	r, ok := keepLag(firstPrev-a.g.startNs(y)-refreshNs, lastRead-a.g.startNs(x), int64(MaxCounterLag))
+	r, ok := keepLag(firstPrev-a.g.startNs(y)-refreshNs, lastRead-a.g.startNs(x), lagReach(int64(MaxCounterLag), firstRead-firstPrev))
 	c.lo, c.hi = x, y
 	return r, c, ok
 }
@@ -1787,7 +1804,8 @@ func (a *analysis) exactRange(jumps []counters.Jump, fc, l, hi int, refreshNs, r
 
 // keepExactLag is keepLag for exactRange, its top not cut at the longest
 // lag: a lag at it, told to a read, is the middle of a range that ends a
-// read past it, and estimateLagWith cuts the range it states there.
+// read past it, and estimateLagWith cuts the range it states there
+// (lagReach).
 func keepExactLag(from, to int64) (lagRange, bool) {
 	r, ok := keepLag(from, to, int64(MaxCounterLag))
 	return lagRange{r.from, max(r.to, to)}, ok
@@ -1854,12 +1872,12 @@ func (a *analysis) longOvershoot(val func(int) float64, lo, hi int, readNs int64
 }
 
 // lagReach is how far back a lag up to toNs puts drops: toNs, and a read
-// (readNs) more where toNs is the longest lag looked for. A lag there may
-// be a read past it: the lab's "1 s", shown at its next poll, is 1.0007
-// to 1.006 s.
+// (readNs) more where toNs is the longest lag looked for, or a range
+// already cut there. A lag there may be a read past it: the lab's "1 s",
+// shown at its next poll, is 1.0007 to 1.006 s.
 func lagReach(toNs, readNs int64) int64 {
 	if toNs >= int64(MaxCounterLag) {
-		return toNs + readNs
+		return max(toNs, int64(MaxCounterLag)+readNs)
 	}
 	return toNs
 }
