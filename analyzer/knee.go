@@ -62,24 +62,27 @@ func (a *analysis) kneeRange(cluster []counters.Jump, s span, val func(int) floa
 	}
 	rate := drained / float64(drainTo-drainFrom) // counts per ns
 	w := a.g.widthNs                             // the traffic's end, known to a window
-	// No fall: the cause's own count no faster than the drain's.
-	if from0, to0 := a.certain(cluster[0]); float64(cluster[0].Delta) <= kneeFall*rate*float64(to0-max(from0, a.g.startNs(s.lo))) {
-		return lagRange{}, false
-	}
 	// The count fell in the last interval before the drain whose rate
 	// stood far out of the drain's (the first jump's, where none after it
 	// did), or in a later one whose rate stood out of every drain read's
 	// and well above their mean: a sender starved of CPU sent its burst's
-	// tail sparse.
+	// tail sparse. None stood out: the cause's own count no faster than
+	// the drain's, no fall. The first jump may hold only the cause's head
+	// (a 24 ms burst's first 32 counts, read as it began: d3/quiet).
+	from0, to0 := a.certain(cluster[0])
+	fell := float64(cluster[0].Delta) > kneeFall*rate*float64(to0-max(from0, a.g.startNs(s.lo)))
 	first, last := 0, 0
 	for k := 1; k < len(cluster) && mids[k][0] < end+bound.to+readNs; k++ {
 		r := float64(cluster[k].Delta) / float64(mids[k][1]-mids[k][0])
 		if r > kneeFall*rate {
-			first = k
+			first, fell = k, true
 		}
 		if r > drainMost && r > kneeNoise*rate {
 			last = k
 		}
+	}
+	if !fell {
+		return lagRange{}, false
 	}
 	br := bound
 	if first > 0 {

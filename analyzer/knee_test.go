@@ -24,7 +24,10 @@ import (
 //     the fit over the traffic is no fit (the fall's read interval alone);
 //     with a sparse tail of 6 ms, the read after the dense part's fall
 //     counts under three times the drain's rate, and the range must
-//     reach into it.
+//     reach into it;
+//   - head first: a read 0.3 ms into the burst as shown, its jump the
+//     burst's head alone, no faster than the drain's (a 24 ms burst's
+//     first 32 counts, d3/quiet): the count fell at a later read.
 func TestKneeRange(t *testing.T) {
 	const (
 		width   = int64(100 * time.Microsecond)
@@ -42,14 +45,16 @@ func TestKneeRange(t *testing.T) {
 		sparseNs  int64   // the burst's last ns sent at a 20th of its rate
 		perPacket float64 // the device's counts per packet over the bucket
 		noFall    bool    // counted only as the queue drains
+		shiftNs   int64   // the reads' phase: a read 0.3 ms into the shown burst at -1.1 ms
 	}{
-		{"no-lag", 0, 0, 1, false},
-		{"lag-30ms", 30 * time.Millisecond, 0, 1, false},
-		{"lag-250ms", 250 * time.Millisecond, 0, 1, false},
-		{"sparse-tail", 30 * time.Millisecond, int64(3 * time.Millisecond), 1, false},
-		{"counted-twice", 30 * time.Millisecond, 0, 2, false},
-		{"counted-twice-sparse-tail", 30 * time.Millisecond, int64(6 * time.Millisecond), 2, false},
-		{"no-fall", 30 * time.Millisecond, 0, 1, true},
+		{"no-lag", 0, 0, 1, false, 0},
+		{"lag-30ms", 30 * time.Millisecond, 0, 1, false, 0},
+		{"lag-250ms", 250 * time.Millisecond, 0, 1, false, 0},
+		{"sparse-tail", 30 * time.Millisecond, int64(3 * time.Millisecond), 1, false, 0},
+		{"counted-twice", 30 * time.Millisecond, 0, 2, false, 0},
+		{"counted-twice-sparse-tail", 30 * time.Millisecond, int64(6 * time.Millisecond), 2, false, 0},
+		{"no-fall", 30 * time.Millisecond, 0, 1, true, 0},
+		{"head-first", 30 * time.Millisecond, 0, 1, false, int64(-1100 * time.Microsecond)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n := int((burstAt + 2*int64(time.Second)) / width)
@@ -80,7 +85,7 @@ func TestKneeRange(t *testing.T) {
 			var jumps []counters.Jump
 			prev, shown := burstAt-5*readNs, 0.0
 			for k := int64(1); prev < end+drainNs+int64(c.lag)+5*readNs; k++ {
-				at := burstAt - 5*readNs + k*readNs + (k%3)*int64(700*time.Microsecond)
+				at := burstAt - 5*readNs + k*readNs + (k%3)*int64(700*time.Microsecond) + c.shiftNs
 				now := counted(at - int64(c.lag))
 				if d := uint64(now) - uint64(shown); d > 0 {
 					jumps = append(jumps, counters.Jump{Interface: "eth0", Name: counters.BwOutAllowanceExceeded, FromNs: prev, ToNs: at, Delta: d})
