@@ -399,8 +399,8 @@ func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known boo
 	lag.lowNs = 0
 	// With the refresh untold, a change a read past the longest lag may
 	// be the refresh's part of the delay, not the lag's: the lag is then
-	// the longest (a 100 ms refresh's single change 1,009 ms after a
-	// burst, the lab's lag 1,001.5 ms).
+	// the longest (behind a 100 ms refresh, a burst's changes put it at
+	// 1,010.1 ms where the lab's was 1,001.7).
 	lag.pointNs = min(lag.pointNs, int64(MaxCounterLag))
 	return lag, ok
 }
@@ -598,7 +598,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 	// Ranges are cut a read past the longest lag (lagReach), not at it:
 	// a lag at it shows at the next read, and a range cut at 1 s put its
 	// middle under it (992.2 to 1,000 ms, stated 996.1, where the lab's
-	// "1 s" was 1,003.8; 25 of d1 to d6's lags more than 5 ms off).
+	// "1 s" was 1,003.8; 27 of d1 to d6's run-ways more than 5 ms off).
 	capNs := lagReach(maxNs, readNs)
 	var levels []float64 // of the long overshoots located with no allowance known
 	var depths []float64 // the buckets long incidents' timing showed
@@ -1871,10 +1871,11 @@ func (a *analysis) longOvershoot(val func(int) float64, lo, hi int, readNs int64
 	return x, y, level, true
 }
 
-// lagReach is how far back a lag up to toNs puts drops: toNs, and a read
-// (readNs) more where toNs is the longest lag looked for, or a range
-// already cut there. A lag there may be a read past it: the lab's "1 s",
-// shown at its next poll, is 1.0007 to 1.006 s.
+// lagReach is how far back a lag up to toNs puts drops: toNs, and where
+// toNs reaches the longest lag looked for, at least a read (readNs) past
+// that, so that a range already cut there is not widened again. A lag
+// there may be a read past it: the lab's "1 s", shown at its next poll,
+// is 1.0007 to 1.006 s.
 func lagReach(toNs, readNs int64) int64 {
 	if toNs >= int64(MaxCounterLag) {
 		return max(toNs, int64(MaxCounterLag)+readNs)
