@@ -155,8 +155,9 @@ type LimitSources struct {
 }
 
 // MaxCounterLag bounds the estimated counter lag: a device that shows a
-// drop later than this is not seen as lagging but as reporting another
-// event (--counter-lag sets any lag by hand).
+// drop later than this, and the read after (lagReach), is not seen as
+// lagging but as reporting another event (--counter-lag sets any lag by
+// hand).
 const MaxCounterLag = time.Second
 
 // NoCounterLag as Options.CounterLag looks for the cause of a counter jump
