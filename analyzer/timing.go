@@ -1496,7 +1496,8 @@ func (a *analysis) causeAtLag(lag lagRange, c lagCause, jumps []counters.Jump, r
 	}
 	firstPrev, firstRead := window(jumps[c.part.fc])
 	// Its range is cut a read past the longest lag again (keepLag,
-	// lagReach), as estimateLagWith cuts the ranges it compares it with.
+	// lagReach), as estimateLagWith cuts the ranges it compares it with;
+	// the read here is the first jump's own, as its look-back's is.
 	lo, hi := a.g.span(firstPrev-lagReach(lag.to, firstRead-firstPrev)-refreshNs, firstRead-lag.from)
 	x, y, ok := excessSpan(src.val, lo, hi, c.level)
 	if !ok {
