@@ -128,3 +128,30 @@ func TestOwnOverflow(t *testing.T) {
 		t.Error("a move that may show drops made 400 ms before it: the bunch then, want own")
 	}
 }
+
+// TestChanges counts the reads at which a counter rose: not the reads
+// that failed, those of another interface, or those without the counter.
+func TestChanges(t *testing.T) {
+	const ctr = "bw_out_allowance_exceeded"
+	rec := &record.Recording{}
+	add := func(iface string, v uint64, errText string) {
+		c := record.CounterSample{Interface: iface, Err: errText}
+		if errText == "" {
+			c.Values = map[string]uint64{ctr: v}
+		}
+		rec.Counters = append(rec.Counters, c)
+	}
+	add("ens5", 0, "")
+	add("ens5", 5, "") // rose
+	add("ens6", 50, "")
+	add("ens5", 5, "")
+	add("ens5", 0, "read failed")
+	add("ens5", 9, "") // rose
+	add("ens5", 9, "")
+	if got := changes(rec, "ens5", ctr); got != 2 {
+		t.Errorf("changes = %d, want 2", got)
+	}
+	if got := changes(rec, "ens5", "pps_allowance_exceeded"); got != 0 {
+		t.Errorf("changes of a counter never read = %d, want 0", got)
+	}
+}
