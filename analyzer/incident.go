@@ -80,7 +80,9 @@ type counterLag struct {
 	// apart and every cluster agreed on the lag (ofShortBefore): the
 	// jump's look-back ends there. Each jump looks back over the lag's
 	// whole range and refresh, which behind a 1 s refresh held both
-	// causes, and took the later.
+	// causes, and took the later. And where a cluster's few drops were
+	// deferred to the cluster that counted most (deferToMost): the end of
+	// its look-back at that cluster's lag.
 	causeBefore map[int64]int
 }
 

@@ -1341,8 +1341,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 	if _, n := agreement(clusters); n < len(clusters) {
 		clusters, of = a.oneLagForAll(clusters, of, jumps, refreshNs, window, shown, src)
 	}
+	var deferred map[int64]int
 	if _, n := agreement(clusters); n < len(clusters) {
-		clusters = a.deferToMost(clusters, of, jumps, refreshNs, src)
+		clusters, deferred = a.deferToMost(clusters, of, jumps, refreshNs, src)
 	}
 	r, n := agreement(clusters)
 	// A cluster that only bounded the lag (a single burst behind a 1 s
@@ -1400,6 +1401,12 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 				lag.causeBefore[jumps[k].ToNs] = c.part.ceil
 			}
 		}
+	}
+	for toNs, hi := range deferred {
+		if lag.causeBefore == nil {
+			lag.causeBefore = map[int64]int{}
+		}
+		lag.causeBefore[toNs] = hi
 	}
 	return lag, true, fits
 }
@@ -1527,9 +1534,16 @@ func (a *analysis) causeAtLag(lag lagRange, c lagCause, jumps []counters.Jump, r
 // lab's 888 drops 470 ms after its burst (c10/load/q2), deferred, were
 // put on its victim's bunch, a second finding naming it. Outbound only,
 // where the host saw the traffic before the device counted it.
-func (a *analysis) deferToMost(clusters []lagRange, of []lagCause, jumps []counters.Jump, refreshNs int64, src lagTraffic) []lagRange {
+//
+// Deferred is, by each deferred jump's ToNs, the window its look-back at
+// the largest's lag ends at (counterLag.causeBefore): its incident looks
+// for its cause there too. Behind a 100 ms refresh the run could not
+// tell and a 1 s lag, the drop was read 237 ms after the burst, and each
+// jump looked back over the whole range the untold refresh leaves (0 to
+// 1.01 s), found the burst, and joined its incident: one finding.
+func (a *analysis) deferToMost(clusters []lagRange, of []lagCause, jumps []counters.Jump, refreshNs int64, src lagTraffic) ([]lagRange, map[int64]int) {
 	if !src.sentFirst || src.perDrop == nil || src.val == nil || len(of) != len(clusters) {
-		return clusters
+		return clusters, nil
 	}
 	riseAt := func(k int) uint64 { return riseOf(jumps[of[k].part.fc : of[k].part.l+1]) }
 	most := 0
@@ -1540,6 +1554,7 @@ func (a *analysis) deferToMost(clusters []lagRange, of []lagCause, jumps []count
 	}
 	big, cause := clusters[most], of[most]
 	kept := clusters[:0:0]
+	var deferred map[int64]int
 	for k, c := range clusters {
 		p := of[k].part
 		sameCause := of[k].lo < of[k].hi && of[k].lo < cause.hi && cause.lo < of[k].hi
@@ -1548,13 +1563,19 @@ func (a *analysis) deferToMost(clusters []lagRange, of []lagCause, jumps []count
 				firstPrev, firstRead := a.certain(jumps[p.fc])
 				lo, hi := a.g.span(firstPrev-big.to-refreshNs, firstRead-big.from)
 				if w := src.locate(lo, hi); w.levelName != levelNone && a.couldMake(jumps[p.fc:p.l+1], src.val, w.lo, w.hi, src.perDrop) {
+					if deferred == nil {
+						deferred = map[int64]int{}
+					}
+					for j := p.fc; j <= p.l; j++ {
+						deferred[jumps[j].ToNs] = hi
+					}
 					continue
 				}
 			}
 		}
 		kept = append(kept, c)
 	}
-	return kept
+	return kept, deferred
 }
 
 // drainTailShare is the most of a cluster's rise its trailing jumps may
