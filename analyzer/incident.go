@@ -31,6 +31,8 @@ type counterLag struct {
 	lowNs, highNs            int64
 	refreshNs                int64
 	refreshKnown             bool
+	// refreshGiven: the refresh is Options.CounterRefresh's.
+	refreshGiven bool
 	// refreshFollowsTraffic: a period the changes' spacing showed was set
 	// aside for a refresh of 0 that the traffic's drops fit (estimateLag).
 	refreshFollowsTraffic bool
@@ -156,15 +158,20 @@ func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, src lagTra
 		return counterLag{lookNs: ns, pointNs: ns, lowNs: ns, highNs: ns, source: lagFromOption}
 	}
 	refresh, known := a.counterRefresh(iface, jumps)
+	given := a.opt.CounterRefresh != 0
+	if given {
+		refresh, known = max(int64(a.opt.CounterRefresh), 0), true
+	}
 	var level float64
 	if src.seen != nil {
 		if lag, ok := a.shortestShift(iface, jumps, src.seen); ok {
-			lag.refreshNs, lag.refreshKnown = refresh, known
+			lag.refreshNs, lag.refreshKnown, lag.refreshGiven = refresh, known, given
 			lag.lookNs += refresh
 			return lag
 		}
 	} else {
-		lag, ok := a.estimateLag(jumps, refresh, known, a.readInterval(iface), src)
+		lag, ok := a.estimateLag(jumps, refresh, known, given, a.readInterval(iface), src)
+		lag.refreshGiven = given
 		if ok {
 			lag.lookNs = lagReach(lag.highNs, a.readInterval(iface)) + refreshLook(lag.refreshNs, lag.refreshKnown) + a.g.widthNs
 			lag.shiftNs = max(lag.lowNs-a.g.widthNs, 0)
@@ -181,7 +188,7 @@ func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, src lagTra
 	// changes a second apart, each looking back 0.7 ms, were two findings
 	// 1 ms long).
 	slow := min(a.slowestRead(iface), int64(MaxCounterLag))
-	return counterLag{lookNs: slow + refreshLook(refresh, known), refreshNs: refresh, refreshKnown: known, source: lagReadDuration, overshootLevel: level}
+	return counterLag{lookNs: slow + refreshLook(refresh, known), refreshNs: refresh, refreshKnown: known, refreshGiven: given, source: lagReadDuration, overshootLevel: level}
 }
 
 // boundedOnly tells an estimated lag the run only bounded (boundsLag):
@@ -761,8 +768,8 @@ func (a *analysis) incidentInfo(inc incident, counter string, lag counterLag, va
 		DropRate: share(float64(inc.delta), dur), Timeline: []CounterJump{},
 		CounterLagS: float64(lag.pointNs) / 1e9, CounterLagLowS: float64(lag.lowNs) / 1e9, CounterLagHighS: float64(high) / 1e9,
 		CounterLagSource: lag.source, CounterLagBounded: lag.boundedOnly(), CounterRefreshS: float64(lag.refreshNs) / 1e9, CounterRefreshKnown: lag.refreshKnown,
-		CounterRefreshFollowsTraffic: lag.refreshFollowsTraffic,
-		LookBackS:                    float64(lag.lookNs) / 1e9, DrainS: drain}
+		CounterRefreshFollowsTraffic: lag.refreshFollowsTraffic, CounterRefreshGiven: lag.refreshGiven,
+		LookBackS: float64(lag.lookNs) / 1e9, DrainS: drain}
 	for _, j := range inc.jumps {
 		info.Timeline = append(info.Timeline, CounterJump{Time: a.wall(j.ToNs), OffsetS: a.offsetS(j.ToNs), Delta: j.Delta})
 	}
@@ -826,10 +833,14 @@ func jumpsText(info *Incident) string {
 func lagText(info *Incident) string {
 	refresh := "changes at successive reads"
 	switch {
+	case info.CounterRefreshGiven && info.CounterRefreshS > 0:
+		refresh = "refreshed every " + units.Seconds(info.CounterRefreshS) + " (given)"
+	case info.CounterRefreshGiven:
+		refresh = "shows every change at the next read (given)"
 	case info.CounterRefreshFollowsTraffic:
-		refresh = "changed only with its traffic, whose rhythm hides how often it refreshes"
+		refresh = "changed only with its traffic, whose rhythm hides how often it refreshes (--counter-refresh gives it)"
 	case !info.CounterRefreshKnown:
-		refresh = "changed too rarely to tell how often it refreshes"
+		refresh = "changed too rarely to tell how often it refreshes (--counter-refresh gives it)"
 	case info.CounterRefreshS > 0:
 		refresh = "changes at most once per " + units.Seconds(info.CounterRefreshS)
 	}

@@ -354,8 +354,22 @@ func TestLagText(t *testing.T) {
 	// A period set aside for the traffic's rhythm is no refresh known.
 	info := &Incident{Counter: counters.PPSAllowanceExceeded, CounterLagSource: lagEstimated, CounterRefreshFollowsTraffic: true,
 		CounterLagS: 0.019, CounterLagLowS: 0, CounterLagHighS: 0.038, CounterLagBounded: true, LookBackS: 1.04}
-	if got, want := lagText(info), "pps_allowance_exceeded changed only with its traffic, whose rhythm hides how often it refreshes; drops shown 0 s to 38 ms"; !strings.Contains(got, want) {
+	if got, want := lagText(info), "pps_allowance_exceeded changed only with its traffic, whose rhythm hides how often it refreshes (--counter-refresh gives it); drops shown 0 s to 38 ms"; !strings.Contains(got, want) {
 		t.Errorf("refresh set aside: %q, want %q", got, want)
+	}
+	// A refresh given is said to be, a period or every read.
+	for _, c := range []struct {
+		refreshS float64
+		want     string
+	}{
+		{0.1, "pps_allowance_exceeded refreshed every 100 ms (given); drops shown about"},
+		{0, "pps_allowance_exceeded shows every change at the next read (given); drops shown about"},
+	} {
+		info := &Incident{Counter: counters.PPSAllowanceExceeded, CounterLagSource: lagEstimated, CounterRefreshKnown: true, CounterRefreshGiven: true,
+			CounterRefreshS: c.refreshS, CounterLagS: 0.0255, CounterLagLowS: 0.0155, CounterLagHighS: 0.0354, LookBackS: 0.14}
+		if got := lagText(info); !strings.Contains(got, c.want) {
+			t.Errorf("refresh given, %v s: %q, want %q", c.refreshS, got, c.want)
+		}
 	}
 	// Inbound, the host saw the traffic past the device's queue: the lag
 	// it states is from then.

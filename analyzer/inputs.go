@@ -22,7 +22,7 @@ func Inputs(res *Result, opt Options) *record.AnalysisInputs {
 		BaselineBps: lim(l.BaselineBps), BurstBps: lim(l.BurstBps), FlowLimitBps: lim(l.FlowLimitBps),
 		LinkLocalPPS: lim(l.LinkLocalPPS), PPSAllowance: lim(l.PPSAllowance),
 		FineWindowNs: res.Trace.FineWindowUs * 1000,
-		CounterLagNs: int64(opt.CounterLag),
+		CounterLagNs: int64(opt.CounterLag), CounterRefreshNs: int64(opt.CounterRefresh),
 	}
 	if in.InstanceType != "" && in.InstanceTypeSource == "" && opt.InstanceType != "" {
 		in.InstanceTypeSource = limitFromOptions
@@ -60,5 +60,6 @@ func RecordedOptions(rec *record.Recording) (opt Options, ok bool) {
 		opt.FineWindow = time.Duration(in.FineWindowNs)
 	}
 	opt.CounterLag = time.Duration(in.CounterLagNs)
+	opt.CounterRefresh = time.Duration(in.CounterRefreshNs)
 	return opt, true
 }

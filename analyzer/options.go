@@ -43,6 +43,16 @@ type Options struct {
 	// (Incident.CounterLagSource), up to MaxCounterLag; NoCounterLag looks
 	// only inside the read interval.
 	CounterLag time.Duration
+	// CounterRefresh is how often the device refreshes what a counter
+	// read returns, where the caller knows it (a busier run told it):
+	// 0 learns it per interface and counter from the run's changes
+	// (Incident.CounterRefreshKnown), RefreshEveryRead says the device
+	// shows every change at the next read, and a period up to
+	// MaxCounterRefresh is taken as the refresh, its phase learned from
+	// the changes. A run whose counter changed once or twice cannot tell
+	// it, and a refresh it cannot tell may account for any part of a
+	// drop's delay.
+	CounterRefresh time.Duration
 
 	// CriticalDrops and CriticalDuration: an incident that dropped at
 	// least this many packets, or lasted at least this long, is critical;
@@ -163,6 +173,10 @@ const MaxCounterLag = time.Second
 // NoCounterLag as Options.CounterLag looks for the cause of a counter jump
 // only between the two reads around it.
 const NoCounterLag time.Duration = -1
+
+// RefreshEveryRead as Options.CounterRefresh says the device shows every
+// change at the next read.
+const RefreshEveryRead time.Duration = -1
 
 // DefaultOptions returns the documented limits and thresholds.
 func DefaultOptions() Options {

@@ -283,6 +283,9 @@ type Incident struct {
 	// did (at every read that held a pulsed sender's, or one read per
 	// burst): the spacing is the traffic's as much as a refresh's.
 	CounterRefreshFollowsTraffic bool `json:"counter_refresh_follows_traffic,omitempty"`
+	// CounterRefreshGiven: the refresh is the one given
+	// (Options.CounterRefresh, --counter-refresh), not learned.
+	CounterRefreshGiven bool `json:"counter_refresh_given,omitempty"`
 	// LookBackS is how far before each read's interval its traffic was
 	// looked for: the highest lag and one refresh.
 	LookBackS float64 `json:"look_back_s"`

@@ -355,9 +355,10 @@ func (a *analysis) interfaceChanges(iface string) []change {
 // taken as 0 where 0 fits, else as MaxCounterRefresh. Wherever the refresh
 // is not known, the range stated starts at 0: a refresh the run could not
 // see may account for any part of the delay.
-func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known bool, readNs int64, src lagTraffic) (lag counterLag, ok bool) {
-	if known && refreshNs == 0 {
-		lag, ok, _ = a.estimateLagWith(jumps, 0, false, readNs, src)
+func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known, given bool, readNs int64, src lagTraffic) (lag counterLag, ok bool) {
+	if known && (refreshNs == 0 || given) {
+		// A refresh given is the device's: no contest with 0.
+		lag, ok, _ = a.estimateLagWith(jumps, refreshNs, refreshNs > 0, readNs, src)
 		lag.refreshKnown = true
 		return lag, ok
 	}

@@ -117,14 +117,15 @@ const maxCounterLagFlag = 10 * time.Second
 
 // analysisFlags are the limits and thresholds both trace and analyze take.
 type analysisFlags struct {
-	fs           *pflag.FlagSet
-	instanceType string
-	baseline     float64
-	burst        float64
-	flowLimit    float64
-	ppsAllowance float64
-	window       time.Duration
-	counterLag   string
+	fs             *pflag.FlagSet
+	instanceType   string
+	baseline       float64
+	burst          float64
+	flowLimit      float64
+	ppsAllowance   float64
+	window         time.Duration
+	counterLag     string
+	counterRefresh string
 }
 
 func (a *analysisFlags) register(fs *pflag.FlagSet) {
@@ -136,6 +137,7 @@ func (a *analysisFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&a.ppsAllowance, "pps-allowance", 0, "instance allowance in packets/s, both directions, e.g. 400000, if you know it (AWS does not publish it)")
 	registerWindow(fs, &a.window)
 	fs.StringVar(&a.counterLag, "counter-lag", "auto", "how long after the traffic the allowance counters show a drop: auto (learned per counter from the run, at most 1s), or a duration from 0 to 10s, e.g. 40ms (0: only between the two reads around a jump)")
+	fs.StringVar(&a.counterRefresh, "counter-refresh", "auto", "how often the device refreshes the allowance counters a read returns: auto (learned per counter from the run's changes), or a duration from 0 to 1s a longer run reported, e.g. 100ms (0: every change at the next read)")
 }
 
 func (a *analysisFlags) changed(name string) bool { return a.fs != nil && a.fs.Changed(name) }
@@ -150,6 +152,9 @@ func (a *analysisFlags) check() error {
 	}
 	if a.burst > 0 && a.baseline > 0 && a.burst < a.baseline {
 		return usagef("--burst %s is below --baseline %s", units.BitRate(a.burst), units.BitRate(a.baseline))
+	}
+	if _, err := a.refresh(); err != nil {
+		return err
 	}
 	_, err := a.lag()
 	return err
@@ -169,35 +174,48 @@ func (a *analysisFlags) options() (analyzer.Options, error) {
 		o.FlowLimitBps = a.flowLimit
 	}
 	o.PPSAllowance = a.ppsAllowance
+	o.CounterRefresh, _ = a.refresh() // checked above
 	lag, err := a.lag()
 	o.CounterLag = lag
 	return o, err
 }
 
-// counterLagName is how --counter-lag spells an analyzer.Options.CounterLag.
-func counterLagName(lag time.Duration) string {
-	switch lag {
-	case 0:
-		return "auto"
-	case analyzer.NoCounterLag:
-		return "0"
-	}
-	return lag.String()
+// refresh parses --counter-refresh: 0 (auto) for "auto",
+// analyzer.RefreshEveryRead for 0.
+func (a *analysisFlags) refresh() (time.Duration, error) {
+	return autoDuration("counter-refresh", a.counterRefresh, analyzer.MaxCounterRefresh, analyzer.RefreshEveryRead, "100ms")
 }
 
 // lag parses --counter-lag: 0 (auto) for "auto", analyzer.NoCounterLag for 0.
 func (a *analysisFlags) lag() (time.Duration, error) {
-	if a.counterLag == "auto" {
+	return autoDuration("counter-lag", a.counterLag, maxCounterLagFlag, analyzer.NoCounterLag, "40ms")
+}
+
+// autoDuration parses a flag that takes auto or a duration from 0 to most:
+// auto is 0 and 0 is zero, the option's own word for it.
+func autoDuration(flag, v string, most, zero time.Duration, example string) (time.Duration, error) {
+	if v == "auto" {
 		return 0, nil
 	}
-	lag, err := time.ParseDuration(a.counterLag)
-	if err != nil || lag < 0 || lag > maxCounterLagFlag {
-		return 0, usagef("--counter-lag %q: want auto or a duration from 0 to %v (e.g. 40ms)", a.counterLag, maxCounterLagFlag)
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > most {
+		return 0, usagef("--%s %q: want auto or a duration from 0 to %v (e.g. %s)", flag, v, most, example)
 	}
-	if lag == 0 {
-		return analyzer.NoCounterLag, nil
+	if d == 0 {
+		return zero, nil
 	}
-	return lag, nil
+	return d, nil
+}
+
+// autoDurationName is how such a flag spells its option's value.
+func autoDurationName(d, zero time.Duration) string {
+	switch d {
+	case 0:
+		return "auto"
+	case zero:
+		return "0"
+	}
+	return d.String()
 }
 
 // overRecording is the recording's own analysis with each flag given
@@ -259,8 +277,12 @@ func (a *analysisFlags) overRecording(rec *record.Recording) (analyzer.Options, 
 		o.FineWindow = a.window
 	}
 	if a.changed("counter-lag") {
-		override("counter-lag", counterLagName(o.CounterLag))
+		override("counter-lag", autoDurationName(o.CounterLag, analyzer.NoCounterLag))
 		o.CounterLag, _ = a.lag() // checked above
+	}
+	if a.changed("counter-refresh") {
+		override("counter-refresh", autoDurationName(o.CounterRefresh, analyzer.RefreshEveryRead))
+		o.CounterRefresh, _ = a.refresh() // checked above
 	}
 	if o.BurstBps > 0 && o.BaselineBps > 0 && o.BurstBps < o.BaselineBps {
 		return o, usagef("burst %s is below baseline %s: give both --baseline and --burst", units.BitRate(o.BurstBps), units.BitRate(o.BaselineBps))

@@ -525,6 +525,9 @@ type AnalysisInputs struct {
 	FineWindowNs       int64
 	// CounterLagNs is the --counter-lag given: 0 estimated (auto), -1 none.
 	CounterLagNs int64 `json:",omitempty"`
+	// CounterRefreshNs is the --counter-refresh given: 0 learned (auto),
+	// -1 every read.
+	CounterRefreshNs int64 `json:",omitempty"`
 }
 
 // Owner is who sent or received a flow's packets on this host, as far as
