@@ -150,17 +150,19 @@ type exactDrops struct {
 // lag is the shortest shift that puts such traffic in the most jump
 // intervals (shortestShift).
 func (a *analysis) counterLagFor(iface string, jumps []counters.Jump, src lagTraffic) counterLag {
+	// A refresh given shows a drop up to a refresh after its lag.
+	given := a.opt.CounterRefresh != 0
+	givenNs := max(int64(a.opt.CounterRefresh), 0)
 	switch {
 	case a.opt.CounterLag < 0:
-		return counterLag{source: lagFromOption}
+		return counterLag{lookNs: givenNs, source: lagFromOption, refreshNs: givenNs, refreshKnown: given, refreshGiven: given}
 	case a.opt.CounterLag > 0:
 		ns := int64(a.opt.CounterLag)
-		return counterLag{lookNs: ns, pointNs: ns, lowNs: ns, highNs: ns, source: lagFromOption}
+		return counterLag{lookNs: ns + givenNs, pointNs: ns, lowNs: ns, highNs: ns, source: lagFromOption, refreshNs: givenNs, refreshKnown: given, refreshGiven: given}
 	}
 	refresh, known := a.counterRefresh(iface, jumps)
-	given := a.opt.CounterRefresh != 0
 	if given {
-		refresh, known = max(int64(a.opt.CounterRefresh), 0), true
+		refresh, known = givenNs, true
 	}
 	var level float64
 	if src.seen != nil {

@@ -60,3 +60,31 @@ func TestCounterRefreshGiven(t *testing.T) {
 		}
 	}
 }
+
+// TestCounterRefreshGivenWithLag: a lag and a refresh both given
+// (--counter-lag 250ms --counter-refresh 100ms): the look-back reaches a
+// refresh past the lag, both are said to be given, and the bursts, shown
+// up to 100 ms after their lag, are each found.
+func TestCounterRefreshGivenWithLag(t *testing.T) {
+	ms := time.Millisecond
+	first := egressBurst(17, 9, 1472, 1300*ms+300*time.Microsecond, 2*ms, 300e3)
+	second := egressBurst(17, 9, 1472, 2303*ms+300*time.Microsecond, 2*ms, 300e3)
+	second.Src = netip.AddrPortFrom(second.Src.Addr(), 41001)
+	spec := synth.Spec{Name: "refresh-lag-given", Duration: 4 * time.Second, Seed: 61, SampleNs: incSampleNs,
+		CounterLag: 250 * ms, CounterRefresh: 100 * ms, RefreshPhase: 37 * ms,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6, BucketBytes: 64 << 10}},
+		Flows:      []synth.Flow{first, second}}
+	rec, _ := synth.Generate(spec)
+	opt := DefaultOptions()
+	opt.CounterLag, opt.CounterRefresh = 250*ms, 100*ms
+	found := aboveInfo(Analyze(rec, opt), KindMicroburstOut)
+	if len(found) != 2 {
+		t.Fatalf("%d microburst_out findings above info, want the two bursts'", len(found))
+	}
+	for k, f := range found {
+		inc := f.Incident
+		if inc.LookBackS < 0.35 || !inc.CounterRefreshGiven || !strings.Contains(f.Summary, "refreshed every 100 ms (given); drops shown 250 ms after the traffic (given)") {
+			t.Errorf("finding %d: look-back %.3f s, refresh given %v, %q: want 350 ms or more, both given", k, inc.LookBackS, inc.CounterRefreshGiven, f.Summary)
+		}
+	}
+}
