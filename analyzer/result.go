@@ -8,7 +8,7 @@ import (
 
 // SchemaVersion is the version of the Result JSON. Bump the major part when a
 // field changes meaning or disappears; adding a field is a minor change.
-const SchemaVersion = "1.8"
+const SchemaVersion = "1.9"
 
 // Result is everything the analysis says about one recording. It is the JSON
 // report: renderers and the JSON Schema are built from these types.
