@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // How a device's counters are timed is documented nowhere (AWS-LIMITS.md):
@@ -41,6 +42,33 @@ func (a *analysis) counterRefresh(iface string, jumps []counters.Jump) (ns int64
 		return ns, true
 	}
 	return a.refreshOf(iface, a.interfaceChanges(iface))
+}
+
+// LearnRefresh is the refresh an interface's counter reads show
+// (counterRefresh over the changes of all its counters, from samples in
+// time order), and how many changes it was learned from: 0 and known
+// where they changed at successive reads (the device shows every change
+// at the next read, or refreshes at least as often as the reads come),
+// known false where the changes cannot tell. For `enaprobe counters`,
+// whose reads a user can then give a trace as --counter-refresh.
+//
+// A period is then refined over the span of the changes, each in turn
+// counting the periods from the first (the longest that fits the gaps
+// within their reads is a read's share off: 101 ms for 100, read every 10
+// ms, to be given to every later trace).
+func LearnRefresh(samples []record.CounterSample, iface string) (refresh time.Duration, changes int, known bool) {
+	a := &analysis{rec: &record.Recording{Counters: samples}}
+	ch := a.interfaceChanges(iface)
+	ns, known := a.refreshOf(iface, ch)
+	if known && ns > 0 {
+		mid := func(c change) int64 { return c.atNs - c.openNs/2 }
+		for _, c := range ch[1:] {
+			if n := (mid(c) - mid(ch[0]) + ns/2) / ns; n > 0 {
+				ns = (mid(c) - mid(ch[0])) / n
+			}
+		}
+	}
+	return time.Duration(ns), len(ch), known
 }
 
 // change is a read at which a counter changed (its start, atNs) and how

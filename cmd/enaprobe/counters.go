@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/enaprobe/enaprobe/analyzer"
 	"github.com/enaprobe/enaprobe/internal/ena"
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 	"github.com/enaprobe/enaprobe/internal/record"
@@ -33,9 +35,15 @@ and prints what moved: the delta and the rate per second of each counter, and
 the conntrack_allowance_available gauge. A counter that goes down is shown as
 a reset, never as a negative delta; a read the driver failed (an error, or
 every device counter zero after nonzero values) is shown as a failed read and
-skipped, as a trace does. No root needed, no eBPF.`,
+skipped, as a trace does. No root needed, no eBPF.
+
+At the end (--count, or Ctrl-C) it says how often the device refreshed what
+the reads returned, as a trace learns it, where the counters and the gauge
+changed often enough to tell: read at a short --interval on a busy interface,
+then give the refresh to trace and analyze as --counter-refresh.`,
 		Example: `  enaprobe counters
   enaprobe counters -i ens5 --interval 100ms --count 50
+  enaprobe counters -i ens5 --interval 10ms --count 3000   # then: how often it refreshes
   enaprobe counters --counters-file eth0=/run/lab/counters.txt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCounters(cmd.Context(), cmd.OutOrStdout(), f) },
@@ -54,7 +62,14 @@ type counterReader struct {
 	src   ena.Source
 	prev  *record.CounterSample
 	start time.Time // the origin of the samples' clock
+	// reads are the latest reads, up to maxRefreshReads, the refresh is
+	// learned from.
+	reads []record.CounterSample
 }
+
+// maxRefreshReads is how many of the latest reads an interface's refresh
+// is learned from: 10 minutes at the default interval, 30 s at 10 ms.
+const maxRefreshReads = 3000
 
 func runCounters(ctx context.Context, w io.Writer, f *countersFlags) error {
 	if f.interval < ena.MinInterval {
@@ -102,6 +117,7 @@ func runCounters(ctx context.Context, w io.Writer, f *countersFlags) error {
 	}
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
+reads:
 	for i := 0; ; i++ {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, r := range readers {
@@ -111,14 +127,35 @@ func runCounters(ctx context.Context, w io.Writer, f *countersFlags) error {
 			return err
 		}
 		if f.count > 0 && i >= f.count {
-			return nil
+			break
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			break reads
 		case <-tick.C:
 		}
 	}
+	for _, r := range readers {
+		fmt.Fprintln(w, r.refreshText(f.interval))
+	}
+	return nil
+}
+
+// refreshText says how often the device refreshed what r's reads
+// returned, as a trace learns it (analyzer.LearnRefresh), and what to give
+// a trace for it.
+func (r *counterReader) refreshText(interval time.Duration) string {
+	refresh, changes, known := analyzer.LearnRefresh(r.reads, r.iface)
+	switch {
+	case known && refresh > 0:
+		d := refresh.Round(time.Millisecond)
+		return fmt.Sprintf("%s: the counters changed at most once per %v (learned from %d changes): give trace and analyze --counter-refresh %v", r.iface, d, changes, d)
+	case known && interval <= ena.DefaultInterval:
+		return fmt.Sprintf("%s: the counters changed at successive reads %v apart (%d changes): the device shows a change at the next read; give trace and analyze --counter-refresh 0", r.iface, interval, changes)
+	case known:
+		return fmt.Sprintf("%s: the counters changed at successive reads %v apart (%d changes): they refresh at least that often; read at a shorter --interval, e.g. 10ms, to learn how often", r.iface, interval, changes)
+	}
+	return fmt.Sprintf("%s: the counters changed %d times, too few or too unevenly to tell how often the device refreshes them; read longer, at a short --interval, while the interface is busy", r.iface, changes)
 }
 
 // read takes one sample on the clock of r.start.
@@ -142,6 +179,9 @@ func (r *counterReader) read() record.CounterSample {
 // read that is skipped.
 func (r *counterReader) show(w io.Writer, now time.Time) {
 	cur := r.read()
+	if r.reads = append(r.reads, cur); len(r.reads) > maxRefreshReads {
+		r.reads = slices.Delete(r.reads, 0, len(r.reads)-maxRefreshReads)
+	}
 	stamp := now.Format("15:04:05.000")
 	samples := []record.CounterSample{cur}
 	if r.prev != nil {
