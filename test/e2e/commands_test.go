@@ -72,8 +72,13 @@ func TestCountersCommand(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("counters: %v\n%s%s", err, strings.Join(lines, "\n"), stderr.String())
 	}
-	if len(lines) != 3 {
-		t.Fatalf("%d lines, want 3 (first read, then 2 intervals):\n%s", len(lines), strings.Join(lines, "\n"))
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want 4 (first read, then 2 intervals, then the refresh):\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	// Changes at successive reads 300 ms apart: a refresh at least that
+	// fast, not how fast.
+	if want := "eth9: the counters changed at successive reads 300ms apart (2 changes): they refresh at least that often"; !strings.HasPrefix(lines[3], want) {
+		t.Errorf("last line %q, want %q", lines[3], want)
 	}
 	for _, want := range []string{"bw_out 100", "conntrack_available 9000"} {
 		if !strings.Contains(lines[0], want) {
