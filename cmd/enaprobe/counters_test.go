@@ -17,11 +17,12 @@ import (
 // changes tell nothing.
 func TestCountersRefresh(t *testing.T) {
 	const ms = int64(time.Millisecond)
+	stretch := 1.0 // the reads' clock against the device's
 	reads := func(every, n int, refreshEvery int, changes int) []record.CounterSample {
 		var out []record.CounterSample
 		v, g := uint64(0), uint64(1024)
 		for k := range n {
-			at := int64(k*every)*ms + int64(k%3)*ms/2 // reads dithered by up to 1 ms
+			at := int64(float64(int64(k*every)*ms)*stretch) + int64(k%3)*ms/2 // reads dithered by up to 1 ms
 			if k > 0 && k%refreshEvery == 0 && (changes < 0 || k/refreshEvery <= changes) {
 				v += 7
 				g--
@@ -31,12 +32,20 @@ func TestCountersRefresh(t *testing.T) {
 		}
 		return out
 	}
+	slowClock := func() []record.CounterSample {
+		stretch = 1.001
+		defer func() { stretch = 1 }()
+		return reads(10, 3000, 100, -1)
+	}
 	for _, c := range []struct {
 		name     string
 		interval time.Duration
 		reads    []record.CounterSample
 		want     string
 	}{
+		// A 1 s refresh seen on a clock 0.1% fast is 1,001 ms, which
+		// --counter-refresh refuses: said as 1 s.
+		{"1s-refresh-fast-clock", 10 * time.Millisecond, slowClock(), "give trace and analyze --counter-refresh 1s"},
 		{"100ms-refresh", 10 * time.Millisecond, reads(10, 1000, 10, -1), "at most once per 100ms (learned from 99 changes): give trace and analyze --counter-refresh 100ms"},
 		{"1s-refresh", 10 * time.Millisecond, reads(10, 3000, 100, -1), "at most once per 1s (learned from 29 changes): give trace and analyze --counter-refresh 1s"},
 		{"every-read", 10 * time.Millisecond, reads(10, 300, 1, -1), "the device shows a change at the next read; give trace and analyze --counter-refresh 0"},
