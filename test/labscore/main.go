@@ -147,7 +147,7 @@ type verdict struct {
 	why      []string
 	lagClass string // within, inside, outside, none
 	// shownOnce: behind a refresh, the lag off by over 5 ms where the
-	// counter changed once a burst (shownOnce): told to within a refresh
+	// counter changed once a burst (changes): told to within a refresh
 	// less the drops' span at best, whatever the analyzer does.
 	shownOnce    bool
 	refreshClass string // within (10%), wrong, untold
