@@ -2,6 +2,7 @@ package analyzer
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -1435,11 +1436,10 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 			}
 		}
 	}
-	for toNs, hi := range deferred {
-		if lag.causeBefore == nil {
-			lag.causeBefore = map[int64]int{}
-		}
-		lag.causeBefore[toNs] = hi
+	if lag.causeBefore == nil {
+		lag.causeBefore = deferred
+	} else {
+		maps.Copy(lag.causeBefore, deferred)
 	}
 	return lag, true, fits
 }
