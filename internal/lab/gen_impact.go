@@ -144,12 +144,20 @@ type TCPCounts struct {
 	// timeout instead, and the receiver's wire cannot tell its copies
 	// from new data.
 	SackRecoveries uint64
+	// Reorders are the times the sender saw a segment it had not sent
+	// again acknowledged after ones past it (TcpExt TCPSACKReorder,
+	// TCPTSReorder, TCPRenoReorder): it arrived late, reordered on the
+	// way. A veth hands each packet to the backlog of the CPU that sent
+	// it, so a flow sent from two CPUs (the writer, and the softirq its
+	// ACKs arrive on) can reach the receiver out of order; the wire then
+	// sees a segment end below the highest, as a copy does.
+	Reorders uint64
 }
 
 // Sub is what the counters rose by since before.
 func (c TCPCounts) Sub(before TCPCounts) TCPCounts {
 	return TCPCounts{RetransSegs: c.RetransSegs - before.RetransSegs, LossProbes: c.LossProbes - before.LossProbes,
-		SackRecoveries: c.SackRecoveries - before.SackRecoveries}
+		SackRecoveries: c.SackRecoveries - before.SackRecoveries, Reorders: c.Reorders - before.Reorders}
 }
 
 // TCPCounts reads the kernel's TCP counters of the instance namespace
@@ -192,8 +200,17 @@ func readTCPCounts() (TCPCounts, error) {
 	if c.LossProbes, err = mibCounter("/proc/thread-self/net/netstat", "TcpExt:", "TCPLossProbes"); err != nil {
 		return c, err
 	}
-	c.SackRecoveries, err = mibCounter("/proc/thread-self/net/netstat", "TcpExt:", "TCPSackRecovery")
-	return c, err
+	if c.SackRecoveries, err = mibCounter("/proc/thread-self/net/netstat", "TcpExt:", "TCPSackRecovery"); err != nil {
+		return c, err
+	}
+	for _, name := range []string{"TCPSACKReorder", "TCPTSReorder", "TCPRenoReorder"} {
+		n, err := mibCounter("/proc/thread-self/net/netstat", "TcpExt:", name)
+		if err != nil {
+			return c, err
+		}
+		c.Reorders += n
+	}
+	return c, nil
 }
 
 // mibCounter reads one counter of a /proc/net MIB file, whose lines come

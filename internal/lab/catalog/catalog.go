@@ -78,6 +78,11 @@ type Truth struct {
 	// sent again after a timeout, whose copies the receiver's wire
 	// cannot tell from new data.
 	PeerSackRecoveries uint64
+	// PeerReorders are the times the peer saw its segments arrive out of
+	// order (lab.TCPCounts.Reorders): each at least one segment the
+	// receiver's wire saw end below the highest without its being sent
+	// again.
+	PeerReorders uint64
 	// VictimPeakGap is how far from the queue's peak (the probe that
 	// waited longest, sent) the victim's nearest write was, an upload
 	// paced by the application only (-1 for another victim, unset outside

@@ -195,12 +195,12 @@ func victimBesideBurst(ctx context.Context, l *lab.Lab, kind victimKind, burstRa
 	own, peer := after.Sub(before), peerAfter.Sub(peerBefore)
 	t.RetransSegs, t.PeerRetransSegs = own.RetransSegs, peer.RetransSegs
 	t.LossProbes, t.PeerLossProbes = own.LossProbes, peer.LossProbes
-	t.PeerSackRecoveries = peer.SackRecoveries
+	t.PeerSackRecoveries, t.PeerReorders = peer.SackRecoveries, peer.Reorders
 	var peakNs int64
 	t.QueueDelay, peakNs = queueDelay(samples, burst.StartNs)
 	t.VictimPeakGap = nearestGap(victim.WritesNs, peakNs)
-	t.Notes = append(t.Notes, fmt.Sprintf("victim got %.1f Mbit/s; kernel TcpRetransSegs +%d in the instance (or its container, %d tail loss probes), +%d at the peer (%d, %d SACK recoveries); probe queueing delay %v",
-		victim.Bps()/1e6, t.RetransSegs, t.LossProbes, t.PeerRetransSegs, t.PeerLossProbes, t.PeerSackRecoveries, t.QueueDelay.Round(time.Millisecond)))
+	t.Notes = append(t.Notes, fmt.Sprintf("victim got %.1f Mbit/s; kernel TcpRetransSegs +%d in the instance (or its container, %d tail loss probes), +%d at the peer (%d, %d SACK recoveries, %d reorderings seen); probe queueing delay %v",
+		victim.Bps()/1e6, t.RetransSegs, t.LossProbes, t.PeerRetransSegs, t.PeerLossProbes, t.PeerSackRecoveries, t.PeerReorders, t.QueueDelay.Round(time.Millisecond)))
 	if t.VictimPeakGap >= 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("the victim's write nearest the queue's peak came %v from it", t.VictimPeakGap.Round(time.Microsecond)))
 	}
