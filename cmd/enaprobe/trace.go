@@ -224,6 +224,7 @@ func prepareCapture(ctx context.Context, cmd *cobra.Command, f *traceFlags, chec
 	cfg.Duration = f.duration
 	cfg.Attach = mode
 	cfg.SampleInterval = f.capture.sampleInterval
+	cfg.CounterRefresh = aopts.CounterRefresh
 	cfg.CounterSources = sources
 	cfg.Datapath.Bucket = f.capture.bucket
 	cfg.Datapath.Window = f.analysis.window

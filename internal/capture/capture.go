@@ -33,6 +33,10 @@ type Config struct {
 	Attach     loader.AttachMode
 	// SampleInterval is the NIC counter sample interval.
 	SampleInterval time.Duration
+	// CounterRefresh is the device's counter refresh as the user gave it
+	// (--counter-refresh), 0 or less unknown: the sampler reads where its
+	// changes are due from the first on (ena.Sampler.SetRefresh).
+	CounterRefresh time.Duration
 	// CounterSources overrides, per interface, where counters come from
 	// (a counters file, the lab). Interfaces not in it get the ENA ethtool
 	// reader when their driver is ena, and no counters otherwise.
@@ -331,6 +335,7 @@ func setUp(cfg Config, name string) (*tracedInterface, error) {
 			return ti, err
 		}
 		ti.sampler.SetBackoff(cfg.SampleBackoff)
+		ti.sampler.SetRefresh(cfg.CounterRefresh)
 	}
 	return ti, nil
 }

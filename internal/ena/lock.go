@@ -27,6 +27,13 @@ import (
 // the device does not promise is counted on: a change outside the window,
 // or changes that fit no period, end the lock until the changes show one
 // again.
+//
+// A refresh the user gives (--counter-refresh: learned by an earlier run
+// on the same instance type) puts the window from the first change on,
+// where learning it takes two: behind a 1 s refresh an incident often
+// changes its counter only twice, and the second is then read finely too.
+// It is a start only: a second change, in its window or not, hands over
+// to the period the changes show.
 
 const (
 	// lockArcs is how many of the latest changes the period is learned
@@ -46,6 +53,9 @@ const (
 	// lockHorizon is how many periods after the last change windows are
 	// still read.
 	lockHorizon = 8
+	// lockGivenSlack is how far a given refresh may be off the device's,
+	// per period, as a share of it: "1s" for a device's 1.004 s.
+	lockGivenSlack = 200 // 0.5%
 )
 
 // arc is a span of CLOCK_MONOTONIC ns, (lo, hi]: where a change became
@@ -60,7 +70,8 @@ func (a arc) width() int64 { return a.hi - a.lo }
 // counters change, and says when to read more. Not safe for concurrent
 // use: the sampler's goroutine owns it.
 type refreshLock struct {
-	baseNs int64 // the sampler's interval
+	baseNs  int64 // the sampler's interval
+	givenNs int64 // the refresh the user gave, 0 none
 	// last is the latest good read's device counters, lastBefore when it
 	// began.
 	last       map[string]uint64
@@ -74,7 +85,15 @@ type refreshLock struct {
 	reads  int
 }
 
-func newRefreshLock(base int64) *refreshLock { return &refreshLock{baseNs: base} }
+// newRefreshLock makes a lock for reads every base ns, given the device's
+// refresh (0: learn it; one too short to lock onto is not used).
+func newRefreshLock(base, given int64) *refreshLock {
+	l := &refreshLock{baseNs: base}
+	if given >= lockMinReads*base {
+		l.givenNs = given
+	}
+	return l
+}
 
 // observe takes a read: a change since the last good read adds its arc and
 // learns the period again.
@@ -102,8 +121,12 @@ func (l *refreshLock) observe(cs record.CounterSample) {
 	a := arc{before, cs.AfterNs}
 	if l.periodNs > 0 && l.window.hi > 0 && (a.hi <= l.window.lo || a.lo >= l.window.hi) && !l.anyWindowHolds(a) {
 		// A change where no window of the period put it: the device is
-		// not (or no longer) refreshing on it.
-		l.arcs = l.arcs[:0]
+		// not (or no longer) refreshing on it. A given period's miss
+		// keeps the change it was put from: with this one, the changes
+		// show the device's own.
+		if len(l.arcs) > 1 || l.givenNs == 0 {
+			l.arcs = l.arcs[:0]
+		}
 	}
 	l.arcs = append(l.arcs, a)
 	if len(l.arcs) > lockArcs {
@@ -135,6 +158,9 @@ func (l *refreshLock) anyWindowHolds(a arc) bool {
 // refined over the span from the first arc to each later one. 0 where
 // they fit none.
 func (l *refreshLock) learn() (period, slack int64) {
+	if len(l.arcs) == 1 && l.givenNs > 0 {
+		return l.givenNs, l.givenNs/lockGivenSlack + l.baseNs/20
+	}
 	if len(l.arcs) < 2 {
 		return 0, 0
 	}

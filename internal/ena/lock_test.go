@@ -27,12 +27,13 @@ func (d simDevice) value(ns int64) uint64 {
 	return v
 }
 
-// simRun reads d as Sampler.Run does, with the lock (or not), every base
-// ns dithered, for runNs: the arcs of the changes it saw (oldest first),
-// and how many base and extra reads it made.
-func simRun(d simDevice, base, runNs int64, locked bool, seed uint64) (arcs []arc, baseReads, extra int, lock *refreshLock) {
+// simRun reads d as Sampler.Run does, with the lock (or not) given the
+// refresh (0: none given), every base ns dithered, for runNs: the arcs of
+// the changes it saw (oldest first), and how many base and extra reads it
+// made.
+func simRun(d simDevice, base, runNs int64, locked bool, given int64, seed uint64) (arcs []arc, baseReads, extra int, lock *refreshLock) {
 	r := rand.New(rand.NewPCG(seed, 1))
-	lock = newRefreshLock(base)
+	lock = newRefreshLock(base, given)
 	now := int64(time.Second) // the clock's start, off the device's phase
 	end := now + runNs
 	var last uint64
@@ -85,8 +86,8 @@ func TestRefreshLockNarrows(t *testing.T) {
 	for _, period := range []time.Duration{500 * time.Millisecond, time.Second, 1234567 * time.Microsecond} {
 		for seed := uint64(1); seed <= 5; seed++ {
 			d := simDevice{period: int64(period), phase: int64(seed) * 7919 * int64(time.Microsecond), readNs: 200_000}
-			arcs, baseReads, extra, lock := simRun(d, base, 20*int64(period), true, seed)
-			plain, _, none, _ := simRun(d, base, 20*int64(period), false, seed)
+			arcs, baseReads, extra, lock := simRun(d, base, 20*int64(period), true, 0, seed)
+			plain, _, none, _ := simRun(d, base, 20*int64(period), false, 0, seed)
 			if none != 0 {
 				t.Fatalf("%v: %d extra reads with the lock off", period, none)
 			}
@@ -131,7 +132,7 @@ func TestRefreshLockFewChanges(t *testing.T) {
 	for seed := uint64(1); seed <= 10; seed++ {
 		d := simDevice{period: int64(time.Second), phase: int64(seed) * 104729 * int64(time.Microsecond), readNs: 300_000,
 			shows: func(k int64) bool { return k >= 3 && k <= 5 }}
-		arcs, baseReads, extra, _ := simRun(d, base, 30*int64(time.Second), true, seed)
+		arcs, baseReads, extra, _ := simRun(d, base, 30*int64(time.Second), true, 0, seed)
 		if len(arcs) != 3 {
 			t.Fatalf("seed %d: %d changes, want 3", seed, len(arcs))
 		}
@@ -152,7 +153,7 @@ func TestRefreshLockOff(t *testing.T) {
 	const base = int64(10 * time.Millisecond)
 	for _, period := range []time.Duration{time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond} {
 		every := simDevice{period: int64(period), readNs: 200_000}
-		if _, _, extra, lock := simRun(every, base, int64(2*time.Second), true, 1); extra != 0 || lock.periodNs != 0 {
+		if _, _, extra, lock := simRun(every, base, int64(2*time.Second), true, 0, 1); extra != 0 || lock.periodNs != 0 {
 			t.Errorf("a counter changing every %v: %d extra reads, period %v", period, extra, time.Duration(lock.periodNs))
 		}
 	}
@@ -164,7 +165,7 @@ func TestRefreshLockOff(t *testing.T) {
 		marks[k] = r.IntN(400) == 0
 	}
 	random := simDevice{period: int64(time.Millisecond), readNs: 200_000, shows: func(k int64) bool { return marks[k] }}
-	_, baseReads, extra, _ := simRun(random, base, int64(30*time.Second), true, 2)
+	_, baseReads, extra, _ := simRun(random, base, int64(30*time.Second), true, 0, 2)
 	if extra > baseReads/lockBudget {
 		t.Errorf("changes at random: %d extra reads beside %d base ones", extra, baseReads)
 	}
@@ -215,5 +216,71 @@ func TestSamplerLocksOntoRefresh(t *testing.T) {
 	}
 	if most := plainReads + plainReads/lockBudget + 2*lockBudget; reads > most {
 		t.Errorf("%d reads with the lock, %d without: more than %d", reads, plainReads, most)
+	}
+}
+
+// TestRefreshLockGiven: a refresh the user gives puts the window from the
+// first change on. An incident behind a 1 s refresh that changes its
+// counter twice: the second change is known within 4 ms, where without it
+// the dithered reads know it within 5 to 15 ms. A given refresh that is
+// off (the device's 1.004 s for 1 s, or 700 ms for 1 s) costs nothing but
+// the extra reads of a window that missed: the changes show the device's
+// period, each lies in its arc, and the changes from the fourth on are
+// known as finely as without the given one; the extra reads stay within
+// their budget.
+func TestRefreshLockGiven(t *testing.T) {
+	const base = int64(10 * time.Millisecond)
+	second := time.Second.Nanoseconds()
+	var seeded, plain []time.Duration
+	for seed := uint64(1); seed <= 10; seed++ {
+		d := simDevice{period: second, phase: int64(seed) * 104729 * int64(time.Microsecond), readNs: 300_000,
+			shows: func(k int64) bool { return k == 3 || k == 4 }}
+		arcs, _, _, _ := simRun(d, base, 8*second, true, second, seed)
+		none, _, _, _ := simRun(d, base, 8*second, true, 0, seed)
+		if len(arcs) != 2 || len(none) != 2 {
+			t.Fatalf("seed %d: %d and %d changes, want 2", seed, len(arcs), len(none))
+		}
+		seeded, plain = append(seeded, time.Duration(arcs[1].width())), append(plain, time.Duration(none[1].width()))
+		if w := arcs[1].width(); w > 4*int64(time.Millisecond) {
+			t.Errorf("seed %d: the second change known within %v with the refresh given, %v without", seed, time.Duration(w), time.Duration(none[1].width()))
+		}
+	}
+	t.Logf("the second change: median arc %v given, %v not", median(seeded), median(plain))
+	if median(seeded)*2 > median(plain) {
+		t.Errorf("the second change known within %v (median) given the refresh, %v not", median(seeded), median(plain))
+	}
+	for _, c := range []struct{ device, given time.Duration }{
+		{1004 * time.Millisecond, time.Second},
+		{700 * time.Millisecond, time.Second},
+		{time.Second, 700 * time.Millisecond},
+	} {
+		for seed := uint64(1); seed <= 5; seed++ {
+			d := simDevice{period: int64(c.device), phase: int64(seed) * 7919 * int64(time.Microsecond), readNs: 200_000}
+			run := 20 * int64(c.device)
+			arcs, baseReads, extra, lock := simRun(d, base, run, true, int64(c.given), seed)
+			learned, _, _, _ := simRun(d, base, run, true, 0, seed)
+			for _, a := range arcs {
+				k := (a.hi - d.phase) / d.period
+				if b := d.phase + k*d.period; b <= a.lo-d.readNs || b > a.hi {
+					t.Errorf("device %v given %v: arc (%d, %d] misses the boundary %d", c.device, c.given, a.lo, a.hi, b)
+				}
+			}
+			if lock.periodNs == 0 || max(lock.periodNs-int64(c.device), int64(c.device)-lock.periodNs) > int64(c.device)/200 {
+				t.Errorf("device %v given %v seed %d: period learned %v", c.device, c.given, seed, time.Duration(lock.periodNs))
+			}
+			var w, lw []time.Duration
+			for _, a := range arcs[3:] {
+				w = append(w, time.Duration(a.width()))
+			}
+			for _, a := range learned[3:] {
+				lw = append(lw, time.Duration(a.width()))
+			}
+			if m := median(w); m > 4*time.Millisecond {
+				t.Errorf("device %v given %v seed %d: changes known within %v (median), %v with none given", c.device, c.given, seed, m, median(lw))
+			}
+			if most := baseReads/lockBudget + 2*lockBudget; extra > most {
+				t.Errorf("device %v given %v seed %d: %d extra reads beside %d base ones, more than %d", c.device, c.given, seed, extra, baseReads, most)
+			}
+		}
 	}
 }

@@ -40,6 +40,8 @@ type Sampler struct {
 	// unlocked turns off the extra reads where a refresh is due
 	// (refreshLock): for tests that compare with it.
 	unlocked bool
+	// refresh is the device's refresh as the user gave it, 0 unknown.
+	refresh time.Duration
 }
 
 // Backoff makes a sampler gentle on a slow device: when Slow reads in a
@@ -79,6 +81,12 @@ func NewSampler(iface string, source Source, interval time.Duration) (*Sampler, 
 func (s *Sampler) SetBackoff(b Backoff) {
 	s.backoff, s.guard = b, newGuardState(b.Guard.forSource(s.source))
 }
+
+// SetRefresh tells the sampler, before Run, how often the device
+// refreshes its counters (--counter-refresh; 0 or less: unknown), so that
+// its extra reads fall where a change is due from the first change on
+// (refreshLock).
+func (s *Sampler) SetRefresh(d time.Duration) { s.refresh = max(d, 0) }
 
 // Interval is the time between two reads the sampler was made with.
 func (s *Sampler) Interval() time.Duration { return s.interval }
@@ -149,7 +157,7 @@ func (s *Sampler) Run(ctx context.Context, emit func(record.CounterSample)) {
 	base, stopped := s.interval, false // base: the shortest interval allowed now
 	var lock *refreshLock
 	if !s.unlocked {
-		lock = newRefreshLock(int64(s.interval))
+		lock = newRefreshLock(int64(s.interval), int64(s.refresh))
 	}
 	sample := func() {
 		cs := s.Sample()
