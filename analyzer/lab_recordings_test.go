@@ -871,6 +871,17 @@ func TestLabOvershootLag(t *testing.T) {
 		// cluster was parted at each pause, the lag stated 7.0 ms (0 to
 		// 24.8) where it was 38.7.
 		{"pps-overshoot-starved", KindPPSExceeded},
+		// Behind a 1 s refresh with no lag, three changes: the two
+		// lags agreed at 1.8 and 2.4 ms, but the range, widened by
+		// what one jump cannot tell and cut at 0, was stated by its
+		// middle, 11.0 ms (0 to 22.0), where it was 2.2.
+		{"pps-overshoot-refresh-no-lag", KindPPSExceeded},
+		// Behind a 1 s refresh and a 1 s lag, the first of three
+		// changes 106 drops: under no bucket its lag came out 1.2 s,
+		// past the longest looked for, was left out of learning the
+		// bucket, and the lag was stated 616.6 ms (223.2 to 1,009.9)
+		// where it was 1,001.7.
+		{"pps-overshoot-refresh-first-small", KindPPSExceeded},
 	} {
 		rec, truth, opts := labCase(t, c.name)
 		labLag := float64(truth.CounterLagNs) / 1e9

@@ -1137,7 +1137,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		// dropped (below). Over a download's drops before a burst it
 		// stated 82 to 117 ms where the lag was 0.
 		if longTraffic && src.shapedPackets == nil {
-			if r, depth, n, ok := a.longClusterRange(jumps[fc:l+1], s, val, refreshNs, readNs, capNs); ok {
+			if r, centre, depth, n, ok := a.longClusterRange(jumps[fc:l+1], s, val, refreshNs, readNs, capNs); ok {
 				// Its bucket, learned, held its first pulses' drops
 				// back: those reads had none to show.
 				drops := bucketDrops(val, s, depth)
@@ -1149,7 +1149,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 				if refreshNs > 0 && a.dropsRecurAt(drops, refreshNs, readNs) {
 					pulsed = true
 				}
-				clusters, of = append(clusters, r), append(of, lagCause{part: queue[qi], lo: s.lo, hi: s.hi})
+				clusters, of = append(clusters, r), append(of, lagCause{part: queue[qi], lo: s.lo, hi: s.hi, centre: centre, centred: true})
 				depths = append(depths, depth)
 				rough = rough || n < longIncidentReads/2
 				continue
@@ -1389,8 +1389,14 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 	// edge, where it read as learned).
 	var mids []int64
 	latestFrom, earliestTo := clusters[0].from, clusters[0].to
-	for _, c := range clusters {
-		if !c.boundedOnly() {
+	for k, c := range clusters {
+		switch {
+		case len(of) == len(clusters) && of[k].centred:
+			// A long cluster's lag is its jumps', which its range
+			// only widens (cut at 0 there, its middle had put the
+			// lab's lag of 2 ms at 11, 0 to 22).
+			mids = append(mids, of[k].centre)
+		case !c.boundedOnly():
 			mids = append(mids, c.mid())
 		}
 		latestFrom, earliestTo = max(latestFrom, c.from), min(earliestTo, c.to)
@@ -1467,6 +1473,11 @@ type lagCause struct {
 	part   lagPart
 	lo, hi int
 	level  float64
+	// centre is a long cluster's lag from its jumps' own (centred: there
+	// is one), where its range, widened by what one jump cannot tell and
+	// cut at 0, need not be centred on it (longClusterRange).
+	centre  int64
+	centred bool
 }
 
 // oneLagForAll is clusters (of: their jumps and causes) where they
@@ -2082,7 +2093,7 @@ const minLongLags = 2
 // which the lab's poll shows 0.5 to 9 ms later, was stated 1,000 ms in
 // every run, a collapse onto the cut (over d1 to d6, 69 lags changed,
 // their mean error 2.1 ms to 1.0).
-func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(int) float64, refreshNs, readNs, maxNs int64) (lagRange, float64, int, bool) {
+func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(int) float64, refreshNs, readNs, maxNs int64) (lagRange, int64, float64, int, bool) {
 	var visible []int64
 	var widen int64
 	locked := false
@@ -2126,7 +2137,7 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 	depth := bucketDepth(s, val, func(depth float64) ([]int64, []int64) { return lagsAt(depth, math.MaxInt64/4) })
 	lags, _ := lagsAt(depth, maxNs)
 	if len(lags) < minLongLags {
-		return lagRange{}, 0, 0, false
+		return lagRange{}, 0, 0, 0, false
 	}
 	for k := range lags {
 		lags[k] = min(max(lags[k], 0), maxNs)
@@ -2157,7 +2168,8 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 		widen += readNs / 2
 	}
 	slices.Sort(lags)
-	return lagRange{max(lags[len(lags)/4]-widen, 0), lags[3*len(lags)/4] + widen}, depth, len(lags), true
+	q1, q3 := lags[len(lags)/4], lags[3*len(lags)/4]
+	return lagRange{max(q1-widen, 0), q3 + widen}, q1 + (q3-q1)/2, depth, len(lags), true
 }
 
 // dropsRecurAt tells whether drops (per fine window) came in runs, each
