@@ -681,6 +681,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		}
 		s := locate(lo, hi)
 		locatedLo := s.lo
+		passedLevel := false // s.level is what passed over the traffic
 		long := val != nil && l > fc && lastRead-firstPrev >= longIncidentReads*readNs
 		raisedLevel := 0.0
 		if src.raised && s.levelName == levelIntervalOwn {
@@ -738,7 +739,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 				if src.perDrop != nil {
 					passed := passedPerWindow(val, x, y, float64(riseOf(jumps[fc:l+1]))*src.perDrop(x, y))
 					if passed > 0 && passed < sumIn(val, x, y)/float64(y-x) {
-						s.level = passed
+						s.level, passedLevel = passed, true
 					}
 				}
 				levels = append(levels, s.level)
@@ -1137,7 +1138,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		// dropped (below). Over a download's drops before a burst it
 		// stated 82 to 117 ms where the lag was 0.
 		if longTraffic && src.shapedPackets == nil {
-			if r, centre, depth, n, ok := a.longClusterRange(jumps[fc:l+1], s, val, refreshNs, readNs, capNs); ok {
+			if ll, ok := a.longClusterRange(jumps[fc:l+1], s, passedLevel, val, refreshNs, readNs, capNs); ok {
+				r, centre, depth, n := ll.lag, ll.centre, ll.depth, ll.lags
+				s.level = ll.level
 				// Its bucket, learned, held its first pulses' drops
 				// back: those reads had none to show.
 				drops := bucketDrops(val, s, depth)
@@ -1339,7 +1342,8 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 					if s.levelName == levelIntervalOwn && refreshNs == 0 && overLevel(val, s, s.level) < sumIn(val, s.lo, s.hi)/2 {
 						shareSpan.level = 0
 					}
-					for k, r := range a.shareRanges(jumps[fc:l+1], shareSpan, val, shareDepth, false, refreshNs) {
+					ranges, _ := a.shareRanges(jumps[fc:l+1], shareSpan, val, shareDepth, false, refreshNs, 0)
+					for k, r := range ranges {
 						if fc+k < last || fc+k == last && (tail == 0 || refreshNs == 0) {
 							add(r.from, r.to)
 						}
@@ -1694,7 +1698,7 @@ func (a *analysis) readWithin(jumps []counters.Jump, fromNs, toNs int64) uint64 
 // jump of it: the model's drops are not the device's, and where the drops
 // pause (traffic sent in ticks, a read in a pause) the share was reached
 // at any point of the pause.
-func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) float64, depth float64, long bool, refreshNs int64) []lagRange {
+func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) float64, depth float64, long bool, refreshNs, pauseNs int64) (ranges []lagRange, at []int64) {
 	drops := bucketDrops(val, s, depth)
 	cum := make([]float64, len(drops)+1)
 	for i, d := range drops {
@@ -1703,7 +1707,7 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 	total := cum[len(drops)]
 	rise := riseOf(cluster)
 	if total <= 0 || rise == 0 {
-		return nil
+		return nil, nil
 	}
 	// reached is when the modeled drops reached x: the first window to
 	// reach it, in proportion within it; 0 is reached at the first drop,
@@ -1727,6 +1731,7 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 		half = total / float64(len(cluster)) / 2
 	}
 	out := make([]lagRange, 0, len(cluster)-1)
+	at = make([]int64, 0, len(cluster)-1)
 	var sofar uint64
 	for _, j := range cluster[:len(cluster)-1] {
 		before := total * float64(sofar) / float64(rise)
@@ -1759,6 +1764,18 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 			late = min(target/(1-drainTailShare), total)
 		}
 		r := lagRange{from - reached(late+h), to - reached(target-h)}
+		// Where the share was reached: the middle of the range's reach,
+		// but where the drops paused pauseNs or longer within it, the
+		// middle of where they were within a tenth of it. A pause on
+		// one side puts the reach's middle off the share (a sender's 30
+		// ms pause, its bucket refilling, stopped the drops for 90 ms
+		// beside a 1 s refresh: a lag of 30 ms stated 104); without
+		// one, the whole reach evens out the sender's ticks.
+		w := h
+		if pauseIn(target-h, target+h) >= pauseNs {
+			w = h / 10
+		}
+		at = append(at, reached(target-w)+(reached(target+w)-reached(target-w))/2)
 		if long && refreshNs == 0 {
 			// The read before showed the drops until it, less the
 			// lag, and no more than the share before this jump. Where
@@ -1777,7 +1794,7 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 		}
 		out = append(out, r)
 	}
-	return out
+	return out, at
 }
 
 // exactRange is the lag of a cluster whose drops the traffic tells one by
@@ -2093,7 +2110,17 @@ const minLongLags = 2
 // which the lab's poll shows 0.5 to 9 ms later, was stated 1,000 ms in
 // every run, a collapse onto the cut (over d1 to d6, 69 lags changed,
 // their mean error 2.1 ms to 1.0).
-func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(int) float64, refreshNs, readNs, maxNs int64) (lagRange, int64, float64, int, bool) {
+// longLag is what longClusterRange learned of a long incident: the lag's
+// range and its jumps' centre, the bucket's depth and the level the drops
+// were modeled over (in val's unit a window), from how many jumps' lags.
+type longLag struct {
+	lag          lagRange
+	centre       int64
+	depth, level float64
+	lags         int
+}
+
+func (a *analysis) longClusterRange(cluster []counters.Jump, s span, passedLevel bool, val func(int) float64, refreshNs, readNs, maxNs int64) (longLag, bool) {
 	var visible []int64
 	var widen int64
 	locked := false
@@ -2107,7 +2134,8 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 	var reach []lagRange
 	lagsAt := func(depth float64, capNs int64) (lags, at []int64) {
 		reach = reach[:0]
-		for k, r := range a.shareRanges(cluster, s, val, depth, true, refreshNs) {
+		ranges, reached := a.shareRanges(cluster, s, val, depth, true, refreshNs, 2*readNs)
+		for k, r := range ranges {
 			if _, ok := keepLag(r.from, r.to, capNs); !ok {
 				continue
 			}
@@ -2115,13 +2143,12 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 			from, to := a.certain(cluster[k])
 			if locked {
 				// The instant at the refresh's phase within the
-				// jump's reads; r is those reads less the share's
-				// reach, widened evenly around its middle.
+				// jump's reads, less where the share was reached.
 				shown := visible[k]
 				if shown == 0 {
 					continue
 				}
-				lag = shown - (from+to)/2 + r.mid()
+				lag = shown - reached[k]
 			}
 			lags, at = append(lags, lag), append(at, to)
 			reach = append(reach, lagRange{to - r.to, from - r.from})
@@ -2135,9 +2162,20 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 	// its first, 106 drops, put 1.2 s late under none, left one lag, and
 	// the lag was stated 223 to 1,010 ms where it was 1,002).
 	depth := bucketDepth(s, val, func(depth float64) ([]int64, []int64) { return lagsAt(depth, math.MaxInt64/4) })
+	if passedLevel && depth > 0 && s.hi > s.lo {
+		// What passed over the traffic holds what the bucket let
+		// through beyond the allowance: the level is that much lower,
+		// and the bucket learned again under it (a sender's 30 ms pause
+		// in a 2 s overshoot, its bucket 800 packets and refilled 240,
+		// put the level at 8.4 kpps for 8, and the lag 14 ms short).
+		if level := s.level - depth/float64(s.hi-s.lo); level > 0 {
+			s.level = level
+			depth = bucketDepth(s, val, func(depth float64) ([]int64, []int64) { return lagsAt(depth, math.MaxInt64/4) })
+		}
+	}
 	lags, _ := lagsAt(depth, maxNs)
 	if len(lags) < minLongLags {
-		return lagRange{}, 0, 0, 0, false
+		return longLag{}, false
 	}
 	for k := range lags {
 		lags[k] = min(max(lags[k], 0), maxNs)
@@ -2169,7 +2207,7 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, val func(in
 	}
 	slices.Sort(lags)
 	q1, q3 := lags[len(lags)/4], lags[3*len(lags)/4]
-	return lagRange{max(q1-widen, 0), q3 + widen}, q1 + (q3-q1)/2, depth, len(lags), true
+	return longLag{lag: lagRange{max(q1-widen, 0), q3 + widen}, centre: q1 + (q3-q1)/2, depth: depth, level: s.level, lags: len(lags)}, true
 }
 
 // dropsRecurAt tells whether drops (per fine window) came in runs, each
