@@ -1697,8 +1697,10 @@ func (a *analysis) readWithin(jumps []counters.Jump, fromNs, toNs int64) uint64 
 // read. And each share is taken as reached anywhere within half a mean
 // jump of it: the model's drops are not the device's, and where the drops
 // pause (traffic sent in ticks, a read in a pause) the share was reached
-// at any point of the pause.
-func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) float64, depth float64, long bool, refreshNs, pauseNs int64) (ranges []lagRange, at []int64) {
+// at any point of the pause. reachedAt is, for each, where its share was
+// reached: the middle of that reach, or, where the drops paused pauseNs
+// or longer within it, of a tenth of it.
+func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) float64, depth float64, long bool, refreshNs, pauseNs int64) (ranges []lagRange, reachedAt []int64) {
 	drops := bucketDrops(val, s, depth)
 	cum := make([]float64, len(drops)+1)
 	for i, d := range drops {
@@ -1731,7 +1733,7 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 		half = total / float64(len(cluster)) / 2
 	}
 	out := make([]lagRange, 0, len(cluster)-1)
-	at = make([]int64, 0, len(cluster)-1)
+	reachedAt = make([]int64, 0, len(cluster)-1)
 	var sofar uint64
 	for _, j := range cluster[:len(cluster)-1] {
 		before := total * float64(sofar) / float64(rise)
@@ -1775,7 +1777,7 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 		if pauseIn(target-h, target+h) >= pauseNs {
 			w = h / 10
 		}
-		at = append(at, reached(target-w)+(reached(target+w)-reached(target-w))/2)
+		reachedAt = append(reachedAt, reached(target-w)+(reached(target+w)-reached(target-w))/2)
 		if long && refreshNs == 0 {
 			// The read before showed the drops until it, less the
 			// lag, and no more than the share before this jump. Where
@@ -1794,7 +1796,7 @@ func (a *analysis) shareRanges(cluster []counters.Jump, s span, val func(int) fl
 		}
 		out = append(out, r)
 	}
-	return out, at
+	return out, reachedAt
 }
 
 // exactRange is the lag of a cluster whose drops the traffic tells one by
@@ -2086,6 +2088,16 @@ const longIncidentReads = 10
 // lab's in four runs of five.
 const minLongLags = 2
 
+// longLag is what longClusterRange learned of a long incident: the lag's
+// range and its jumps' centre, the bucket's depth and the level the drops
+// were modeled over (in val's unit a window), from how many jumps' lags.
+type longLag struct {
+	lag          lagRange
+	centre       int64
+	depth, level float64
+	lags         int
+}
+
 // longClusterRange is the lag of a long incident (its traffic over many
 // reads, a jump at most of them): the middle half of its jumps' lags,
 // under the depth of bucket and queue its jumps' timing shows
@@ -2109,17 +2121,11 @@ const minLongLags = 2
 // at 1 s, a link-local flood's or a packet-rate overshoot's 1 s lag,
 // which the lab's poll shows 0.5 to 9 ms later, was stated 1,000 ms in
 // every run, a collapse onto the cut (over d1 to d6, 69 lags changed,
-// their mean error 2.1 ms to 1.0).
-// longLag is what longClusterRange learned of a long incident: the lag's
-// range and its jumps' centre, the bucket's depth and the level the drops
-// were modeled over (in val's unit a window), from how many jumps' lags.
-type longLag struct {
-	lag          lagRange
-	centre       int64
-	depth, level float64
-	lags         int
-}
-
+// their mean error 2.1 ms to 1.0). The lag stated is the middle of the
+// middle half (centre), not of the range, which is cut at 0.
+//
+// passedLevel says s.level is what passed over the traffic (no allowance
+// known): the bucket learned is then taken off it, and learned again.
 func (a *analysis) longClusterRange(cluster []counters.Jump, s span, passedLevel bool, val func(int) float64, refreshNs, readNs, maxNs int64) (longLag, bool) {
 	var visible []int64
 	var widen int64

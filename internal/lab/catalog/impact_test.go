@@ -305,7 +305,7 @@ func TestImpactQueuedLab(t *testing.T) {
 // highest end already seen (one that fills a lost tail is new to it), so
 // over the trace it counts at most the remote kernel's TcpRetransSegs
 // (logged beside it: a run saw 12 of 12, another 45 of 87), and the
-// segments the veth reordered: a CI run (2026-12-05) counted 12 where the
+// segments the veth reordered: a CI run (2026-12-06) counted 12 where the
 // kernel sent 11 again, the twelfth among the flow's first ten packets,
 // before the burst. The peer's kernel says when its segments arrived out
 // of order (lab.TCPCounts.Reorders); each such time allows one more.
