@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/internal/lab"
 	"github.com/enaprobe/enaprobe/internal/lab/catalog"
 	"github.com/enaprobe/enaprobe/internal/record"
 )
@@ -153,5 +154,37 @@ func TestChanges(t *testing.T) {
 	}
 	if got := changes(rec, "ens5", "pps_allowance_exceeded"); got != 0 {
 		t.Errorf("changes of a counter never read = %d, want 0", got)
+	}
+}
+
+// TestClassLagFlood: a flood seconds long is shown at every read through
+// it, so the lab's lag is its jumps' median age; a burst's is how late the
+// lab showed its end. The same finding, 32.8 ms (30.8 to 34.9), against a
+// 3 s flood whose jumps were 30 to 36 ms old and whose end one poll showed
+// 40.8 ms late: within 5 ms of their median, 33; against a 50 ms burst
+// shown so: outside its range.
+func TestClassLagFlood(t *testing.T) {
+	const counter = "linklocal_allowance_exceeded"
+	found := []analyzer.Finding{{Incident: &analyzer.Incident{Counter: counter, CounterLagS: 0.0328, CounterLagLowS: 0.0308, CounterLagHighS: 0.0349}}}
+	const start = int64(10 * time.Second)
+	for _, c := range []struct {
+		name     string
+		duration time.Duration
+		want     string
+	}{
+		{"flood", 3 * time.Second, "within"},
+		{"burst", 50 * time.Millisecond, "outside"},
+	} {
+		truth := catalog.Truth{Bursts: []catalog.Burst{{StartNs: start, EndNs: start + int64(c.duration), ShownAfterNs: int64(40800 * time.Microsecond)}}}
+		for k := int64(0); k*int64(10*time.Millisecond) < int64(c.duration); k++ {
+			read := start + k*int64(10*time.Millisecond)
+			age := int64(30*time.Millisecond) + k%7*int64(time.Millisecond)
+			truth.CounterJumps = append(truth.CounterJumps, lab.ShownJump{Counter: counter, ReadNs: read, ShownNs: read, AgeNs: age})
+		}
+		var v verdict
+		v.classLag(found, truth)
+		if v.lagClass != c.want {
+			t.Errorf("%s: %s (%s), want %s", c.name, v.lagClass, v.lag, c.want)
+		}
 	}
 }
