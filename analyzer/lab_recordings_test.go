@@ -860,28 +860,38 @@ func eachLabRun(t *testing.T, names []string, check func(t *testing.T, run labRu
 // with the allowance given and without, within 5 ms of the lab's and its
 // range holding it (within 2 ms: the lab's lag is its polls' mean).
 func TestLabOvershootLag(t *testing.T) {
-	for _, c := range []struct{ name, kind string }{
+	for _, c := range []struct {
+		name, kind string
+		// boundedUnknown: with no allowance known, the run's changes
+		// bound the lag only; its range must hold it.
+		boundedUnknown bool
+	}{
 		// The lab's pps-overshoot, its sender pausing 11 ms a second
 		// in: with the allowance given, the lag was learned from the
 		// part after the pause alone, 15.9 ms (6.1 to 25.7) where it
 		// was 37.9 (in 3 fresh runs of 3).
-		{"pps-overshoot-paused", KindPPSExceeded},
+		{"pps-overshoot-paused", KindPPSExceeded, false},
 		// Its sender starved of CPU beside the lab's reads, pausing 11
 		// to 13 ms every 60 to 110 ms: with the allowance given, the
 		// cluster was parted at each pause, the lag stated 7.0 ms (0 to
 		// 24.8) where it was 38.7.
-		{"pps-overshoot-starved", KindPPSExceeded},
+		{"pps-overshoot-starved", KindPPSExceeded, false},
 		// Behind a 1 s refresh with no lag, three changes: the two
 		// lags agreed at 1.8 and 2.4 ms, but the range, widened by
 		// what one jump cannot tell and cut at 0, was stated by its
 		// middle, 11.0 ms (0 to 22.0), where it was 2.2.
-		{"pps-overshoot-refresh-no-lag", KindPPSExceeded},
+		{"pps-overshoot-refresh-no-lag", KindPPSExceeded, false},
 		// Behind a 1 s refresh and a 1 s lag, the first of three
 		// changes 106 drops: under no bucket its lag came out 1.2 s,
 		// past the longest looked for, was left out of learning the
 		// bucket, and the lag was stated 616.6 ms (223.2 to 1,009.9)
 		// where it was 1,001.7.
-		{"pps-overshoot-refresh-first-small", KindPPSExceeded},
+		{"pps-overshoot-refresh-first-small", KindPPSExceeded, false},
+		// Behind a 1 s refresh with no lag beside load, two changes:
+		// one share, no bucket learned, the lag stated 85.4 ms (0 to
+		// 170.7) where it was 2.1. Given the allowance, the last
+		// change's count from the traffic's end places it (endLag).
+		{"pps-overshoot-refresh-two-changes", KindPPSExceeded, true},
 	} {
 		rec, truth, opts := labCase(t, c.name)
 		labLag := float64(truth.CounterLagNs) / 1e9
@@ -895,7 +905,8 @@ func TestLabOvershootLag(t *testing.T) {
 				if inc == nil || inc.CounterLagSource != lagEstimated {
 					t.Fatalf("the lag was not learned: %+v", inc)
 				}
-				if math.Abs(inc.CounterLagS-labLag) > 0.005 || labLag < inc.CounterLagLowS-0.002 || labLag > inc.CounterLagHighS+0.002 {
+				pointed := !c.boundedUnknown || o.name == "recorded"
+				if pointed && math.Abs(inc.CounterLagS-labLag) > 0.005 || labLag < inc.CounterLagLowS-0.002 || labLag > inc.CounterLagHighS+0.002 {
 					t.Errorf("lag stated %.1f ms (%.1f to %.1f), the lab's %.1f ms", inc.CounterLagS*1e3, inc.CounterLagLowS*1e3, inc.CounterLagHighS*1e3, labLag*1e3)
 				}
 			})

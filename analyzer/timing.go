@@ -2181,6 +2181,12 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, passedLevel
 	}
 	lags, _ := lagsAt(depth, maxNs)
 	if len(lags) < minLongLags {
+		if len(cluster) == 2 && locked && visible[0] != 0 && !passedLevel && overAllowance(s) && cluster[0].Name == counters.PPSAllowanceExceeded {
+			w := widen + readNs/2
+			if lag, ok := a.endLag(cluster, s, val, visible[0], readNs); ok && lag > -w && lag <= maxNs {
+				return longLag{lag: lagRange{max(lag-w, 0), lag + w}, centre: max(lag, 0), level: s.level, lags: 1}, true
+			}
+		}
 		return longLag{}, false
 	}
 	for k := range lags {
@@ -2214,6 +2220,32 @@ func (a *analysis) longClusterRange(cluster []counters.Jump, s span, passedLevel
 	slices.Sort(lags)
 	q1, q3 := lags[len(lags)/4], lags[3*len(lags)/4]
 	return longLag{lag: lagRange{max(q1-widen, 0), q3 + widen}, centre: q1 + (q3-q1)/2, depth: depth, level: s.level, lags: len(lags)}, true
+}
+
+// endLag is the lag of a long packet-rate overshoot whose counter changed
+// twice behind a refresh, its allowance given: one share, two unknowns
+// (the bucket's depth and the lag), so no bucket is learned. Its last
+// change counted the drops from the refresh before it (shown at shownNs,
+// the first change's instant) to the traffic's end, and those are the
+// traffic's packets over the allowance however deep the bucket that
+// held back its first drops: the refresh came where the excess still to
+// come was the last change's count.
+func (a *analysis) endLag(cluster []counters.Jump, s span, val func(int) float64, shownNs, readNs int64) (int64, bool) {
+	drops := bucketDrops(val, s, s.level*float64(max(readNs/a.g.widthNs, 1)))
+	last, first := float64(cluster[1].Delta), float64(cluster[0].Delta)
+	var after float64
+	for i := len(drops) - 1; i >= 0; i-- {
+		if drops[i] > 0 && after+drops[i] >= last {
+			before := sumIn(func(k int) float64 { return drops[k] }, 0, i) + drops[i] - (last - after)
+			if before < first {
+				return 0, false // the excess before it could not have made the first change
+			}
+			at := a.g.startNs(s.lo+i+1) - int64((last-after)/drops[i]*float64(a.g.widthNs))
+			return shownNs - at, true
+		}
+		after += drops[i]
+	}
+	return 0, false
 }
 
 // dropsRecurAt tells whether drops (per fine window) came in runs, each
