@@ -529,23 +529,6 @@ func TestOvershootTwoChanges(t *testing.T) {
 	eachRefreshAfterBucket(t, "two_changes", 71, over, []time.Duration{850 * time.Millisecond, 950 * time.Millisecond})
 }
 
-// changesOf counts the reads at which counter changed.
-func changesOf(rec *record.Recording, counter string) int {
-	n := 0
-	var last *record.CounterSample
-	for i := range rec.Counters {
-		cs := &rec.Counters[i]
-		if cs.Err != "" || cs.Values == nil {
-			continue
-		}
-		if last != nil && cs.Values[counter] != last.Values[counter] {
-			n++
-		}
-		last = cs
-	}
-	return n
-}
-
 // eachRefreshAfterBucket checks over (from 1 s, a 2 s overshoot of 12
 // kpps over 8 kpps, its bucket 800 packets, run out at 1.2 s) behind a 1
 // s refresh that comes each of afters after the bucket ran out, under
@@ -569,7 +552,7 @@ func eachRefreshAfterBucket(t *testing.T, name string, seed uint64, over synth.F
 					}
 					res := Analyze(rec, opt)
 					checkOneIncident(t, res, KindPPSExceeded, over.Src.String(), time.Second, drops[0].From, time.Second)
-					if !given && changesOf(rec, counters.PPSAllowanceExceeded) < 3 {
+					if !given && len(counters.Diff(rec.Counters).JumpsOf(counters.PPSAllowanceExceeded)) < 3 {
 						// One share: bounds only (above).
 						for _, f := range aboveInfo(res, KindPPSExceeded) {
 							checkTimingStated(t, f.Incident, time.Second, lag)
