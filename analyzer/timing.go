@@ -809,7 +809,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		}
 		var parts *parting
 		if long && s.levelName != levelNone && src.perDrop != nil {
-			parts = &parting{a: a, jumps: jumps, c: queue[qi], val: val, perDrop: src.perDrop, window: window, refreshNs: refreshNs}
+			parts = &parting{a: a, jumps: jumps, c: queue[qi], val: val, perDrop: src.perDrop, window: window, refreshNs: refreshNs, shown: shown}
 			if earlier, later, ok := parts.ofCause(s, lo, hi, readNs); ok {
 				queue = append(queue, earlier, later)
 				continue
