@@ -37,27 +37,49 @@ func fuzzOvershoot() *record.Recording {
 // overshootMark leads an input of FuzzCounters that perturbs fuzzOvershoot.
 const overshootMark = 0xfe
 
+// fuzzTwoOvershoots is TestTwoCausesApart's two overshoots behind a 1 s
+// refresh and a 1 s lag, analyzed with the allowance given: one cluster
+// parted where one bucket says (sameBucket), each part placed from its
+// end (endLag).
+func fuzzTwoOvershoots() *record.Recording {
+	spec := apartSpec("fuzz_two_overshoots", []synth.Flow{apartOvershoot(42101, time.Second), apartOvershoot(42102, 3700*time.Millisecond)})
+	spec.CounterLag, spec.CounterRefresh, spec.RefreshPhase = time.Second, time.Second, 370*time.Millisecond
+	rec, _ := synth.Generate(spec)
+	return rec
+}
+
+// twoOvershootsMark leads an input of FuzzCounters that perturbs
+// fuzzTwoOvershoots.
+const twoOvershootsMark = 0xfd
+
 // FuzzCounters: counters a device or a bundle got wrong (values that jump
 // anywhere, go back, reads out of order or overlapping) never make the
 // analysis panic, and its findings stay well formed: the learned timing's
 // models (a conntrack table's refused SYNs, a link-local bucket's count)
 // take whatever the reads say.
 func FuzzCounters(f *testing.F) {
-	bases := []*record.Recording{fuzzRecording(), fuzzOvershoot()}
+	bases := []*record.Recording{fuzzRecording(), fuzzOvershoot(), fuzzTwoOvershoots()}
 	f.Add([]byte{0})
 	f.Add([]byte{1, 200, 3, 0, 255, 17, 9})
 	f.Add([]byte{255, 255, 255, 255, 0, 0, 0, 128})
 	f.Add([]byte{overshootMark})
 	f.Add([]byte{overshootMark, 9, 2, 16, 1, 0})
+	f.Add([]byte{twoOvershootsMark})
+	f.Add([]byte{twoOvershootsMark, 8, 8, 8, 8, 3, 8, 8})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) == 0 {
 			return
 		}
-		// A first byte of overshootMark picks the second trace (the
-		// inputs kept before it came keep their meaning).
-		base := bases[0]
-		if b[0] == overshootMark {
+		// A first byte of overshootMark or twoOvershootsMark picks the
+		// second or third trace, the third analyzed with the allowance
+		// given (the inputs kept before they came keep their meaning).
+		base, opt := bases[0], DefaultOptions()
+		switch b[0] {
+		case overshootMark:
 			base = bases[1]
+		case twoOvershootsMark:
+			base = bases[2]
+			opt.PPSAllowance, opt.BaselineBps, opt.BurstBps = 8000, 40e6, 40e6
 		}
 		rec := *base
 		rec.Counters = slices.Clone(base.Counters)
@@ -97,7 +119,7 @@ func FuzzCounters(f *testing.F) {
 		if record.Validate(&rec) != nil {
 			return // analyze never sees it: reading a bundle validates it
 		}
-		res := Analyze(&rec, DefaultOptions())
+		res := Analyze(&rec, opt)
 		for _, f := range res.Findings {
 			if f.EndOffsetS < f.StartOffsetS {
 				t.Errorf("%s ends at %.4f s, before its start at %.4f s", f.Kind, f.EndOffsetS, f.StartOffsetS)

@@ -697,16 +697,10 @@ func TestOvershootThenBurst(t *testing.T) {
 // to 213 ms: madeInReach).
 func TestTwoCausesApart(t *testing.T) {
 	ms := time.Millisecond
-	flow := func(port uint16, proto uint8, size int, from, to time.Duration, bps float64) synth.Flow {
-		return synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: proto, Src: netip.AddrPortFrom(incHost, port),
-			Dst: netip.AddrPortFrom(incPeer, 9000+port%10), Size: size, Jitter: 0.2,
-			Phases: []synth.Phase{{From: from, To: to, Bps: bps}}}
-	}
+	flow := apartFlow
 	upload := func(from time.Duration) synth.Flow { return flow(41501, 6, 1500, from, from+2*time.Second, 60e6) }
 	burst := func(at time.Duration) synth.Flow { return flow(41502, 6, 1500, at, at+7*ms, 2e6*8/0.007) }
-	overshoot := func(port uint16, from time.Duration) synth.Flow {
-		return flow(port, 17, 64, from, from+1500*ms, 10000*64*8)
-	}
+	overshoot := apartOvershoot
 	for _, c := range []struct {
 		name  string
 		kind  string
@@ -720,9 +714,7 @@ func TestTwoCausesApart(t *testing.T) {
 		{"two-bursts", KindMicroburstOut, []synth.Flow{burst(1300 * ms), flow(41503, 6, 1500, 2303*ms, 2310*ms, 2.2e6*8/0.007)}},
 		{"two-bursts-first-larger", KindMicroburstOut, []synth.Flow{burst(1300 * ms), flow(41503, 6, 1500, 1400*ms, 1407*ms, 1.5e6*8/0.007)}},
 	} {
-		spec := synth.Spec{Name: c.name, Duration: 7 * time.Second, Seed: 51, SampleNs: incSampleNs,
-			Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000, PPSBurst: 800, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: 150e3}},
-			Flows:      c.flows}
+		spec := apartSpec(c.name, c.flows)
 		t.Run(c.name, func(t *testing.T) {
 			eachTiming(t, spec, func(t *testing.T, rec *record.Recording, truth synth.Facts, refresh, lag time.Duration, given bool) {
 				// A lag of a whole refresh, the longest looked for,
@@ -764,6 +756,28 @@ func TestTwoCausesApart(t *testing.T) {
 			})
 		})
 	}
+}
+
+// apartSpec is TestTwoCausesApart's trace of flows: 7 s over an 8 kpps
+// allowance with an 800-packet bucket and 40 Mbit/s with a 150 kB queue.
+func apartSpec(name string, flows []synth.Flow) synth.Spec {
+	return synth.Spec{Name: name, Duration: 7 * time.Second, Seed: 51, SampleNs: incSampleNs,
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000, PPSBurst: 800, BaselineBps: 40e6, BurstBps: 40e6, QueueBytes: 150e3}},
+		Flows:      flows}
+}
+
+// apartFlow is one of TestTwoCausesApart's flows: from port to the peer,
+// at bps from from to to.
+func apartFlow(port uint16, proto uint8, size int, from, to time.Duration, bps float64) synth.Flow {
+	return synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: proto, Src: netip.AddrPortFrom(incHost, port),
+		Dst: netip.AddrPortFrom(incPeer, 9000+port%10), Size: size, Jitter: 0.2,
+		Phases: []synth.Phase{{From: from, To: to, Bps: bps}}}
+}
+
+// apartOvershoot is a 1.5 s packet-rate overshoot from from: 10 kpps of
+// small packets.
+func apartOvershoot(port uint16, from time.Duration) synth.Flow {
+	return apartFlow(port, 17, 64, from, from+1500*time.Millisecond, 10000*64*8)
 }
 
 // overshootThenBurst is TestOvershootThenBurst's trace: its flows the

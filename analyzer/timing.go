@@ -2384,7 +2384,7 @@ type phaseFit struct {
 // refreshFits tries every period within 3% of refreshNs (refreshPhase)
 // and returns each one's fit, and the most jumps any fit holds.
 func (a *analysis) refreshFits(cluster []counters.Jump, refreshNs int64) (fits []phaseFit, best int) {
-	for step := -120; step <= 120; step++ {
+	for step := -refreshSteps; step <= refreshSteps; step++ {
 		p := refreshNs + refreshNs*int64(step)/4000
 		// Each jump's reads as an arc of the circle of length p.
 		type bound struct {
@@ -2469,6 +2469,38 @@ func (a *analysis) refreshPhase(cluster []counters.Jump, refreshNs int64) (visib
 	return visible, widen, true
 }
 
+// refreshSteps is how many periods refreshFits tries either side of the
+// refresh, each 1/4000 of it apart: 3% either way.
+const refreshSteps = 120
+
+// mostFitting bounds the best refreshFits can find of cluster (ordered by
+// read, the reads not overlapping): a phase lies in every jump whose reads
+// span a period or more of the shortest period tried, and in at most two
+// others at each instant it recurs at over the cluster's span (adjacent
+// jumps share a read). It costs one pass where refreshFits sorts every
+// jump's bounds at each of its periods: a device that shows every change
+// at the next read, analyzed under a refresh of 1 s given, changes its
+// counter at each of 500 reads within reach of each change, and a 40 s
+// trace took 111 s to analyze.
+func (a *analysis) mostFitting(cluster []counters.Jump, refreshNs int64) int {
+	if len(cluster) == 0 {
+		return 0
+	}
+	shortest := refreshNs - refreshNs*refreshSteps/4000
+	if shortest <= 0 {
+		return len(cluster)
+	}
+	wide := 0
+	first, _ := a.certain(cluster[0])
+	_, last := a.certain(cluster[len(cluster)-1])
+	for _, j := range cluster {
+		if from, to := a.certain(j); to-from >= shortest {
+			wide++
+		}
+	}
+	return min(len(cluster), wide+2*int((last-first)/shortest+2))
+}
+
 // shownWindow is when jump j became visible, for a device that refreshes
 // about every refreshNs: within its reads (certain), and at the phase the
 // changes of every counter of its interface agree on (phaseWindows).
@@ -2522,6 +2554,9 @@ func (a *analysis) phaseWindows(iface string, refreshNs int64) map[int64]lagRang
 		x, _ := slices.BinarySearch(reads, to-reach)
 		y, _ := slices.BinarySearch(reads, to+reach)
 		near := changed[x:max(y, k+1)]
+		if 4*a.mostFitting(near, refreshNs) < 3*len(near) {
+			continue // more changes than any phase could fit (below)
+		}
 		fits, best := a.refreshFits(near, refreshNs)
 		if len(near) < 3 || 4*best < 3*len(near) {
 			continue
