@@ -40,7 +40,7 @@ const overshootMark = 0xfe
 // fuzzTwoOvershoots is TestTwoCausesApart's two overshoots behind a 1 s
 // refresh and a 1 s lag, analyzed with the allowance given: one cluster
 // parted where one bucket says (sameBucket), each part placed from its
-// end (endLag).
+// end (endLag); with the input's second byte, a refresh given too.
 func fuzzTwoOvershoots() *record.Recording {
 	spec := apartSpec("fuzz_two_overshoots", []synth.Flow{apartOvershoot(42101, time.Second), apartOvershoot(42102, 3700*time.Millisecond)})
 	spec.CounterLag, spec.CounterRefresh, spec.RefreshPhase = time.Second, time.Second, 370*time.Millisecond
@@ -66,6 +66,8 @@ func FuzzCounters(f *testing.F) {
 	f.Add([]byte{overshootMark, 9, 2, 16, 1, 0})
 	f.Add([]byte{twoOvershootsMark})
 	f.Add([]byte{twoOvershootsMark, 8, 8, 8, 8, 3, 8, 8})
+	f.Add([]byte{twoOvershootsMark, 1})
+	f.Add([]byte{twoOvershootsMark, 2, 1, 17})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) == 0 {
 			return
@@ -80,6 +82,10 @@ func FuzzCounters(f *testing.F) {
 		case twoOvershootsMark:
 			base = bases[2]
 			opt.PPSAllowance, opt.BaselineBps, opt.BurstBps = 8000, 40e6, 40e6
+			if len(b) > 1 {
+				// A refresh given, right or wrong (--counter-refresh).
+				opt.CounterRefresh = []time.Duration{0, time.Second, RefreshEveryRead, 100 * time.Millisecond}[b[1]%4]
+			}
 		}
 		rec := *base
 		rec.Counters = slices.Clone(base.Counters)
