@@ -2385,7 +2385,7 @@ type phaseFit struct {
 // and returns each one's fit, and the most jumps any fit holds.
 func (a *analysis) refreshFits(cluster []counters.Jump, refreshNs int64) (fits []phaseFit, best int) {
 	for step := -refreshSteps; step <= refreshSteps; step++ {
-		p := refreshNs + refreshNs*int64(step)/4000
+		p := refreshNs + refreshNs*int64(step)/refreshStepOf
 		// Each jump's reads as an arc of the circle of length p.
 		type bound struct {
 			at   int64
@@ -2469,9 +2469,12 @@ func (a *analysis) refreshPhase(cluster []counters.Jump, refreshNs int64) (visib
 	return visible, widen, true
 }
 
-// refreshSteps is how many periods refreshFits tries either side of the
-// refresh, each 1/4000 of it apart: 3% either way.
-const refreshSteps = 120
+// refreshFits tries refreshSteps periods either side of the refresh, each
+// 1/refreshStepOf of it apart: 3% either way.
+const (
+	refreshSteps  = 120
+	refreshStepOf = 4000
+)
 
 // mostFitting bounds the best refreshFits can find of cluster (ordered by
 // read, the reads not overlapping): a phase lies in every jump whose reads
@@ -2486,7 +2489,7 @@ func (a *analysis) mostFitting(cluster []counters.Jump, refreshNs int64) int {
 	if len(cluster) == 0 {
 		return 0
 	}
-	shortest := refreshNs - refreshNs*refreshSteps/4000
+	shortest := refreshNs - refreshNs*refreshSteps/refreshStepOf
 	if shortest <= 0 {
 		return len(cluster)
 	}
