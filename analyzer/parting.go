@@ -305,15 +305,21 @@ func (p *parting) onlyOverflow(s span, from, to int) (x, y int, ok bool) {
 		return 0, 0, false
 	}
 	gap := p.a.mergeGapWindows()
-	level, held := s.level, func(a, b int) bool {
-		return heldIn(p.val, s.level, max(from, a-2*gap), a, b) > p.shown(s.level)
-	}
-	switch {
-	case s.levelName == levelIntervalOwn:
-		level = s.level / float64(int(1)<<(quietLevels-1))
-		held = func(a, b int) bool { return !heldLikeQuiet(p.val, p.shown, s.level, max(from, a-2*gap), a, b) }
-	case !overAllowance(s):
+	known := overAllowance(s)
+	if !known && s.levelName != levelIntervalOwn {
 		return 0, 0, false
+	}
+	// The parts are over the allowance, or with none known over the
+	// lowest level heldLikeQuiet tries.
+	level := s.level
+	if !known {
+		level /= float64(int(1) << (quietLevels - 1))
+	}
+	held := func(a, b int) bool {
+		if known {
+			return heldIn(p.val, s.level, max(from, a-2*gap), a, b) > p.shown(s.level)
+		}
+		return !heldLikeQuiet(p.val, p.shown, s.level, max(from, a-2*gap), a, b)
 	}
 	n := 0
 	eachPart(p.val, from, to, level, gap, func(a, b int) {
