@@ -61,6 +61,12 @@ type counterLag struct {
 	// (dropsRecurAt), so the changes' spacing may be the pulses', and
 	// the lag is known only to the range (bounded).
 	pulsedAtRefresh, bounded bool
+	// delayAsCauses: under a refresh, every incident was shown at one
+	// change, each as long after its cause as the others (their ranges
+	// agree within a read): the changes came as far apart as their
+	// causes did, so their spacing is the traffic's as much as a
+	// refresh's (sameDelay).
+	delayAsCauses bool
 	// delayLowNs, where delayKnown, is the least time after their
 	// traffic that the jumps were read, where the refresh is untold but a
 	// refresh of 0 fit two clusters or more at one lag (estimateLag): the

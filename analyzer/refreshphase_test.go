@@ -260,3 +260,31 @@ func TestGivenRefreshEveryChange(t *testing.T) {
 		t.Errorf("the analysis with a refresh of 1 s given allocates %.0f, %.1f times what it does unaided", given, given/unaided)
 	}
 }
+
+// TestSameDelay: clusters of one change each whose lag ranges agree within
+// a read came as far apart as their causes (a refresh their spacing
+// suggests is their rhythm's); a cluster of two changes, or ranges a read
+// and more apart, tell a refresh's phase.
+func TestSameDelay(t *testing.T) {
+	const read = 10 * int64(time.Millisecond)
+	ms := func(v float64) int64 { return int64(v * 1e6) }
+	one := func(k int) lagCause { return lagCause{part: lagPart{fc: k, l: k}} }
+	for _, c := range []struct {
+		name     string
+		clusters []lagRange
+		of       []lagCause
+		want     bool
+	}{
+		{"one cluster", []lagRange{{ms(76), ms(1010)}}, []lagCause{one(0)}, false},
+		{"two agreeing", []lagRange{{ms(73.4), ms(1010)}, {ms(76), ms(1010)}}, []lagCause{one(0), one(1)}, true},
+		{"three agreeing", []lagRange{{ms(240), ms(262)}, {ms(249), ms(255)}, {ms(245), ms(259)}}, []lagCause{one(0), one(1), one(2)}, true},
+		{"starts a read apart", []lagRange{{ms(73.4), ms(1010)}, {ms(83.5), ms(1010)}}, []lagCause{one(0), one(1)}, false},
+		{"ends a read apart", []lagRange{{ms(150), ms(250)}, {ms(150), ms(239.9)}}, []lagCause{one(0), one(1)}, false},
+		{"a cluster of two changes", []lagRange{{ms(73.4), ms(1010)}, {ms(76), ms(1010)}}, []lagCause{one(0), {part: lagPart{fc: 1, l: 2}}}, false},
+		{"causes untold", []lagRange{{ms(73.4), ms(1010)}, {ms(76), ms(1010)}}, nil, false},
+	} {
+		if got := sameDelay(c.clusters, c.of, read); got != c.want {
+			t.Errorf("%s: sameDelay %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -400,13 +400,21 @@ func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known, gi
 	case known && (!zeroOK || !fits || zero.clusters < 2 && zero.changesShown < longIncidentReads):
 		lag, ok, _ = a.estimateLagWith(jumps, refreshNs, true, readNs, src)
 		lag.refreshKnown = true
-		if lag.pulsedAtRefresh {
+		if lag.pulsedAtRefresh || lag.delayAsCauses {
 			// Pulses as far apart as the period: a device that shows
 			// every change at once changes the counter at the same
 			// reads, and each change tells the lag only modulo the
 			// pulses' period (2 ms pulses every 40 ms shown 250 ms late
 			// were stated as a known refresh of 40 ms and a lag of
-			// 233.6 ms). The range holds it either way.
+			// 233.6 ms). The range holds it either way. Nor where each
+			// incident was shown at one change as long after its cause
+			// as the others: the changes came as far apart as their
+			// causes, and any refresh that divides that spacing fits
+			// them as well (two bursts a second apart behind a 100 ms
+			// refresh, each read 1,080 ms after it, past the longest
+			// lag, were stated as a known refresh of 1 s; the same
+			// changes behind a 1 s refresh were told from them by
+			// luck alone).
 			lag.refreshKnown, lag.refreshFollowsTraffic, lag.bounded = false, true, true
 		}
 		return lag, ok
@@ -1439,7 +1447,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 	}
 	lag = counterLag{lowNs: r.from, highNs: r.to, pointNs: point, refreshNs: refreshNs,
 		clusters: len(clusters), source: lagEstimated, overshootLevel: level, bucketDepth: depth, depthRough: rough,
-		changesShown: shownAtOnce, pulsedAtRefresh: pulsed}
+		changesShown: shownAtOnce, pulsedAtRefresh: pulsed, delayAsCauses: sameDelay(clusters, of, readNs)}
 	if n == len(clusters) && len(of) == len(clusters) {
 		for _, c := range of {
 			if !c.part.placed {
@@ -1459,6 +1467,26 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		maps.Copy(lag.causeBefore, deferred)
 	}
 	return lag, true, fits
+}
+
+// sameDelay tells clusters of one change each whose lag ranges agree
+// within a read: each change came as long after its cause as the others.
+func sameDelay(clusters []lagRange, of []lagCause, readNs int64) bool {
+	if len(clusters) < 2 || len(of) != len(clusters) {
+		return false
+	}
+	for k, c := range clusters {
+		if of[k].part.fc != of[k].part.l {
+			return false
+		}
+		if d := c.from - clusters[0].from; d > readNs || d < -readNs {
+			return false
+		}
+		if d := c.to - clusters[0].to; d > readNs || d < -readNs {
+			return false
+		}
+	}
+	return true
 }
 
 // overByAPacket tells whether some window of [x, y) carried more than a
