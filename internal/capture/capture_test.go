@@ -4,6 +4,7 @@ package capture
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/enaprobe/enaprobe/internal/ena"
 	"github.com/enaprobe/enaprobe/internal/record"
 	"github.com/enaprobe/enaprobe/internal/testutil/vethpair"
 )
@@ -246,4 +248,47 @@ func TestCaptureStaysFirst(t *testing.T) {
 	if got != n {
 		t.Errorf("ingress udp packets %d, want the %d sent through the drop program after the move", got, n)
 	}
+}
+
+// steadySource is a counter source whose counters never change.
+type steadySource struct{}
+
+func (steadySource) Read() (map[string]uint64, error) {
+	return map[string]uint64{"bw_out_allowance_exceeded": 0}, nil
+}
+func (steadySource) Kind() string { return "file" }
+
+// TestSetUpGivesRefresh: the refresh a trace is given (--counter-refresh)
+// reaches the interface's counter sampler, which places its extra reads
+// by it; none given, the sampler learns it from the changes.
+func TestSetUpGivesRefresh(t *testing.T) {
+	pair := vethpair.ForTest(t, vethpair.Options{Octet: 23})
+	for _, refresh := range []time.Duration{0, 700 * time.Millisecond} {
+		cfg := DefaultConfig()
+		cfg.Interfaces = []string{pair.IfA}
+		cfg.CounterSources = map[string]ena.Source{pair.IfA: steadySource{}}
+		cfg.CounterRefresh = refresh
+		err := vethpair.Do(pair.NSA, func() error {
+			ti, err := setUp(cfg, pair.IfA)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				if err := ti.close(); err != nil {
+					t.Errorf("close: %v", err)
+				}
+			}()
+			if ti.sampler == nil {
+				return errors.New("no counter sampler for an interface given a counter source")
+			}
+			if got := ti.sampler.Refresh(); got != refresh {
+				t.Errorf("sampler's refresh %v, given %v", got, refresh)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	assertDetached(t, pair)
 }

@@ -88,6 +88,9 @@ func (s *Sampler) SetBackoff(b Backoff) {
 // (refreshLock).
 func (s *Sampler) SetRefresh(d time.Duration) { s.refresh = max(d, 0) }
 
+// Refresh is the device's refresh SetRefresh gave, 0 unknown.
+func (s *Sampler) Refresh() time.Duration { return s.refresh }
+
 // Interval is the time between two reads the sampler was made with.
 func (s *Sampler) Interval() time.Duration { return s.interval }
 
