@@ -809,7 +809,11 @@ func (a *analysis) incidentSeverity(inc incident) string {
 	return SeverityWarning
 }
 
-// incidentEvidence are the numbers every incident finding opens with.
+// incidentEvidence are the numbers every incident finding opens with. The
+// refresh is among them only where it is known (given, or told by the
+// changes): one untold is what the look-back allowed for (0, 1 s, or a
+// period set aside as the traffic's rhythm), and "counter_refresh 1 s"
+// beside "refresh unknown" read as the device's.
 func incidentEvidence(info *Incident) []Evidence {
 	lag := []Evidence{ev("counter_lag_s", info.CounterLagS, "s")}
 	if info.CounterLagBounded {
@@ -821,7 +825,10 @@ func incidentEvidence(info *Incident) []Evidence {
 		ev("drop_rate", info.DropRate, "per_s"),
 	}
 	out = append(out, lag...)
-	return append(out, ev("counter_refresh_s", info.CounterRefreshS, "s"), ev("look_back_s", info.LookBackS, "s"))
+	if info.CounterRefreshKnown {
+		out = append(out, ev("counter_refresh_s", info.CounterRefreshS, "s"))
+	}
+	return append(out, ev("look_back_s", info.LookBackS, "s"))
 }
 
 // jumpsText says how the counter moved over an incident, in one line:

@@ -357,6 +357,15 @@ func TestLagText(t *testing.T) {
 	if got, want := lagText(info), "pps_allowance_exceeded changed only with its traffic, whose rhythm hides how often it refreshes (--counter-refresh gives it); drops shown 0 s to 38 ms"; !strings.Contains(got, want) {
 		t.Errorf("refresh set aside: %q, want %q", got, want)
 	}
+	// Nor do its numbers state one: only a refresh known is evidence.
+	for _, known := range []bool{false, true} {
+		info := *info
+		info.CounterRefreshKnown, info.CounterRefreshFollowsTraffic, info.CounterRefreshS = known, !known, 1
+		has := slices.ContainsFunc(incidentEvidence(&info), func(e Evidence) bool { return e.Name == "counter_refresh_s" })
+		if has != known {
+			t.Errorf("refresh known %v: counter_refresh_s in the evidence %v", known, has)
+		}
+	}
 	// A refresh given is said to be, a period or every read.
 	for _, c := range []struct {
 		refreshS float64

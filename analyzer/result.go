@@ -274,8 +274,10 @@ type Incident struct {
 	// changed (0: at successive reads, the device shows every change at
 	// the next read); CounterRefreshKnown is false when the changes were
 	// too few or too far apart to tell, or came where the traffic's
-	// drops did (CounterRefreshFollowsTraffic); it is then taken as 0, or
-	// as 1 s when the incidents disagree with 0, and CounterLagLowS is 0.
+	// drops did (CounterRefreshFollowsTraffic); CounterRefreshS is then
+	// what the look-back allowed for, not the device's (0, or 1 s where
+	// the incidents disagree with 0, CounterLagLowS then 0; or the period
+	// set aside), and the evidence leaves it out.
 	CounterRefreshS     float64 `json:"counter_refresh_s"`
 	CounterRefreshKnown bool    `json:"counter_refresh_known"`
 	// CounterRefreshFollowsTraffic: a period the changes' spacing showed
