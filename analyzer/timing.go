@@ -1479,10 +1479,8 @@ func sameDelay(clusters []lagRange, of []lagCause, readNs int64) bool {
 		if of[k].part.fc != of[k].part.l {
 			return false
 		}
-		if d := c.from - clusters[0].from; d > readNs || d < -readNs {
-			return false
-		}
-		if d := c.to - clusters[0].to; d > readNs || d < -readNs {
+		from, to := c.from-clusters[0].from, c.to-clusters[0].to
+		if max(from, -from, to, -to) > readNs {
 			return false
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -250,23 +252,19 @@ func TestCaptureStaysFirst(t *testing.T) {
 	}
 }
 
-// steadySource is a counter source whose counters never change.
-type steadySource struct{}
-
-func (steadySource) Read() (map[string]uint64, error) {
-	return map[string]uint64{"bw_out_allowance_exceeded": 0}, nil
-}
-func (steadySource) Kind() string { return "file" }
-
 // TestSetUpGivesRefresh: the refresh a trace is given (--counter-refresh)
 // reaches the interface's counter sampler, which places its extra reads
 // by it; none given, the sampler learns it from the changes.
 func TestSetUpGivesRefresh(t *testing.T) {
 	pair := vethpair.ForTest(t, vethpair.Options{Octet: 23})
+	counters := filepath.Join(t.TempDir(), "counters.txt")
+	if err := os.WriteFile(counters, []byte("NIC statistics:\n     bw_out_allowance_exceeded: 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, refresh := range []time.Duration{0, 700 * time.Millisecond} {
 		cfg := DefaultConfig()
 		cfg.Interfaces = []string{pair.IfA}
-		cfg.CounterSources = map[string]ena.Source{pair.IfA: steadySource{}}
+		cfg.CounterSources = map[string]ena.Source{pair.IfA: ena.NewFileSource(counters)}
 		cfg.CounterRefresh = refresh
 		err := vethpair.Do(pair.NSA, func() error {
 			ti, err := setUp(cfg, pair.IfA)
