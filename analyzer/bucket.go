@@ -199,3 +199,21 @@ func heldIn(val func(int) float64, level float64, from, x, y int) float64 {
 	}
 	return most
 }
+
+// bucketDrops is what a token bucket would drop of the traffic in s's
+// windows (val each), refilled by s.level a window and holding up to depth
+// beyond it, full at the start: with depth 0, each window's excess over
+// the level. A queue in front of the allowance drops where such a bucket
+// would, its depth the queue's and the bucket's together.
+func bucketDrops(val func(int) float64, s span, depth float64) []float64 {
+	drops := make([]float64, s.hi-s.lo)
+	carry := depth
+	for i := range drops {
+		avail := s.level + carry
+		v := val(s.lo + i)
+		used := min(v, avail)
+		drops[i] = v - used
+		carry = min(avail-used, depth)
+	}
+	return drops
+}

@@ -10,7 +10,7 @@
 // negative delta). The bucket series, summed into fine windows
 // (Options.FineWindow, 1 ms) on a grid shared by every interface, says where:
 // the traffic behind a jump is looked for over the look-back the counter's
-// timing implies (incident.go, timing.go: Options.CounterLag, else the
+// timing implies (incident.go, refresh.go, timing.go: Options.CounterLag, else the
 // refresh period and lag learned per interface and counter from the run, up
 // to MaxCounterRefresh and MaxCounterLag, 1 s each; docs/findings.md says
 // how). A jump with nothing standing out after the incident before it
