@@ -1,0 +1,123 @@
+package analyzer
+
+import (
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
+	"github.com/enaprobe/enaprobe/internal/record"
+)
+
+// TestLagTwins: behind a refresh, a device whose refreshes come d earlier
+// and whose lag is d longer shows every read the same values, as long as
+// no drop falls between its refreshes and the other's. No analysis of the
+// reads can tell the two apart, so the lag an incident states must hold
+// both: its range no narrower than the reads allow. A short burst's twins
+// span a refresh less its drops' span, which is why a burst shown at one
+// change has its lag told to within that and no closer (docs/findings.md,
+// "Reading the timing lines").
+func TestLagTwins(t *testing.T) {
+	for _, c := range twinCases() {
+		for _, refresh := range []time.Duration{100 * time.Millisecond, time.Second} {
+			for _, lag := range []time.Duration{30 * time.Millisecond, 250 * time.Millisecond} {
+				for _, given := range []bool{false, true} {
+					if given && c.given == nil {
+						continue
+					}
+					t.Run(fmt.Sprintf("%s/refresh=%v/lag=%v/given=%v", c.name, refresh, lag, given), func(t *testing.T) {
+						s := c.spec()
+						s.SampleNs, s.CounterLag, s.CounterRefresh = incSampleNs, lag, refresh
+						s.RefreshPhase = refresh * 37 / 100
+						rec, _ := synth.Generate(s)
+						early, late := twinReach(s, rec, -1), twinReach(s, rec, 1)
+						low, high := lag+early, lag+late
+						t.Logf("the same reads from devices lagging %v to %v", low.Round(100*time.Microsecond), high.Round(100*time.Microsecond))
+						if high-low <= 10*time.Millisecond {
+							// The test's premise: drops shorter than a
+							// refresh leave twins further apart than
+							// twice the 5 ms a stated lag is judged by.
+							t.Fatalf("twins only from %v to %v", low, high)
+						}
+						opt := DefaultOptions()
+						if given {
+							c.given(&opt)
+						}
+						res := Analyze(rec, opt)
+						var inc *Incident
+						for _, f := range res.Findings {
+							if f.Kind == c.kind && f.Severity != SeverityInfo {
+								inc = f.Incident
+							}
+						}
+						if inc == nil {
+							t.Fatalf("no %s finding", c.kind)
+						}
+						// Within a fine window at each end: the ranges are
+						// made of windows.
+						slack := time.Millisecond.Seconds()
+						if inc.CounterLagLowS > low.Seconds()+slack || inc.CounterLagHighS < high.Seconds()-slack {
+							t.Errorf("lag stated %.1f ms (%.1f to %.1f): devices lagging %v to %v show the same reads",
+								inc.CounterLagS*1e3, inc.CounterLagLowS*1e3, inc.CounterLagHighS*1e3, low, high)
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// twinCases are opaqueCases' short bursts, of bytes and of packets. A long
+// flood is shown at every refresh through it, and a connection flood moves
+// conntrack_allowance_available with every SYN tracked, whose published
+// values pin each refresh: they have no twins.
+func twinCases() []opaqueCase {
+	var out []opaqueCase
+	for _, c := range opaqueCases() {
+		if c.name == "bw" || c.name == "pps" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// twinReach is how far, in direction dir (-1 or 1), the lag of spec s can
+// move, with its refreshes moved as far the other way, before its reads
+// show anything rec's do not: bisected to a millisecond, within the lags
+// looked for.
+func twinReach(s synth.Spec, rec *record.Recording, dir int) time.Duration {
+	same := func(d time.Duration) bool {
+		lag := s.CounterLag + time.Duration(dir)*d
+		if lag < 0 || lag > MaxCounterLag {
+			return false
+		}
+		twin := s
+		twin.CounterLag = lag
+		twin.RefreshPhase = time.Duration(floorMod(int64(s.RefreshPhase-time.Duration(dir)*d), int64(s.CounterRefresh)))
+		other, _ := synth.Generate(twin)
+		return sameReads(rec, other)
+	}
+	in, out := time.Duration(0), s.CounterRefresh
+	for out-in > time.Millisecond {
+		if mid := (in + out) / 2; same(mid) {
+			in = mid
+		} else {
+			out = mid
+		}
+	}
+	return time.Duration(dir) * in
+}
+
+// sameReads: every counter read of a and b returned the same values.
+func sameReads(a, b *record.Recording) bool {
+	if len(a.Counters) != len(b.Counters) {
+		return false
+	}
+	for i := range a.Counters {
+		if !maps.Equal(a.Counters[i].Values, b.Counters[i].Values) {
+			return false
+		}
+	}
+	return true
+}
