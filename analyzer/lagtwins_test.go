@@ -34,7 +34,9 @@ func TestLagTwins(t *testing.T) {
 						early, late := twinReach(s, rec, -1), twinReach(s, rec, 1)
 						low, high := lag+early, lag+late
 						t.Logf("the same reads from devices lagging %v to %v", low.Round(100*time.Microsecond), high.Round(100*time.Microsecond))
-						if high-low <= 10*time.Millisecond {
+						// Four bursts behind 100 ms pin the phase: no
+						// twins, and the range must hold the lag.
+						if c.name != "bw-four" && high-low <= 10*time.Millisecond {
 							// The test's premise: drops shorter than a
 							// refresh leave twins further apart than
 							// twice the 5 ms a stated lag is judged by.
@@ -54,6 +56,9 @@ func TestLagTwins(t *testing.T) {
 						if inc == nil {
 							t.Fatalf("no %s finding", c.kind)
 						}
+						if c.name == "bw-four" {
+							checkFourBursts(t, res)
+						}
 						// Within a fine window at each end: the ranges are
 						// made of windows.
 						slack := time.Millisecond.Seconds()
@@ -68,18 +73,80 @@ func TestLagTwins(t *testing.T) {
 	}
 }
 
-// twinCases are opaqueCases' short bursts, of bytes and of packets. A long
-// flood is shown at every refresh through it, and a connection flood moves
+// twinCases are opaqueCases' short bursts, of bytes and of packets, and
+// the burst of bytes four times, 730, 770 and 910 ms apart: behind a 1 s
+// refresh the first two share a change and the others come a refresh
+// apart, one cluster of changes with three causes. A long flood is shown
+// at every refresh through it, and a connection flood moves
 // conntrack_allowance_available with every SYN tracked, whose published
 // values pin each refresh: they have no twins.
 func twinCases() []opaqueCase {
 	var out []opaqueCase
 	for _, c := range opaqueCases() {
-		if c.name == "bw" || c.name == "pps" {
-			out = append(out, c)
+		if c.name != "bw" && c.name != "pps" {
+			continue
+		}
+		out = append(out, c)
+		if c.name == "bw" {
+			four := c
+			four.name = "bw-four"
+			four.spec = func() synth.Spec {
+				s := c.spec()
+				for i := range s.Flows {
+					if f := &s.Flows[i]; f.Src.String() == c.culprit {
+						burst := f.Phases[0]
+						f.Phases = nil
+						for k, at := range fourBursts {
+							f.Phases = append(f.Phases, synth.Phase{From: burst.From + at, To: burst.To + at, Bps: burst.Bps * fourScale[k]})
+						}
+					}
+				}
+				return s
+			}
+			out = append(out, four)
 		}
 	}
 	return out
+}
+
+// fourBursts are bw-four's bursts, from opaqueCases' one, each at its
+// rate times fourScale: the second the largest, then the third.
+var (
+	fourBursts = []time.Duration{-1500 * time.Millisecond, -770 * time.Millisecond, 0, 910 * time.Millisecond}
+	fourScale  = []float64{1, 1, 1.2, 1}
+)
+
+// checkFourBursts: bw-four's findings above info each start within 5 ms of
+// one of its bursts, and name three of them or more: the first two may be
+// shown at one change, which one finding then holds.
+func checkFourBursts(t *testing.T, res *Result) {
+	t.Helper()
+	var burstAt time.Duration
+	c := opaqueCases()[0]
+	for _, f := range c.spec().Flows {
+		if f.Src.String() == c.culprit {
+			burstAt = f.Phases[0].From
+		}
+	}
+	named := map[time.Duration]bool{}
+	for _, f := range res.Findings {
+		if f.Severity == SeverityInfo {
+			continue
+		}
+		start := time.Duration(f.StartOffsetS * float64(time.Second))
+		ok := false
+		for _, at := range fourBursts {
+			if d := start - (burstAt + at); d > -5*time.Millisecond && d < 5*time.Millisecond {
+				named[at], ok = true, true
+			}
+		}
+		if !ok {
+			t.Errorf("a finding starts at %v, at none of the bursts", start)
+		}
+	}
+	if len(named) < 3 {
+		t.Errorf("findings at %d of the 4 bursts", len(named))
+	}
 }
 
 // twinReach is how far, in direction dir (-1 or 1), the lag of spec s can
