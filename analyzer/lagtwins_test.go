@@ -2,12 +2,10 @@ package analyzer
 
 import (
 	"fmt"
-	"maps"
 	"testing"
 	"time"
 
 	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
-	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // TestLagTwins: behind a refresh, a device whose refreshes come d earlier
@@ -31,8 +29,7 @@ func TestLagTwins(t *testing.T) {
 						s.SampleNs, s.CounterLag, s.CounterRefresh = incSampleNs, lag, refresh
 						s.RefreshPhase = refresh * 37 / 100
 						rec, _ := synth.Generate(s)
-						early, late := twinReach(s, rec, -1), twinReach(s, rec, 1)
-						low, high := lag+early, lag+late
+						low, high := synth.TwinLags(s, MaxCounterLag)
 						t.Logf("the same reads from devices lagging %v to %v", low.Round(100*time.Microsecond), high.Round(100*time.Microsecond))
 						// Four bursts behind 100 ms pin the phase: no
 						// twins, and the range must hold the lag.
@@ -147,44 +144,4 @@ func checkFourBursts(t *testing.T, res *Result) {
 	if len(named) < 3 {
 		t.Errorf("findings at %d of the 4 bursts", len(named))
 	}
-}
-
-// twinReach is how far, in direction dir (-1 or 1), the lag of spec s can
-// move, with its refreshes moved as far the other way, before its reads
-// show anything rec's do not: bisected to a millisecond, within the lags
-// looked for.
-func twinReach(s synth.Spec, rec *record.Recording, dir int) time.Duration {
-	same := func(d time.Duration) bool {
-		lag := s.CounterLag + time.Duration(dir)*d
-		if lag < 0 || lag > MaxCounterLag {
-			return false
-		}
-		twin := s
-		twin.CounterLag = lag
-		twin.RefreshPhase = time.Duration(floorMod(int64(s.RefreshPhase-time.Duration(dir)*d), int64(s.CounterRefresh)))
-		other, _ := synth.Generate(twin)
-		return sameReads(rec, other)
-	}
-	in, out := time.Duration(0), s.CounterRefresh
-	for out-in > time.Millisecond {
-		if mid := (in + out) / 2; same(mid) {
-			in = mid
-		} else {
-			out = mid
-		}
-	}
-	return time.Duration(dir) * in
-}
-
-// sameReads: every counter read of a and b returned the same values.
-func sameReads(a, b *record.Recording) bool {
-	if len(a.Counters) != len(b.Counters) {
-		return false
-	}
-	for i := range a.Counters {
-		if !maps.Equal(a.Counters[i].Values, b.Counters[i].Values) {
-			return false
-		}
-	}
-	return true
 }

@@ -108,20 +108,10 @@ func (p *parting) ofCause(s span, lo, hi int, readNs int64) (earlier, later lagP
 		// 1 s refresh: 3,149 drops put on a burst of 1,333 packets, the
 		// lag stated 155 to 165 ms).
 		if k := p.firstOwn(s); k > fc && k <= l {
-			// The jumps from k on are a short cause's and what came
-			// after it: nothing before it is their cause. With the
-			// floor left, the part's cause was looked for before s
-			// again, and its first jump put on the cause of the jumps
-			// before it: four bursts 0.73 to 0.91 s apart behind a 1 s
-			// refresh, their changes a refresh apart, one cluster, had
-			// a jump put on the burst before its own and the lag stated
-			// 152 to 170 ms where it was 30 and the reads allowed 0 to
-			// 162, and a burst missed (TestLagTwins' bw-four).
-			floor := max(p.c.floor, s.lo)
 			if long {
-				k, floor = p.sameBucket(s, lo, k, readNs), p.c.floor
+				k = p.sameBucket(s, lo, k, readNs)
 			}
-			earlier, later = p.at(k, s.lo, floor)
+			earlier, later = p.at(k, s.lo, p.c.floor)
 			return earlier, later, true
 		}
 		if long {
@@ -148,7 +138,54 @@ func (p *parting) ofCause(s span, lo, hi int, readNs int64) (earlier, later lagP
 		earlier, later = p.at(fc+1, p.c.ceil, s.hi)
 		return earlier, later, true
 	}
+	if earlier, later, ok := p.ofShortAfter(s, hi, readNs); ok {
+		return earlier, later, true
+	}
 	return p.ofShortBefore(s, lo, readNs)
+}
+
+// ofShortAfter parts a cluster gathered behind a refresh whose first jump
+// its short cause s could have made where another short cause came after
+// that jump was read and before the next one was, stood out over the same
+// level with half as much as s or more, could have made the rest, and one
+// lag puts both there: each jump's delay from its cause within a refresh
+// of the other's. What was sent after a read made none of its drops, and
+// the rest are that cause's, not s's queue counted a refresh later, nor a
+// cause's before s: four bursts 0.73 to 0.91 s apart behind a 1 s
+// refresh, the first two shown at one change and the others at the next
+// two, one cluster, had the third change put on the second burst, the lag
+// stated 152 to 170 ms where it was 30 and the reads allowed 0.7 to 162,
+// and two of the bursts named (TestLagTwins' bw-four).
+func (p *parting) ofShortAfter(s span, hi int, readNs int64) (earlier, later lagPart, ok bool) {
+	fc, l := p.c.fc, p.c.l
+	if l == fc || p.refreshNs <= 0 || p.a.lastsLong(s.lo, s.hi, readNs) {
+		return lagPart{}, lagPart{}, false
+	}
+	_, firstRead := p.window(p.jumps[fc])
+	_, nextRead := p.window(p.jumps[fc+1])
+	level := s.level
+	if s.levelName == levelIntervalOwn {
+		level /= 2
+	}
+	from, to := max(s.hi+p.a.mergeGapWindows(), p.a.g.index(firstRead)), min(hi, p.a.g.index(nextRead))
+	if from >= to {
+		return lagPart{}, lagPart{}, false
+	}
+	x, y, found := excessSpan(p.val, from, to, level)
+	if !found {
+		return lagPart{}, lagPart{}, false
+	}
+	x, y = splitAtGaps(p.val, x, y, level, p.a.mergeGapWindows())
+	if p.a.lastsLong(x, y, readNs) || sumIn(p.val, x, y) < sumIn(p.val, s.lo, s.hi)/2 ||
+		!p.explains(s.lo, s.hi, p.rise(fc, fc)) || !p.explains(x, y, p.rise(fc+1, l)) {
+		return lagPart{}, lagPart{}, false
+	}
+	d0, d1 := firstRead-p.a.g.startNs(s.lo), nextRead-p.a.g.startNs(x)
+	if d0-d1 > p.refreshNs+readNs || d1-d0 > p.refreshNs+readNs {
+		return lagPart{}, lagPart{}, false
+	}
+	earlier, later = p.at(fc+1, x, s.hi)
+	return earlier, later, true
 }
 
 // sameBucket is where a cluster parts between a long cause s over an

@@ -1,0 +1,149 @@
+// Command twinscore scores the analyzer on synthetic runs (package synth)
+// of one to four bursts at random times and rates, of bytes over a
+// bandwidth allowance or of small packets over a packet-rate one, behind a
+// counter refresh of 100 ms or 1 s at a random phase and a lag of 0, 30 ms,
+// 250 ms or 1 s, each analyzed with its allowance given and without. Where
+// the lag range the first incident states misses the device's lag, or the
+// lag of a twin device whose reads are the same (synth.TwinLags), it
+// claimed more than the reads tell. The lab's scenarios send one or two
+// bursts a second apart; a fleet's traffic does not. docs/development.md,
+// "Scoring the analyzer on synthetic runs", says how to use it.
+//
+//	go run ./analyzer/internal/twinscore -n 300 -seed 7
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/enaprobe/enaprobe/analyzer"
+	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
+	"github.com/enaprobe/enaprobe/internal/record"
+)
+
+// at is an address and port of the runs' host (10.0.0.10) or its peers.
+func at(addr string, port uint16) netip.AddrPort {
+	return netip.AddrPortFrom(netip.MustParseAddr(addr), port)
+}
+
+const traceLen = 6 * time.Second
+
+// trial is one random run: its spec, its bursts' starts, and how it is
+// analyzed with its allowance given.
+type trial struct {
+	spec   synth.Spec
+	kind   string
+	bursts []time.Duration
+	given  func(*analyzer.Options)
+}
+
+// newTrial draws a run: bursts of bytes (2 MB in 7 ms over 40 Mbit/s) or
+// of packets (3,000 in 14 ms over 8 kpps), 150 ms to 1 s apart from 0.3 s
+// on, each at 0.8 to 1.2 times the rate, beside a steady flow each way.
+func newTrial(r *rand.Rand) trial {
+	var t trial
+	ifc := synth.Interface{Name: "eth0", ENA: true}
+	burst := synth.Flow{Interface: "eth0", Dir: record.Egress, Src: at("10.0.0.10", 41000), Dst: at("10.0.1.22", 9000)}
+	var length time.Duration
+	var bps float64
+	if r.IntN(2) == 0 {
+		t.kind, ifc.BaselineBps, ifc.BurstBps = analyzer.KindMicroburstOut, 40e6, 40e6
+		burst.Proto, burst.Size, length, bps = 6, 1500, 7*time.Millisecond, 2e6*8/0.007
+		t.given = func(o *analyzer.Options) { o.BaselineBps, o.BurstBps = 40e6, 40e6 }
+	} else {
+		t.kind, ifc.PPS = analyzer.KindPPSExceeded, 8000
+		burst.Proto, burst.Size, length, bps = 17, 64, 14*time.Millisecond, 3000*64*8/0.014
+		t.given = func(o *analyzer.Options) { o.PPSAllowance = 8000 }
+	}
+	from := 300*time.Millisecond + time.Duration(r.IntN(300))*time.Millisecond
+	for n := 1 + r.IntN(4); n > 0 && from < traceLen/2; n-- {
+		t.bursts = append(t.bursts, from)
+		burst.Phases = append(burst.Phases, synth.Phase{From: from, To: from + length, Bps: bps * (0.8 + 0.4*r.Float64())})
+		from += time.Duration(150+r.IntN(850)) * time.Millisecond
+	}
+	steady := func(dir record.Direction, src, dst netip.AddrPort) synth.Flow {
+		return synth.Flow{Interface: "eth0", Dir: dir, Proto: 17, Src: src, Dst: dst, Size: 1000,
+			Phases: []synth.Phase{{From: 0, To: traceLen, Bps: 640e3}}}
+	}
+	t.spec = synth.Spec{Name: "twinscore", Duration: traceLen, Seed: r.Uint64(), Interfaces: []synth.Interface{ifc},
+		Flows: []synth.Flow{burst,
+			steady(record.Egress, at("10.0.0.10", 40100), at("10.0.1.30", 443)),
+			steady(record.Ingress, at("10.0.1.30", 443), at("10.0.0.10", 40100))}}
+	t.spec.SampleNs = int64(10 * time.Millisecond)
+	t.spec.CounterRefresh = []time.Duration{100 * time.Millisecond, time.Second}[r.IntN(2)]
+	t.spec.RefreshPhase = time.Duration(r.Int64N(int64(t.spec.CounterRefresh)))
+	t.spec.CounterLag = []time.Duration{0, 30 * time.Millisecond, 250 * time.Millisecond, time.Second}[r.IntN(4)]
+	return t
+}
+
+func main() {
+	n := flag.Int("n", 200, "runs to draw")
+	seed := flag.Uint64("seed", 1, "seed of the draw")
+	flag.Parse()
+	r := rand.New(rand.NewPCG(*seed, *seed^0x9e3779b97f4a7c15))
+	var analyses, missed, narrow, named, bursts int
+	for i := range *n {
+		t := newTrial(r)
+		rec, _ := synth.Generate(t.spec)
+		low, high := synth.TwinLags(t.spec, analyzer.MaxCounterLag)
+		for _, given := range []bool{false, true} {
+			opt := analyzer.DefaultOptions()
+			if given {
+				t.given(&opt)
+			}
+			res := analyzer.Analyze(rec, opt)
+			analyses++
+			bursts += len(t.bursts)
+			nb, inc := nameBursts(res, t)
+			named += nb
+			if inc == nil {
+				fmt.Printf("run %d given=%v: no %s finding\n", i, given, t.kind)
+				continue
+			}
+			lag := t.spec.CounterLag.Seconds()
+			const slack = 0.001 // a fine window at each end
+			switch {
+			case inc.CounterLagLowS > lag+slack || inc.CounterLagHighS < lag-slack:
+				missed++
+			case inc.CounterLagLowS > low.Seconds()+slack || inc.CounterLagHighS < high.Seconds()-slack:
+				narrow++
+			default:
+				continue
+			}
+			fmt.Printf("run %d %s given=%v bursts %v refresh %v phase %v lag %v: stated %.1f ms (%.1f to %.1f), the same reads from lags %v to %v\n",
+				i, t.kind, given, t.bursts, t.spec.CounterRefresh, t.spec.RefreshPhase.Round(time.Millisecond), t.spec.CounterLag,
+				inc.CounterLagS*1e3, inc.CounterLagLowS*1e3, inc.CounterLagHighS*1e3, low.Round(time.Millisecond), high.Round(time.Millisecond))
+		}
+	}
+	fmt.Printf("%d analyses of %d runs: lag range missing the device's lag %d, missing only a twin's %d; bursts a finding starts within 5 ms of %d of %d\n",
+		analyses, *n, missed, narrow, named, bursts)
+	if missed+narrow > 0 {
+		os.Exit(1)
+	}
+}
+
+// nameBursts is how many of t's bursts a finding of its kind above info
+// starts within 5 ms of, and the first such finding's incident.
+func nameBursts(res *analyzer.Result, t trial) (int, *analyzer.Incident) {
+	var inc *analyzer.Incident
+	named := map[time.Duration]bool{}
+	for _, f := range res.Findings {
+		if f.Kind != t.kind || f.Severity == analyzer.SeverityInfo || f.Incident == nil {
+			continue
+		}
+		if inc == nil {
+			inc = f.Incident
+		}
+		start := time.Duration(f.StartOffsetS * float64(time.Second))
+		for _, at := range t.bursts {
+			if d := start - at; d > -5*time.Millisecond && d < 5*time.Millisecond {
+				named[at] = true
+			}
+		}
+	}
+	return len(named), inc
+}
