@@ -12,9 +12,10 @@ import (
 // refreshes moved earlier by what its lag is longer, or later by what it
 // is shorter, as long as no drop falls between the two devices' refreshes.
 // Nothing in a recording tells such twins apart, so a lag stated from it
-// must hold them all. Bisected to a millisecond, within 0 and maxLag; with
-// no refresh, none but s's own lag (the reads then show each change at the
-// next read, and any other lag moves some).
+// must hold them all. Bisected to a millisecond, within 0 and maxLag (a
+// device a whole refresh off shows every drop a refresh later: no twin).
+// With no refresh it is not searched, and s's own lag is returned: twins
+// there lie within a read interval of it.
 func TwinLags(s Spec, maxLag time.Duration) (low, high time.Duration) {
 	if s.CounterRefresh <= 0 {
 		return s.CounterLag, s.CounterLag
