@@ -48,6 +48,7 @@ func TestLagTwins(t *testing.T) {
 						for _, f := range res.Findings {
 							if f.Kind == c.kind && f.Severity != SeverityInfo {
 								inc = f.Incident
+								break
 							}
 						}
 						if inc == nil {
@@ -107,7 +108,7 @@ func twinCases() []opaqueCase {
 }
 
 // fourBursts are bw-four's bursts, from opaqueCases' one, each at its
-// rate times fourScale: the second the largest, then the third.
+// rate times fourScale: the third the largest.
 var (
 	fourBursts = []time.Duration{-1500 * time.Millisecond, -770 * time.Millisecond, 0, 910 * time.Millisecond}
 	fourScale  = []float64{1, 1, 1.2, 1}
