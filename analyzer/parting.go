@@ -144,6 +144,27 @@ func (p *parting) ofCause(s span, lo, hi int, readNs int64) (earlier, later lagP
 	return p.ofShortBefore(s, lo, readNs)
 }
 
+// shortLevel is the level another short cause beside s must stand out
+// over: s's, and with no allowance known half the level s stood out from
+// (the interval's own): a sender starved of CPU spreads its burst over
+// more windows, none of them over it (beside load, the first burst's 310
+// kB came in 8 ms, its windows at 57 to 82 kB where the second's two stood
+// at 150 over a level of 93). Over an allowance given, the traffic between
+// is over half of it.
+func shortLevel(s span) float64 {
+	if s.levelName == levelIntervalOwn {
+		return s.level / 2
+	}
+	return s.level
+}
+
+// oneLag tells whether two causes' delays to the jumps they made, d0 and
+// d1, fit one lag: within a refresh and a read of each other, each jump
+// having waited for a refresh of its own.
+func (p *parting) oneLag(d0, d1, readNs int64) bool {
+	return max(d0-d1, d1-d0) <= p.refreshNs+readNs
+}
+
 // ofShortAfter parts a cluster gathered behind a refresh whose first jump
 // its short cause s could have made where another short cause came after
 // that jump was read and before the next one was, stood out over the same
@@ -163,10 +184,7 @@ func (p *parting) ofShortAfter(s span, hi int, readNs int64) (earlier, later lag
 	}
 	_, firstRead := p.window(p.jumps[fc])
 	_, nextRead := p.window(p.jumps[fc+1])
-	level := s.level
-	if s.levelName == levelIntervalOwn {
-		level /= 2
-	}
+	level := shortLevel(s)
 	from, to := max(s.hi+p.a.mergeGapWindows(), p.a.g.index(firstRead)), min(hi, p.a.g.index(nextRead))
 	if from >= to {
 		return lagPart{}, lagPart{}, false
@@ -180,8 +198,7 @@ func (p *parting) ofShortAfter(s span, hi int, readNs int64) (earlier, later lag
 		!p.explains(s.lo, s.hi, p.rise(fc, fc)) || !p.explains(x, y, p.rise(fc+1, l)) {
 		return lagPart{}, lagPart{}, false
 	}
-	d0, d1 := firstRead-p.a.g.startNs(s.lo), nextRead-p.a.g.startNs(x)
-	if d0-d1 > p.refreshNs+readNs || d1-d0 > p.refreshNs+readNs {
+	if !p.oneLag(firstRead-p.a.g.startNs(s.lo), nextRead-p.a.g.startNs(x), readNs) {
 		return lagPart{}, lagPart{}, false
 	}
 	earlier, later = p.at(fc+1, x, s.hi)
@@ -295,16 +312,7 @@ func (p *parting) ofShortBefore(s span, lo int, readNs int64) (earlier, later la
 		return lagPart{}, lagPart{}, false
 	}
 	long := p.a.lastsLong(s.lo, s.hi, readNs)
-	// With no allowance known, over half the level s stood out from (the
-	// interval's own): a sender starved of CPU spreads its burst over
-	// more windows, none of them over it (beside load, the first burst's
-	// 310 kB came in 8 ms, its windows at 57 to 82 kB where the second's
-	// two stood at 150 over a level of 93). Over an allowance given, the
-	// traffic between is over half of it.
-	level := s.level
-	if s.levelName == levelIntervalOwn {
-		level /= 2
-	}
+	level := shortLevel(s)
 	x, y, found := excessSpan(p.val, max(lo, p.c.floor), s.lo-p.a.mergeGapWindows(), level)
 	if !found {
 		return lagPart{}, lagPart{}, false
@@ -324,8 +332,7 @@ func (p *parting) ofShortBefore(s span, lo int, readNs int64) (earlier, later la
 		return lagPart{}, lagPart{}, false
 	}
 	_, nextRead := p.window(p.jumps[fc+1])
-	d0, d1 := firstRead-p.a.g.startNs(x), nextRead-p.a.g.startNs(s.lo)
-	if d0-d1 > p.refreshNs+readNs || d1-d0 > p.refreshNs+readNs {
+	if !p.oneLag(firstRead-p.a.g.startNs(x), nextRead-p.a.g.startNs(s.lo), readNs) {
 		return lagPart{}, lagPart{}, false
 	}
 	earlier, later = p.at(fc+1, s.lo, y)
