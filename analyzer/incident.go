@@ -36,9 +36,11 @@ type counterLag struct {
 	// refreshFollowsTraffic: a period the changes' spacing showed was set
 	// aside for a refresh of 0 that the traffic's drops fit (estimateLag).
 	refreshFollowsTraffic bool
-	// clusters is how many incidents an estimated lag was learned from.
-	clusters int
-	source   string
+	// clusters is how many incidents an estimated lag was learned from,
+	// explained how many jumps they held: jumps left out had no cause in
+	// reach under the refresh the lag was learned with.
+	clusters, explained int
+	source              string
 	// overshootLevel is, with no allowance known, the level per fine
 	// window a long overshoot was located over (what passed over it,
 	// about the allowance), for the incidents to locate it by: its jitter

@@ -19,7 +19,7 @@ import (
 func TestLagTwins(t *testing.T) {
 	for _, c := range twinCases() {
 		for _, refresh := range []time.Duration{100 * time.Millisecond, time.Second} {
-			for _, lag := range []time.Duration{30 * time.Millisecond, 250 * time.Millisecond} {
+			for _, lag := range []time.Duration{30 * time.Millisecond, 250 * time.Millisecond, time.Second} {
 				for _, given := range []bool{false, true} {
 					if given && c.given == nil {
 						continue
@@ -31,9 +31,10 @@ func TestLagTwins(t *testing.T) {
 						rec, _ := synth.Generate(s)
 						low, high := synth.TwinLags(s, MaxCounterLag)
 						t.Logf("the same reads from devices lagging %v to %v", low.Round(100*time.Microsecond), high.Round(100*time.Microsecond))
-						// Four bursts behind 100 ms pin the phase: no
-						// twins, and the range must hold the lag.
-						if c.name != "bw-four" && high-low <= 10*time.Millisecond {
+						// Bursts sent again may pin the phase (four
+						// behind 100 ms): no twins, and the range must
+						// hold the lag.
+						if (c.name == "bw" || c.name == "pps") && high-low <= 10*time.Millisecond {
 							// The test's premise: drops shorter than a
 							// refresh leave twins further apart than
 							// twice the 5 ms a stated lag is judged by.
@@ -85,27 +86,42 @@ func twinCases() []opaqueCase {
 			continue
 		}
 		out = append(out, c)
-		if c.name == "bw" {
-			four := c
-			four.name = "bw-four"
-			four.spec = func() synth.Spec {
-				s := c.spec()
-				for i := range s.Flows {
-					if f := &s.Flows[i]; f.Src.String() == c.culprit {
-						burst := f.Phases[0]
-						f.Phases = nil
-						for k, at := range fourBursts {
-							f.Phases = append(f.Phases, synth.Phase{From: burst.From + at, To: burst.To + at, Bps: burst.Bps * fourScale[k]})
-						}
-					}
-				}
-				return s
-			}
-			out = append(out, four)
+		switch c.name {
+		case "bw":
+			out = append(out, repeated(c, "bw-four", fourBursts, fourScale))
+		case "pps":
+			out = append(out, repeated(c, "pps-two", twoBursts, []float64{1, 1}))
 		}
 	}
 	return out
 }
+
+// repeated is case c with its culprit's burst sent at each of at from its
+// own start, at its rate times scale.
+func repeated(c opaqueCase, name string, at []time.Duration, scale []float64) opaqueCase {
+	c.name = name
+	spec := c.spec
+	c.spec = func() synth.Spec {
+		s := spec()
+		for i := range s.Flows {
+			if f := &s.Flows[i]; f.Src.String() == c.culprit {
+				burst := f.Phases[0]
+				f.Phases = nil
+				for k, d := range at {
+					f.Phases = append(f.Phases, synth.Phase{From: burst.From + d, To: burst.To + d, Bps: burst.Bps * scale[k]})
+				}
+			}
+		}
+		return s
+	}
+	return c
+}
+
+// twoBursts are pps-two's: behind a 1 s lag the second lies within the
+// longest lag before the first one's change, and the first more than the
+// longest lag before it, so a device that showed every change at the next
+// read would have shown the second burst there and never the first one.
+var twoBursts = []time.Duration{0, 825 * time.Millisecond}
 
 // fourBursts are bw-four's bursts, from opaqueCases' one, each at its
 // rate times fourScale: the third the largest.

@@ -83,12 +83,16 @@ func newTrial(r *rand.Rand) trial {
 func main() {
 	n := flag.Int("n", 200, "runs to draw")
 	seed := flag.Uint64("seed", 1, "seed of the draw")
+	show := flag.Int("run", -1, "print run N's drops, counter changes and findings")
 	flag.Parse()
 	r := rand.New(rand.NewPCG(*seed, *seed^0x9e3779b97f4a7c15))
 	var analyses, missed, narrow, named, bursts int
 	for i := range *n {
 		t := newTrial(r)
-		rec, _ := synth.Generate(t.spec)
+		rec, facts := synth.Generate(t.spec)
+		if *show >= 0 && i != *show {
+			continue
+		}
 		low, high := synth.TwinLags(t.spec, analyzer.MaxCounterLag)
 		for _, given := range []bool{false, true} {
 			opt := analyzer.DefaultOptions()
@@ -96,6 +100,9 @@ func main() {
 				t.given(&opt)
 			}
 			res := analyzer.Analyze(rec, opt)
+			if i == *show {
+				detail(rec, facts, res, t, given)
+			}
 			analyses++
 			bursts += len(t.bursts)
 			nb, inc := nameBursts(res, t)
@@ -114,9 +121,9 @@ func main() {
 			default:
 				continue
 			}
-			fmt.Printf("run %d %s given=%v bursts %v refresh %v phase %v lag %v: stated %.1f ms (%.1f to %.1f), the same reads from lags %v to %v\n",
+			fmt.Printf("run %d %s given=%v bursts %v refresh %v phase %v lag %v: stated %.1f ms (%.1f to %.1f) refresh %s, the same reads from lags %v to %v\n",
 				i, t.kind, given, t.bursts, t.spec.CounterRefresh, t.spec.RefreshPhase.Round(time.Millisecond), t.spec.CounterLag,
-				inc.CounterLagS*1e3, inc.CounterLagLowS*1e3, inc.CounterLagHighS*1e3, low.Round(time.Millisecond), high.Round(time.Millisecond))
+				inc.CounterLagS*1e3, inc.CounterLagLowS*1e3, inc.CounterLagHighS*1e3, refreshStated(inc), low.Round(time.Millisecond), high.Round(time.Millisecond))
 		}
 	}
 	fmt.Printf("%d analyses of %d runs: lag range missing the device's lag %d, missing only a twin's %d; bursts a finding starts within 5 ms of %d of %d\n",
@@ -124,6 +131,16 @@ func main() {
 	if missed+narrow > 0 {
 		os.Exit(1)
 	}
+}
+
+// refreshStated is the refresh an incident states, or what it took the
+// refresh as where it could not tell it.
+func refreshStated(inc *analyzer.Incident) string {
+	r := time.Duration(inc.CounterRefreshS * float64(time.Second)).Round(time.Millisecond)
+	if inc.CounterRefreshKnown {
+		return r.String()
+	}
+	return "untold (taken as " + r.String() + ")"
 }
 
 // nameBursts is how many of t's bursts a finding of its kind above info
@@ -146,4 +163,35 @@ func nameBursts(res *analyzer.Result, t trial) (int, *analyzer.Incident) {
 		}
 	}
 	return len(named), inc
+}
+
+// detail prints what one run dropped and when (the device's truth), when
+// its counter showed it, and each finding of its kind.
+func detail(rec *record.Recording, facts synth.Facts, res *analyzer.Result, t trial, given bool) {
+	ms := func(ns int64) float64 { return float64(ns-rec.Meta.Start.MonoNs) / 1e6 }
+	counter := map[string]string{analyzer.KindMicroburstOut: "bw_out_allowance_exceeded", analyzer.KindPPSExceeded: "pps_allowance_exceeded"}[t.kind]
+	fmt.Printf("given=%v bursts %v refresh %v phase %v lag %v\n", given, t.bursts, t.spec.CounterRefresh, t.spec.RefreshPhase, t.spec.CounterLag)
+	for _, e := range facts.Drops["eth0"][counter] {
+		fmt.Printf("  drops %v to %v\n", e.From, e.To)
+	}
+	var prev *record.CounterSample
+	for i := range rec.Counters {
+		c := &rec.Counters[i]
+		if prev != nil && c.Values[counter] > prev.Values[counter] {
+			fmt.Printf("  change +%d read (%.1f, %.1f] ms\n", c.Values[counter]-prev.Values[counter], ms(prev.AfterNs), ms(c.AfterNs))
+		}
+		prev = c
+	}
+	for _, f := range res.Findings {
+		if f.Kind != t.kind || f.Incident == nil {
+			continue
+		}
+		inc := f.Incident
+		var top string
+		if len(f.Flows) > 0 {
+			top = f.Flows[0].Src + ">" + f.Flows[0].Dst
+		}
+		fmt.Printf("  finding %s %.1f to %.1f ms, lag %.1f (%.1f to %.1f) ms %s, refresh %s, first %s\n", f.Severity, f.StartOffsetS*1e3, f.EndOffsetS*1e3,
+			inc.CounterLagS*1e3, inc.CounterLagLowS*1e3, inc.CounterLagHighS*1e3, inc.CounterLagSource, refreshStated(inc), top)
+	}
 }
