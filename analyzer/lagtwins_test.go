@@ -2,10 +2,14 @@ package analyzer
 
 import (
 	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
+	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // TestLagTwins: behind a refresh, a device whose refreshes come d earlier
@@ -19,6 +23,9 @@ import (
 func TestLagTwins(t *testing.T) {
 	for _, c := range twinCases() {
 		for _, refresh := range []time.Duration{100 * time.Millisecond, time.Second} {
+			if r, ok := repeats[c.name]; ok && r.refresh != 0 && r.refresh != refresh {
+				continue
+			}
 			for _, lag := range []time.Duration{30 * time.Millisecond, 250 * time.Millisecond, time.Second} {
 				for _, given := range []bool{false, true} {
 					if given && c.given == nil {
@@ -55,8 +62,8 @@ func TestLagTwins(t *testing.T) {
 						if inc == nil {
 							t.Fatalf("no %s finding", c.kind)
 						}
-						if c.name == "bw-four" {
-							checkFourBursts(t, res)
+						if r, ok := repeats[c.name]; ok {
+							checkBursts(t, res, c, r)
 						}
 						// Within a fine window at each end: the ranges are
 						// made of windows.
@@ -86,19 +93,48 @@ func twinCases() []opaqueCase {
 			continue
 		}
 		out = append(out, c)
-		switch c.name {
-		case "bw":
-			out = append(out, repeated(c, "bw-four", fourBursts, fourScale))
-		case "pps":
-			out = append(out, repeated(c, "pps-two", twoBursts, []float64{1, 1}))
+		for _, name := range slices.Sorted(maps.Keys(repeats)) {
+			if r := repeats[name]; r.of == c.name {
+				out = append(out, repeated(c, name, r))
+			}
 		}
 	}
 	return out
 }
 
-// repeated is case c with its culprit's burst sent at each of at from its
-// own start, at its rate times scale.
-func repeated(c opaqueCase, name string, at []time.Duration, scale []float64) opaqueCase {
+// repeat is a case's burst sent again: at each of at from its own start,
+// at its rate times scale; named is how many of them findings must start
+// at.
+type repeat struct {
+	of    string
+	at    []time.Duration
+	scale []float64
+	named int
+	// refresh, where set, is the only refresh the case runs behind.
+	refresh time.Duration
+}
+
+// repeats are the cases of bursts sent again, by name.
+//   - bw-four: behind a 1 s refresh the first two share a change and the
+//     others come a refresh apart, one cluster of changes with three
+//     causes; the third burst is the largest.
+//   - pps-two: behind a 1 s lag the second lies within the longest lag
+//     before the first one's change, and the first more than the longest
+//     lag before it, so a device that showed every change at the next read
+//     would have shown the second burst there and never the first one.
+//   - bw-three: three bursts 838 and 556 ms apart, changes 900 and 500 ms
+//     apart behind a 100 ms refresh, which no 1 s refresh makes: taken as
+//     1 s, each change looked back over every burst before it, and the
+//     lag was stated 0 to 194 ms where it was 1 s. Behind a 1 s refresh it
+//     is still stated short (twinscore's runs left, docs/findings.md).
+var repeats = map[string]repeat{
+	"bw-four":  {of: "bw", at: []time.Duration{-1500 * time.Millisecond, -770 * time.Millisecond, 0, 910 * time.Millisecond}, scale: []float64{1, 1, 1.2, 1}, named: 3},
+	"pps-two":  {of: "pps", at: []time.Duration{0, 825 * time.Millisecond}, scale: []float64{1, 1}, named: 2},
+	"bw-three": {of: "bw", at: []time.Duration{0, 838 * time.Millisecond, 1394 * time.Millisecond}, scale: []float64{1, 1, 1}, named: 3, refresh: 100 * time.Millisecond},
+}
+
+// repeated is case c with its culprit's burst sent as r says.
+func repeated(c opaqueCase, name string, r repeat) opaqueCase {
 	c.name = name
 	spec := c.spec
 	c.spec = func() synth.Spec {
@@ -107,8 +143,8 @@ func repeated(c opaqueCase, name string, at []time.Duration, scale []float64) op
 			if f := &s.Flows[i]; f.Src.String() == c.culprit {
 				burst := f.Phases[0]
 				f.Phases = nil
-				for k, d := range at {
-					f.Phases = append(f.Phases, synth.Phase{From: burst.From + d, To: burst.To + d, Bps: burst.Bps * scale[k]})
+				for k, d := range r.at {
+					f.Phases = append(f.Phases, synth.Phase{From: burst.From + d, To: burst.To + d, Bps: burst.Bps * r.scale[k]})
 				}
 			}
 		}
@@ -117,39 +153,25 @@ func repeated(c opaqueCase, name string, at []time.Duration, scale []float64) op
 	return c
 }
 
-// twoBursts are pps-two's: behind a 1 s lag the second lies within the
-// longest lag before the first one's change, and the first more than the
-// longest lag before it, so a device that showed every change at the next
-// read would have shown the second burst there and never the first one.
-var twoBursts = []time.Duration{0, 825 * time.Millisecond}
-
-// fourBursts are bw-four's bursts, from opaqueCases' one, each at its
-// rate times fourScale: the third the largest.
-var (
-	fourBursts = []time.Duration{-1500 * time.Millisecond, -770 * time.Millisecond, 0, 910 * time.Millisecond}
-	fourScale  = []float64{1, 1, 1.2, 1}
-)
-
-// checkFourBursts: bw-four's findings above info each start within 5 ms of
-// one of its bursts, and name three of them or more: the first two may be
-// shown at one change, which one finding then holds.
-func checkFourBursts(t *testing.T, res *Result) {
+// checkBursts: c's findings above info each start within 5 ms of one of
+// its bursts, and r.named of them or more have one: two bursts shown at one
+// change make one finding.
+func checkBursts(t *testing.T, res *Result, c opaqueCase, r repeat) {
 	t.Helper()
 	var burstAt time.Duration
-	c := opaqueCases()[0]
 	for _, f := range c.spec().Flows {
 		if f.Src.String() == c.culprit {
-			burstAt = f.Phases[0].From
+			burstAt = f.Phases[0].From - r.at[0]
 		}
 	}
 	named := map[time.Duration]bool{}
 	for _, f := range res.Findings {
-		if f.Severity == SeverityInfo {
+		if f.Kind != c.kind || f.Severity == SeverityInfo {
 			continue
 		}
 		start := time.Duration(f.StartOffsetS * float64(time.Second))
 		ok := false
-		for _, at := range fourBursts {
+		for _, at := range r.at {
 			if d := start - (burstAt + at); d > -5*time.Millisecond && d < 5*time.Millisecond {
 				named[at], ok = true, true
 			}
@@ -158,7 +180,53 @@ func checkFourBursts(t *testing.T, res *Result) {
 			t.Errorf("a finding starts at %v, at none of the bursts", start)
 		}
 	}
-	if len(named) < 3 {
-		t.Errorf("findings at %d of the 4 bursts", len(named))
+	if len(named) < r.named {
+		t.Errorf("findings at %d of the %d bursts", len(named), len(r.at))
+	}
+}
+
+// TestOneLagForPackets: two bursts of small packets 661 ms apart behind a
+// 100 ms refresh and a 1 s lag, beside light steady traffic both ways.
+// The first burst's change, read a second after it, looked back over the
+// second burst too and took it, and the second's changes took it again:
+// one finding, the first burst missed. One lag explains both clusters,
+// each by its own burst; the host sees packets sent out before the device
+// counts them, but not those it dropped inbound, so the jumps' size is no
+// test of a cause there (oneLagForAll; twinscore seed 13, run 47).
+func TestOneLagForPackets(t *testing.T) {
+	at := func(addr string, port uint16) netip.AddrPort {
+		return netip.AddrPortFrom(netip.MustParseAddr(addr), port)
+	}
+	const trace = 6 * time.Second
+	burst := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Size: 64, Src: at("10.0.0.10", 41000), Dst: at("10.0.1.22", 9000)}
+	for k, from := range []time.Duration{434 * time.Millisecond, 1095 * time.Millisecond} {
+		// 3,000 packets in 14 ms, times 1.01 and 1.13.
+		burst.Phases = append(burst.Phases, synth.Phase{From: from, To: from + 14*time.Millisecond, Bps: []float64{1.11e8, 1.24e8}[k]})
+	}
+	steady := func(dir record.Direction, src, dst netip.AddrPort) synth.Flow {
+		return synth.Flow{Interface: "eth0", Dir: dir, Proto: 17, Src: src, Dst: dst, Size: 1000,
+			Phases: []synth.Phase{{From: 0, To: trace, Bps: 640e3}}}
+	}
+	s := synth.Spec{Name: "one-lag-packets", Duration: trace, Seed: 7945339735456235270, SampleNs: int64(10 * time.Millisecond),
+		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000}},
+		Flows: []synth.Flow{burst, steady(record.Egress, at("10.0.0.10", 40100), at("10.0.1.30", 443)),
+			steady(record.Ingress, at("10.0.1.30", 443), at("10.0.0.10", 40100))},
+		CounterRefresh: 100 * time.Millisecond, RefreshPhase: 2370 * time.Microsecond, CounterLag: time.Second}
+	rec, _ := synth.Generate(s)
+	low, high := synth.TwinLags(s, MaxCounterLag)
+	for _, given := range []bool{false, true} {
+		opt := DefaultOptions()
+		if given {
+			opt.PPSAllowance = 8000
+		}
+		res := Analyze(rec, opt)
+		c := opaqueCase{name: "one-lag-packets", kind: KindPPSExceeded, culprit: burst.Src.String(), spec: func() synth.Spec { return s }}
+		checkBursts(t, res, c, repeat{at: []time.Duration{0, 661 * time.Millisecond}, named: 2})
+		for _, f := range res.Findings {
+			if inc := f.Incident; f.Kind == KindPPSExceeded && inc != nil && (inc.CounterLagLowS > low.Seconds()+1e-3 || inc.CounterLagHighS < high.Seconds()-1e-3) {
+				t.Errorf("given=%v: lag stated %.1f ms (%.1f to %.1f): devices lagging %v to %v show the same reads",
+					given, inc.CounterLagS*1e3, inc.CounterLagLowS*1e3, inc.CounterLagHighS*1e3, low, high)
+			}
+		}
 	}
 }

@@ -2,6 +2,7 @@ package analyzer
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -214,6 +215,32 @@ func (a *analysis) longestPhased(changes []change, shortest, longest int64) (int
 		return period, true
 	}
 	return 0, false
+}
+
+// longestRefresh is the longest refresh, up to MaxCounterRefresh, at one
+// phase of which every one of jumps' read intervals holds a refresh: a
+// device that refreshes less often could not have changed the counter at
+// those reads. With too few changes to tell a refresh, this still bounds
+// it: three changes 900 and 500 ms apart are no 1 s refresh's.
+func (a *analysis) longestRefresh(jumps []counters.Jump) int64 {
+	longest := int64(MaxCounterRefresh)
+	if len(jumps) < 2 || len(jumps) > maxPhasedChanges {
+		return longest
+	}
+	changes := make([]change, 0, len(jumps))
+	open := int64(math.MaxInt64)
+	for _, j := range jumps {
+		changes = append(changes, change{j.ToNs, j.ToNs - j.FromNs})
+		open = min(open, j.ToNs-j.FromNs)
+	}
+	span := changes[len(changes)-1].atNs - changes[0].atNs
+	open = max(open, 1)
+	for period := longest; period > open; period -= max(open*period/(4*max(span, period)), 1) {
+		if phaseFits(changes, period) {
+			return period
+		}
+	}
+	return 0
 }
 
 // phaseFits tells whether some phase of period puts a refresh in every

@@ -61,9 +61,15 @@ import (
 // incidents agree on one lag (within a read interval: a refresh would
 // show each after a wait of its own). Where 0 fits so, the refresh is
 // taken as 0 but not known; a refresh the run could not tell at all is
-// taken as 0 where 0 fits, else as MaxCounterRefresh. Wherever the refresh
-// is not known, the range stated starts at 0: a refresh the run could not
-// see may account for any part of the delay.
+// taken as 0 where 0 fits and finds a cause for as many jumps as any
+// refresh the reads allow (explainedByLongest), else as the longest the
+// reads allow (longestRefresh: changes 900 and 500 ms apart are no 1 s
+// refresh's). Wherever the refresh is not known, the range stated reaches
+// down by that longest refresh: a refresh the run could not see may
+// account for as much of the delay (before, it started at 0: behind a
+// 100 ms refresh and a 1 s lag, three bursts' changes, taken as a 1 s
+// refresh's, each looked back over every burst before it, and the lag was
+// stated 0 to 194 ms).
 func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known, given bool, readNs int64, src lagTraffic) (lag counterLag, ok bool) {
 	if known && (refreshNs == 0 || given) {
 		// A refresh given is the device's: no contest with 0.
@@ -72,9 +78,12 @@ func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known, gi
 		return lag, ok
 	}
 	zero, zeroOK, fits := a.estimateLagWith(jumps, 0, false, readNs, src)
+	// The longest refresh the changes' reads allow: a refresh the run
+	// could not tell is no longer.
+	bound := a.longestRefresh(jumps)
 	var longer counterLag
 	if !known && zeroOK && fits {
-		longer = a.explainedByLongest(jumps, zero, readNs, src)
+		longer = a.explainedByLongest(jumps, zero, bound, readNs, src)
 	}
 	switch {
 	case known && (!zeroOK || !fits || zero.clusters < 2 && zero.changesShown < longIncidentReads):
@@ -99,7 +108,7 @@ func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known, gi
 		}
 		return lag, ok
 	case !known && (!zeroOK || !fits):
-		lag, ok, _ = a.estimateLagWith(jumps, int64(MaxCounterRefresh), false, readNs, src)
+		lag, ok, _ = a.estimateLagWith(jumps, bound, false, readNs, src)
 	case !known && longer.explained > zero.explained:
 		lag, ok = longer, true
 	default:
@@ -120,12 +129,17 @@ func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known, gi
 			lag.delayLowNs, lag.delayKnown = zero.lowNs, true
 		}
 	}
-	lag.lowNs = 0
+	// A refresh the run could not see may account for as much of the
+	// delay as it may be long: no longer than the changes' reads allow.
+	// The lag is then bounded as where the range started at 0 (before,
+	// it always did): a range a refresh wide has no middle worth stating.
+	lag.lowNs = max(lag.lowNs-bound, 0)
 	// With the refresh untold, a change a read past the longest lag may
 	// be the refresh's part of the delay, not the lag's: the lag is then
 	// the longest (behind a 100 ms refresh, a burst's changes put it at
 	// 1,010.1 ms where the lab's was 1,001.7).
 	lag.pointNs = min(lag.pointNs, int64(MaxCounterLag))
+	lag.bounded = lag.bounded || boundsLag(0, lag.pointNs, lag.highNs)
 	return lag, ok
 }
 
@@ -143,11 +157,11 @@ func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known, gi
 // lag). Not where a refresh was told: there the told one is contested
 // with 0 as before (the same test there changed no range in three seeds
 // but one, for the worse).
-func (a *analysis) explainedByLongest(jumps []counters.Jump, zero counterLag, readNs int64, src lagTraffic) counterLag {
+func (a *analysis) explainedByLongest(jumps []counters.Jump, zero counterLag, bound, readNs int64, src lagTraffic) counterLag {
 	if zero.explained >= len(jumps) {
 		return counterLag{}
 	}
-	if long, ok, _ := a.estimateLagWith(jumps, int64(MaxCounterRefresh), false, readNs, src); ok && long.explained > zero.explained {
+	if long, ok, _ := a.estimateLagWith(jumps, bound, false, readNs, src); ok && long.explained > zero.explained {
 		return long
 	}
 	return counterLag{}
@@ -1243,7 +1257,7 @@ type lagCause struct {
 // jump by nothing; 1 s explains both. Where several ranges explain every
 // cluster, or none does, clusters are as they were.
 func (a *analysis) oneLagForAll(clusters []lagRange, of []lagCause, jumps []counters.Jump, refreshNs int64, window func(counters.Jump) (int64, int64), shown func(float64) float64, src lagTraffic) ([]lagRange, []lagCause) {
-	if shown == nil || !src.sentFirst || src.perDrop == nil || src.val == nil || len(of) != len(clusters) || len(clusters) < 2 {
+	if shown == nil || !src.sentFirst && src.shapedPackets != nil || src.perDrop == nil || src.val == nil || len(of) != len(clusters) || len(clusters) < 2 {
 		return clusters, of
 	}
 	// Touching ranges agree, as in agreement.
@@ -1302,7 +1316,7 @@ func (a *analysis) causeAtLag(lag lagRange, c lagCause, jumps []counters.Jump, r
 		return lagRange{}, c, false
 	}
 	x, y = splitAtGaps(src.val, x, y, c.level, a.mergeGapWindows())
-	if builtOver(src.val, span{lo: x, hi: y, level: c.level}) <= shown(c.level) || !explainsDrops(mostCounts(src.val, x, y, src.perDrop), riseOf(jumps[c.part.fc:c.part.l+1])) {
+	if builtOver(src.val, span{lo: x, hi: y, level: c.level}) <= shown(c.level) || src.sentFirst && !explainsDrops(mostCounts(src.val, x, y, src.perDrop), riseOf(jumps[c.part.fc:c.part.l+1])) {
 		return lagRange{}, c, false
 	}
 	_, lastRead := window(jumps[c.part.l])

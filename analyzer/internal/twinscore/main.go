@@ -171,6 +171,10 @@ func detail(rec *record.Recording, facts synth.Facts, res *analyzer.Result, t tr
 	ms := func(ns int64) float64 { return float64(ns-rec.Meta.Start.MonoNs) / 1e6 }
 	counter := map[string]string{analyzer.KindMicroburstOut: "bw_out_allowance_exceeded", analyzer.KindPPSExceeded: "pps_allowance_exceeded"}[t.kind]
 	fmt.Printf("given=%v bursts %v refresh %v phase %v lag %v\n", given, t.bursts, t.spec.CounterRefresh, t.spec.RefreshPhase, t.spec.CounterLag)
+	for _, p := range t.spec.Flows[0].Phases {
+		fmt.Printf("  burst %v to %v at %.3g bit/s\n", p.From, p.To, p.Bps)
+	}
+	fmt.Printf("  synth seed %d\n", t.spec.Seed)
 	for _, e := range facts.Drops["eth0"][counter] {
 		fmt.Printf("  drops %v to %v\n", e.From, e.To)
 	}
