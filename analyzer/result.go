@@ -275,9 +275,10 @@ type Incident struct {
 	// the next read); CounterRefreshKnown is false when the changes were
 	// too few or too far apart to tell, or came where the traffic's
 	// drops did (CounterRefreshFollowsTraffic); CounterRefreshS is then
-	// what the look-back allowed for, not the device's (0, or 1 s where
-	// the incidents disagree with 0, CounterLagLowS then 0; or the period
-	// set aside), and the evidence leaves it out.
+	// what the look-back allowed for, not the device's (0, or where the
+	// incidents disagree with 0 the longest refresh the changes' reads
+	// allow, up to 1 s, CounterLagLowS then that much under what they
+	// agree on; or the period set aside), and the evidence leaves it out.
 	CounterRefreshS     float64 `json:"counter_refresh_s"`
 	CounterRefreshKnown bool    `json:"counter_refresh_known"`
 	// CounterRefreshFollowsTraffic: a period the changes' spacing showed
