@@ -185,48 +185,77 @@ func checkBursts(t *testing.T, res *Result, c opaqueCase, r repeat) {
 	}
 }
 
-// TestOneLagForPackets: two bursts of small packets 661 ms apart behind a
-// 100 ms refresh and a 1 s lag, beside light steady traffic both ways.
-// The first burst's change, read a second after it, looked back over the
-// second burst too and took it, and the second's changes took it again:
-// one finding, the first burst missed. One lag explains both clusters,
-// each by its own burst; the host sees packets sent out before the device
-// counts them, but not those it dropped inbound, so the jumps' size is no
-// test of a cause there (oneLagForAll; twinscore seed 13, run 47).
-func TestOneLagForPackets(t *testing.T) {
+// TestDrawnRuns: runs twinscore drew (analyzer/internal/twinscore: its
+// seed and run), bursts of small packets beside light steady traffic both
+// ways, each analyzed with its allowance and without: findings at named of
+// its bursts or more, each at one, and the lag range stated holding every
+// device that gives the same reads.
+//   - one-lag-packets (seed 13, run 47): two bursts 661 ms apart behind a
+//     100 ms refresh and a 1 s lag. The first burst's change, read a
+//     second after it, looked back over the second burst too and took it,
+//     and the second's changes took it again: one finding, the first
+//     burst missed. One lag explains both clusters, each by its own burst
+//     (oneLagForAll, for packets too).
+//   - earlier-in-reach (seed 7, run 3): four bursts behind a 1 s refresh
+//     the run could not tell and a 1 s lag, the first two shown at one
+//     change, the other two at the next. Both changes were taken as the
+//     fourth burst's, the first its share, and the lag stated 0 to 499 ms
+//     where devices lagging 968 ms to 1 s give the same reads: the first
+//     three were within that change's reach (sharesWithEarlier).
+func TestDrawnRuns(t *testing.T) {
 	at := func(addr string, port uint16) netip.AddrPort {
 		return netip.AddrPortFrom(netip.MustParseAddr(addr), port)
 	}
 	const trace = 6 * time.Second
-	burst := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Size: 64, Src: at("10.0.0.10", 41000), Dst: at("10.0.1.22", 9000)}
-	for k, from := range []time.Duration{434 * time.Millisecond, 1095 * time.Millisecond} {
-		// 3,000 packets in 14 ms, times 1.01 and 1.13.
-		burst.Phases = append(burst.Phases, synth.Phase{From: from, To: from + 14*time.Millisecond, Bps: []float64{1.11e8, 1.24e8}[k]})
+	type burst struct {
+		at  time.Duration
+		bps float64 // 3,000 packets in 14 ms is 1.097e8
 	}
-	steady := func(dir record.Direction, src, dst netip.AddrPort) synth.Flow {
-		return synth.Flow{Interface: "eth0", Dir: dir, Proto: 17, Src: src, Dst: dst, Size: 1000,
-			Phases: []synth.Phase{{From: 0, To: trace, Bps: 640e3}}}
-	}
-	s := synth.Spec{Name: "one-lag-packets", Duration: trace, Seed: 7945339735456235270, SampleNs: int64(10 * time.Millisecond),
-		Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000}},
-		Flows: []synth.Flow{burst, steady(record.Egress, at("10.0.0.10", 40100), at("10.0.1.30", 443)),
-			steady(record.Ingress, at("10.0.1.30", 443), at("10.0.0.10", 40100))},
-		CounterRefresh: 100 * time.Millisecond, RefreshPhase: 2370 * time.Microsecond, CounterLag: time.Second}
-	rec, _ := synth.Generate(s)
-	low, high := synth.TwinLags(s, MaxCounterLag)
-	for _, given := range []bool{false, true} {
-		opt := DefaultOptions()
-		if given {
-			opt.PPSAllowance = 8000
-		}
-		res := Analyze(rec, opt)
-		c := opaqueCase{name: "one-lag-packets", kind: KindPPSExceeded, culprit: burst.Src.String(), spec: func() synth.Spec { return s }}
-		checkBursts(t, res, c, repeat{at: []time.Duration{0, 661 * time.Millisecond}, named: 2})
-		for _, f := range res.Findings {
-			if inc := f.Incident; f.Kind == KindPPSExceeded && inc != nil && (inc.CounterLagLowS > low.Seconds()+1e-3 || inc.CounterLagHighS < high.Seconds()-1e-3) {
-				t.Errorf("given=%v: lag stated %.1f ms (%.1f to %.1f): devices lagging %v to %v show the same reads",
-					given, inc.CounterLagS*1e3, inc.CounterLagLowS*1e3, inc.CounterLagHighS*1e3, low, high)
+	for _, c := range []struct {
+		name                string
+		bursts              []burst
+		refresh, phase, lag time.Duration
+		seed                uint64
+		named               int
+	}{
+		{"one-lag-packets", []burst{{434 * time.Millisecond, 1.11e8}, {1095 * time.Millisecond, 1.24e8}},
+			100 * time.Millisecond, 2370 * time.Microsecond, time.Second, 7945339735456235270, 2},
+		{"earlier-in-reach", []burst{{432 * time.Millisecond, 1.29e8}, {618 * time.Millisecond, 9.3e7}, {904 * time.Millisecond, 1.08e8}, {1374 * time.Millisecond, 1.22e8}},
+			time.Second, 871215569 * time.Nanosecond, time.Second, 8813436789723485667, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			flow := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Size: 64, Src: at("10.0.0.10", 41000), Dst: at("10.0.1.22", 9000)}
+			var ats []time.Duration
+			for _, b := range c.bursts {
+				flow.Phases = append(flow.Phases, synth.Phase{From: b.at, To: b.at + 14*time.Millisecond, Bps: b.bps})
+				ats = append(ats, b.at-c.bursts[0].at)
 			}
-		}
+			steady := func(dir record.Direction, src, dst netip.AddrPort) synth.Flow {
+				return synth.Flow{Interface: "eth0", Dir: dir, Proto: 17, Src: src, Dst: dst, Size: 1000,
+					Phases: []synth.Phase{{From: 0, To: trace, Bps: 640e3}}}
+			}
+			s := synth.Spec{Name: c.name, Duration: trace, Seed: c.seed, SampleNs: int64(10 * time.Millisecond),
+				Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000}},
+				Flows: []synth.Flow{flow, steady(record.Egress, at("10.0.0.10", 40100), at("10.0.1.30", 443)),
+					steady(record.Ingress, at("10.0.1.30", 443), at("10.0.0.10", 40100))},
+				CounterRefresh: c.refresh, RefreshPhase: c.phase, CounterLag: c.lag}
+			rec, _ := synth.Generate(s)
+			low, high := synth.TwinLags(s, MaxCounterLag)
+			for _, given := range []bool{false, true} {
+				opt := DefaultOptions()
+				if given {
+					opt.PPSAllowance = 8000
+				}
+				res := Analyze(rec, opt)
+				oc := opaqueCase{name: c.name, kind: KindPPSExceeded, culprit: flow.Src.String(), spec: func() synth.Spec { return s }}
+				checkBursts(t, res, oc, repeat{at: ats, named: c.named})
+				for _, f := range res.Findings {
+					if inc := f.Incident; f.Kind == KindPPSExceeded && inc != nil && (inc.CounterLagLowS > low.Seconds()+1e-3 || inc.CounterLagHighS < high.Seconds()-1e-3) {
+						t.Errorf("given=%v: lag stated %.1f ms (%.1f to %.1f): devices lagging %v to %v show the same reads",
+							given, inc.CounterLagS*1e3, inc.CounterLagLowS*1e3, inc.CounterLagHighS*1e3, low, high)
+					}
+				}
+			}
+		})
 	}
 }

@@ -922,6 +922,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 				firstBy = min(end, a.g.startNs(i))
 			}
 		}
+		firstAt := len(own) // the first drop's range, where kept
 		add(firstPrev-firstBy-refreshNs, firstRead-first)
 		// Under one lag, the reads that show a cause's drops span its
 		// traffic, a refresh and a read at most from the first. Where
@@ -1071,6 +1072,16 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 						shareSpan.level = 0
 					}
 					ranges, _ := a.shareRanges(jumps[fc:l+1], shareSpan, val, shareDepth, false, refreshNs, 0)
+					if refreshNs > 0 && l > fc {
+						var from int
+						ranges, from = a.sharesWithEarlier(jumps[fc:l+1], shareSpan, ranges, val, shareDepth, firstPrev, refreshNs, lo)
+						if from < shareSpan.lo && len(own) > firstAt {
+							// Its first drop came after that traffic began.
+							if r, ok := keepLag(own[firstAt].from, firstRead-a.g.startNs(from), capNs); ok {
+								own[firstAt] = r
+							}
+						}
+					}
 					for k, r := range ranges {
 						if fc+k < last || fc+k == last && (tail == 0 || refreshNs == 0) {
 							add(r.from, r.to)
@@ -1439,6 +1450,45 @@ func (a *analysis) readWithin(jumps []counters.Jump, fromNs, toNs int64) uint64 
 		}
 	}
 	return n
+}
+
+// sharesWithEarlier is cluster's share ranges (shareRanges over s) where
+// no traffic as big as s's, over its level, came before s within the
+// reach of the cluster's first jump at the latest lag they allow (its
+// read before, less a refresh and that lag): the device showed that
+// traffic's drops in the cluster too. Else they are the shares over s
+// begun at the earliest such traffic, again while more is found (three
+// times at most), no earlier than floor. Behind a 1 s refresh the run
+// could not tell and a 1 s lag, three bursts shown at one change and a
+// fourth at the next were taken as the fourth's alone, the first change
+// its share, 49%, and the lag stated 0 to 499 ms: there, the other three
+// were in reach of that change.
+func (a *analysis) sharesWithEarlier(cluster []counters.Jump, s span, ranges []lagRange, val func(int) float64, depth float64, firstPrev, refreshNs int64, floor int) ([]lagRange, int) {
+	for range 3 {
+		var latest int64
+		for _, r := range ranges {
+			latest = max(latest, r.to)
+		}
+		from := max(a.g.index(firstPrev-refreshNs-latest), floor)
+		x := -1
+		for at := from; at < s.lo-a.mergeGapWindows(); {
+			lo, hi, ok := excessSpan(val, at, s.lo-a.mergeGapWindows(), s.level)
+			if !ok {
+				break
+			}
+			if asBig(val, s, lo, hi) {
+				x = lo
+				break
+			}
+			at = hi
+		}
+		if x < 0 {
+			break
+		}
+		s.lo = x
+		ranges, _ = a.shareRanges(cluster, s, val, depth, true, refreshNs, 0)
+	}
+	return ranges, s.lo
 }
 
 // shareRanges is the range of the lag that each jump of a cluster but its

@@ -87,6 +87,10 @@ func main() {
 	flag.Parse()
 	r := rand.New(rand.NewPCG(*seed, *seed^0x9e3779b97f4a7c15))
 	var analyses, missed, narrow, named, bursts int
+	// byLag and told tally the ranges that missed by the device's lag,
+	// and how many of them stated a refresh the run told.
+	byLag := map[time.Duration]int{}
+	told := 0
 	for i := range *n {
 		t := newTrial(r)
 		rec, facts := synth.Generate(t.spec)
@@ -121,6 +125,10 @@ func main() {
 			default:
 				continue
 			}
+			byLag[t.spec.CounterLag]++
+			if inc.CounterRefreshKnown {
+				told++
+			}
 			fmt.Printf("run %d %s given=%v bursts %v refresh %v phase %v lag %v: stated %.1f ms (%.1f to %.1f) refresh %s, the same reads from lags %v to %v\n",
 				i, t.kind, given, t.bursts, t.spec.CounterRefresh, t.spec.RefreshPhase.Round(time.Millisecond), t.spec.CounterLag,
 				inc.CounterLagS*1e3, inc.CounterLagLowS*1e3, inc.CounterLagHighS*1e3, refreshStated(inc), low.Round(time.Millisecond), high.Round(time.Millisecond))
@@ -128,6 +136,8 @@ func main() {
 	}
 	fmt.Printf("%d analyses of %d runs: lag range missing the device's lag %d, missing only a twin's %d; bursts a finding starts within 5 ms of %d of %d\n",
 		analyses, *n, missed, narrow, named, bursts)
+	fmt.Printf("of those ranges, by the device's lag: 0: %d, 30ms: %d, 250ms: %d, 1s: %d; behind a refresh the run told: %d\n",
+		byLag[0], byLag[30*time.Millisecond], byLag[250*time.Millisecond], byLag[time.Second], told)
 	if missed+narrow > 0 {
 		os.Exit(1)
 	}
