@@ -201,7 +201,11 @@ func checkBursts(t *testing.T, res *Result, c opaqueCase, r repeat) {
 //     change, the other two at the next. Both changes were taken as the
 //     fourth burst's, the first its share, and the lag stated 0 to 499 ms
 //     where devices lagging 968 ms to 1 s give the same reads: the first
-//     three were within that change's reach (sharesWithEarlier).
+//     three were within that change's reach (earlierInReach).
+//   - earlier-in-reach-bytes (seed 7, run 229): the same with bursts of
+//     bytes, the first two shown at one change: the second change's rise
+//     was more than the fourth burst's excess, so the counter was taken
+//     to count a queue, and its first jump alone stated 0 to 80 ms.
 func TestDrawnRuns(t *testing.T) {
 	at := func(addr string, port uint16) netip.AddrPort {
 		return netip.AddrPortFrom(netip.MustParseAddr(addr), port)
@@ -209,25 +213,33 @@ func TestDrawnRuns(t *testing.T) {
 	const trace = 6 * time.Second
 	type burst struct {
 		at  time.Duration
-		bps float64 // 3,000 packets in 14 ms is 1.097e8
+		bps float64 // 3,000 packets in 14 ms is 1.097e8, 2 MB in 7 ms 2.29e9
 	}
 	for _, c := range []struct {
 		name                string
+		bytes               bool // bursts of 1,500-byte packets over 40 Mbit/s, not small ones over 8 kpps
 		bursts              []burst
 		refresh, phase, lag time.Duration
 		seed                uint64
 		named               int
 	}{
-		{"one-lag-packets", []burst{{434 * time.Millisecond, 1.11e8}, {1095 * time.Millisecond, 1.24e8}},
+		{"one-lag-packets", false, []burst{{434 * time.Millisecond, 1.11e8}, {1095 * time.Millisecond, 1.24e8}},
 			100 * time.Millisecond, 2370 * time.Microsecond, time.Second, 7945339735456235270, 2},
-		{"earlier-in-reach", []burst{{432 * time.Millisecond, 1.29e8}, {618 * time.Millisecond, 9.3e7}, {904 * time.Millisecond, 1.08e8}, {1374 * time.Millisecond, 1.22e8}},
+		{"earlier-in-reach", false, []burst{{432 * time.Millisecond, 1.29e8}, {618 * time.Millisecond, 9.3e7}, {904 * time.Millisecond, 1.08e8}, {1374 * time.Millisecond, 1.22e8}},
 			time.Second, 871215569 * time.Nanosecond, time.Second, 8813436789723485667, 2},
+		{"earlier-in-reach-bytes", true, []burst{{480 * time.Millisecond, 2.45e9}, {868 * time.Millisecond, 1.97e9}, {1523 * time.Millisecond, 2.51e9}, {2370 * time.Millisecond, 1.95e9}},
+			time.Second, 449390583 * time.Nanosecond, time.Second, 6322083613608262495, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			flow := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Size: 64, Src: at("10.0.0.10", 41000), Dst: at("10.0.1.22", 9000)}
+			ifc, kind, length := synth.Interface{Name: "eth0", ENA: true, PPS: 8000}, KindPPSExceeded, 14*time.Millisecond
+			if c.bytes {
+				flow.Proto, flow.Size = 6, 1500
+				ifc, kind, length = synth.Interface{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6}, KindMicroburstOut, 7*time.Millisecond
+			}
 			var ats []time.Duration
 			for _, b := range c.bursts {
-				flow.Phases = append(flow.Phases, synth.Phase{From: b.at, To: b.at + 14*time.Millisecond, Bps: b.bps})
+				flow.Phases = append(flow.Phases, synth.Phase{From: b.at, To: b.at + length, Bps: b.bps})
 				ats = append(ats, b.at-c.bursts[0].at)
 			}
 			steady := func(dir record.Direction, src, dst netip.AddrPort) synth.Flow {
@@ -235,7 +247,7 @@ func TestDrawnRuns(t *testing.T) {
 					Phases: []synth.Phase{{From: 0, To: trace, Bps: 640e3}}}
 			}
 			s := synth.Spec{Name: c.name, Duration: trace, Seed: c.seed, SampleNs: int64(10 * time.Millisecond),
-				Interfaces: []synth.Interface{{Name: "eth0", ENA: true, PPS: 8000}},
+				Interfaces: []synth.Interface{ifc},
 				Flows: []synth.Flow{flow, steady(record.Egress, at("10.0.0.10", 40100), at("10.0.1.30", 443)),
 					steady(record.Ingress, at("10.0.1.30", 443), at("10.0.0.10", 40100))},
 				CounterRefresh: c.refresh, RefreshPhase: c.phase, CounterLag: c.lag}
@@ -244,13 +256,13 @@ func TestDrawnRuns(t *testing.T) {
 			for _, given := range []bool{false, true} {
 				opt := DefaultOptions()
 				if given {
-					opt.PPSAllowance = 8000
+					opt.PPSAllowance, opt.BaselineBps, opt.BurstBps = 8000, 40e6, 40e6
 				}
 				res := Analyze(rec, opt)
-				oc := opaqueCase{name: c.name, kind: KindPPSExceeded, culprit: flow.Src.String(), spec: func() synth.Spec { return s }}
+				oc := opaqueCase{name: c.name, kind: kind, culprit: flow.Src.String(), spec: func() synth.Spec { return s }}
 				checkBursts(t, res, oc, repeat{at: ats, named: c.named})
 				for _, f := range res.Findings {
-					if inc := f.Incident; f.Kind == KindPPSExceeded && inc != nil && (inc.CounterLagLowS > low.Seconds()+1e-3 || inc.CounterLagHighS < high.Seconds()-1e-3) {
+					if inc := f.Incident; f.Kind == kind && inc != nil && (inc.CounterLagLowS > low.Seconds()+1e-3 || inc.CounterLagHighS < high.Seconds()-1e-3) {
 						t.Errorf("given=%v: lag stated %.1f ms (%.1f to %.1f): devices lagging %v to %v show the same reads",
 							given, inc.CounterLagS*1e3, inc.CounterLagLowS*1e3, inc.CounterLagHighS*1e3, low, high)
 					}

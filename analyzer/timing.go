@@ -846,6 +846,17 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 			// the download's drops a finding of their own).
 			continue
 		}
+		// Behind a refresh, traffic as big before the cause, within the
+		// reach of the cluster's first jump, made drops it showed too
+		// (earlierInReach). Its shares are then those of several bursts,
+		// whose drops the model places only roughly: each is taken as
+		// reached within half a mean jump of it, as a long incident's.
+		extended := false
+		if refreshNs > 0 && l > fc && val != nil && s.level > 0 {
+			if x := a.earlierInReach(val, s, firstPrev, firstRead, refreshNs, capNs, lo); x < s.lo {
+				s.lo, extended = x, true
+			}
+		}
 		start, end := a.g.startNs(s.lo), a.g.startNs(s.hi)
 		// A device that shows every change at the next read changes the
 		// counter at every read whose interval held the cause's traffic
@@ -922,7 +933,6 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 				firstBy = min(end, a.g.startNs(i))
 			}
 		}
-		firstAt := len(own) // the first drop's range, where kept
 		add(firstPrev-firstBy-refreshNs, firstRead-first)
 		// Under one lag, the reads that show a cause's drops span its
 		// traffic, a refresh and a read at most from the first. Where
@@ -1071,17 +1081,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 					if s.levelName == levelIntervalOwn && refreshNs == 0 && overLevel(val, s, s.level) < sumIn(val, s.lo, s.hi)/2 {
 						shareSpan.level = 0
 					}
-					ranges, _ := a.shareRanges(jumps[fc:l+1], shareSpan, val, shareDepth, false, refreshNs, 0)
-					if refreshNs > 0 && l > fc {
-						var from int
-						ranges, from = a.sharesWithEarlier(jumps[fc:l+1], shareSpan, ranges, val, shareDepth, firstPrev, refreshNs, lo)
-						if from < shareSpan.lo && len(own) > firstAt {
-							// Its first drop came after that traffic began.
-							if r, ok := keepLag(own[firstAt].from, firstRead-a.g.startNs(from), capNs); ok {
-								own[firstAt] = r
-							}
-						}
-					}
+					ranges, _ := a.shareRanges(jumps[fc:l+1], shareSpan, val, shareDepth, extended, refreshNs, 0)
 					for k, r := range ranges {
 						if fc+k < last || fc+k == last && (tail == 0 || refreshNs == 0) {
 							add(r.from, r.to)
@@ -1452,43 +1452,41 @@ func (a *analysis) readWithin(jumps []counters.Jump, fromNs, toNs int64) uint64 
 	return n
 }
 
-// sharesWithEarlier is cluster's share ranges (shareRanges over s) where
-// no traffic as big as s's, over its level, came before s within the
-// reach of the cluster's first jump at the latest lag they allow (its
-// read before, less a refresh and that lag): the device showed that
-// traffic's drops in the cluster too. Else they are the shares over s
-// begun at the earliest such traffic, again while more is found (three
-// times at most), no earlier than floor. Behind a 1 s refresh the run
-// could not tell and a 1 s lag, three bursts shown at one change and a
-// fourth at the next were taken as the fourth's alone, the first change
-// its share, 49%, and the lag stated 0 to 499 ms: there, the other three
-// were in reach of that change.
-func (a *analysis) sharesWithEarlier(cluster []counters.Jump, s span, ranges []lagRange, val func(int) float64, depth float64, firstPrev, refreshNs int64, floor int) ([]lagRange, int) {
-	for range 3 {
-		var latest int64
-		for _, r := range ranges {
-			latest = max(latest, r.to)
-		}
-		from := max(a.g.index(firstPrev-refreshNs-latest), floor)
-		x := -1
-		for at := from; at < s.lo-a.mergeGapWindows(); {
-			lo, hi, ok := excessSpan(val, at, s.lo-a.mergeGapWindows(), s.level)
+// earlierInReach is where a cluster's cause, located as s, began: at the
+// earliest traffic as big (asBig) over s's level, before s, within the
+// reach of the cluster's first jump at the longest lag its first drop
+// allows (from the read before it, less a refresh and that lag, no
+// earlier than floor), looked for again from there (four times at most):
+// the device showed what that traffic dropped in the cluster too. Behind a
+// 1 s refresh the run could not tell and a 1 s lag, four bursts, the first
+// three shown at one change, the fourth at the next, a second later: one
+// cluster, whose cause was taken as the fourth burst alone, its first
+// change 49% of that burst's drops, and the lag stated 0 to 499 ms where
+// devices lagging 968 ms to 1 s give the same reads. At any lag those
+// shares allowed, the first change's reach held the other three.
+func (a *analysis) earlierInReach(val func(int) float64, s span, firstPrev, firstRead, refreshNs, capNs int64, floor int) int {
+	x := s.lo
+	gap := a.mergeGapWindows()
+	for range 4 {
+		latest := min(firstRead-a.g.startNs(x), capNs)
+		found := -1
+		for at := max(a.g.index(firstPrev-refreshNs-latest), floor); at < x-gap; {
+			lo, hi, ok := excessSpan(val, at, x-gap, s.level)
 			if !ok {
 				break
 			}
 			if asBig(val, s, lo, hi) {
-				x = lo
+				found = lo
 				break
 			}
 			at = hi
 		}
-		if x < 0 {
+		if found < 0 {
 			break
 		}
-		s.lo = x
-		ranges, _ = a.shareRanges(cluster, s, val, depth, true, refreshNs, 0)
+		x = found
 	}
-	return ranges, s.lo
+	return x
 }
 
 // shareRanges is the range of the lag that each jump of a cluster but its
