@@ -143,9 +143,10 @@ func (a *analysis) estimateLag(jumps []counters.Jump, refreshNs int64, known, gi
 	return lag, ok
 }
 
-// explainedByLongest is the lag learned under a refresh the run could not tell,
-// taken as the longest, where it finds causes for more of jumps than a
-// refresh of 0 did (zero); else the zero counterLag. A device that shows
+// explainedByLongest is the lag learned under a refresh the run could not
+// tell, taken as the longest the reads allow (bound), where it finds
+// causes for more of jumps than a refresh of 0 did (zero); else the zero
+// counterLag. A device that shows
 // every change at the next read shows each within the longest lag of its
 // cause, so where 0 leaves a jump with no cause in that reach and the
 // longest refresh gives it one, 0 is not the better fit however well its
