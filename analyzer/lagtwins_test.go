@@ -3,13 +3,11 @@ package analyzer
 import (
 	"fmt"
 	"maps"
-	"net/netip"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/enaprobe/enaprobe/analyzer/internal/synth"
-	"github.com/enaprobe/enaprobe/internal/record"
 )
 
 // TestLagTwins: behind a refresh, a device whose refreshes come d earlier
@@ -185,81 +183,66 @@ func checkBursts(t *testing.T, res *Result, c opaqueCase, r repeat) {
 	}
 }
 
-// TestDrawnRuns: runs twinscore drew (analyzer/internal/twinscore: its
-// seed and run), bursts of small packets beside light steady traffic both
-// ways, each analyzed with its allowance and without: findings at named of
-// its bursts or more, each at one, and the lag range stated holding every
-// device that gives the same reads.
-//   - one-lag-packets (seed 13, run 47): two bursts 661 ms apart behind a
-//     100 ms refresh and a 1 s lag. The first burst's change, read a
-//     second after it, looked back over the second burst too and took it,
-//     and the second's changes took it again: one finding, the first
-//     burst missed. One lag explains both clusters, each by its own burst
-//     (oneLagForAll, for packets too).
-//   - earlier-in-reach (seed 7, run 3): four bursts behind a 1 s refresh
-//     the run could not tell and a 1 s lag, the first two shown at one
-//     change, the other two at the next. Both changes were taken as the
-//     fourth burst's, the first its share, and the lag stated 0 to 499 ms
-//     where devices lagging 968 ms to 1 s give the same reads: the first
-//     three were within that change's reach (earlierInReach).
+// TestDrawnRuns: runs twinscore drew (synth.BurstRun; the seed and run
+// twinscore printed them for), each analyzed with its allowance and
+// without: findings at named of its bursts or more, each at one, and the
+// lag range stated holding every device that gives the same reads.
+//   - one-lag-packets (seed 13, run 47): two bursts of packets 661 ms
+//     apart behind a 100 ms refresh and a 1 s lag. The first burst's
+//     change, read a second after it, looked back over the second burst
+//     too and took it, and the second's changes took it again: one
+//     finding, the first burst missed. One lag explains both clusters,
+//     each by its own burst (oneLagForAll, for packets too).
+//   - earlier-in-reach (seed 7, run 3): four bursts of packets behind a
+//     1 s refresh the run could not tell and a 1 s lag, the first two
+//     shown at one change, the other two at the next. Both changes were
+//     taken as the fourth burst's, the first its share, and the lag
+//     stated 0 to 499 ms where devices lagging 968 ms to 1 s give the
+//     same reads: the first three were within that change's reach
+//     (earlierInReach).
 //   - earlier-in-reach-bytes (seed 7, run 229): the same with bursts of
 //     bytes, the first two shown at one change: the second change's rise
 //     was more than the fourth burst's excess, so the counter was taken
 //     to count a queue, and its first jump alone stated 0 to 80 ms.
 func TestDrawnRuns(t *testing.T) {
-	at := func(addr string, port uint16) netip.AddrPort {
-		return netip.AddrPortFrom(netip.MustParseAddr(addr), port)
-	}
-	const trace = 6 * time.Second
-	type burst struct {
-		at  time.Duration
-		bps float64 // 3,000 packets in 14 ms is 1.097e8, 2 MB in 7 ms 2.29e9
+	ms := func(n ...int) []time.Duration {
+		var out []time.Duration
+		for _, v := range n {
+			out = append(out, time.Duration(v)*time.Millisecond)
+		}
+		return out
 	}
 	for _, c := range []struct {
-		name                string
-		bytes               bool // bursts of 1,500-byte packets over 40 Mbit/s, not small ones over 8 kpps
-		bursts              []burst
-		refresh, phase, lag time.Duration
-		seed                uint64
-		named               int
+		name  string
+		run   synth.BurstRun
+		named int
 	}{
-		{"one-lag-packets", false, []burst{{434 * time.Millisecond, 1.11e8}, {1095 * time.Millisecond, 1.24e8}},
-			100 * time.Millisecond, 2370 * time.Microsecond, time.Second, 7945339735456235270, 2},
-		{"earlier-in-reach", false, []burst{{432 * time.Millisecond, 1.29e8}, {618 * time.Millisecond, 9.3e7}, {904 * time.Millisecond, 1.08e8}, {1374 * time.Millisecond, 1.22e8}},
-			time.Second, 871215569 * time.Nanosecond, time.Second, 8813436789723485667, 2},
-		{"earlier-in-reach-bytes", true, []burst{{480 * time.Millisecond, 2.45e9}, {868 * time.Millisecond, 1.97e9}, {1523 * time.Millisecond, 2.51e9}, {2370 * time.Millisecond, 1.95e9}},
-			time.Second, 449390583 * time.Nanosecond, time.Second, 6322083613608262495, 2},
+		{"one-lag-packets", synth.BurstRun{Starts: ms(434, 1095), Bps: []float64{1.11e8, 1.24e8},
+			Refresh: 100 * time.Millisecond, Phase: 2370 * time.Microsecond, Lag: time.Second, Seed: 7945339735456235270}, 2},
+		{"earlier-in-reach", synth.BurstRun{Starts: ms(432, 618, 904, 1374), Bps: []float64{1.29e8, 9.3e7, 1.08e8, 1.22e8},
+			Refresh: time.Second, Phase: 871215569 * time.Nanosecond, Lag: time.Second, Seed: 8813436789723485667}, 2},
+		{"earlier-in-reach-bytes", synth.BurstRun{Bytes: true, Starts: ms(480, 868, 1523, 2370), Bps: []float64{2.45e9, 1.97e9, 2.51e9, 1.95e9},
+			Refresh: time.Second, Phase: 449390583 * time.Nanosecond, Lag: time.Second, Seed: 6322083613608262495}, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			flow := synth.Flow{Interface: "eth0", Dir: record.Egress, Proto: 17, Size: 64, Src: at("10.0.0.10", 41000), Dst: at("10.0.1.22", 9000)}
-			ifc, kind, length := synth.Interface{Name: "eth0", ENA: true, PPS: 8000}, KindPPSExceeded, 14*time.Millisecond
-			if c.bytes {
-				flow.Proto, flow.Size = 6, 1500
-				ifc, kind, length = synth.Interface{Name: "eth0", ENA: true, BaselineBps: 40e6, BurstBps: 40e6}, KindMicroburstOut, 7*time.Millisecond
-			}
-			var ats []time.Duration
-			for _, b := range c.bursts {
-				flow.Phases = append(flow.Phases, synth.Phase{From: b.at, To: b.at + length, Bps: b.bps})
-				ats = append(ats, b.at-c.bursts[0].at)
-			}
-			steady := func(dir record.Direction, src, dst netip.AddrPort) synth.Flow {
-				return synth.Flow{Interface: "eth0", Dir: dir, Proto: 17, Src: src, Dst: dst, Size: 1000,
-					Phases: []synth.Phase{{From: 0, To: trace, Bps: 640e3}}}
-			}
-			s := synth.Spec{Name: c.name, Duration: trace, Seed: c.seed, SampleNs: int64(10 * time.Millisecond),
-				Interfaces: []synth.Interface{ifc},
-				Flows: []synth.Flow{flow, steady(record.Egress, at("10.0.0.10", 40100), at("10.0.1.30", 443)),
-					steady(record.Ingress, at("10.0.1.30", 443), at("10.0.0.10", 40100))},
-				CounterRefresh: c.refresh, RefreshPhase: c.phase, CounterLag: c.lag}
+			s := c.run.Spec()
 			rec, _ := synth.Generate(s)
 			low, high := synth.TwinLags(s, MaxCounterLag)
+			kind := KindPPSExceeded
+			if c.run.Bytes {
+				kind = KindMicroburstOut
+			}
+			var ats []time.Duration
+			for _, at := range c.run.Starts {
+				ats = append(ats, at-c.run.Starts[0])
+			}
+			oc := opaqueCase{name: c.name, kind: kind, culprit: synth.BurstRunSender.String(), spec: func() synth.Spec { return s }}
 			for _, given := range []bool{false, true} {
 				opt := DefaultOptions()
 				if given {
-					opt.PPSAllowance, opt.BaselineBps, opt.BurstBps = 8000, 40e6, 40e6
+					opt.PPSAllowance, opt.BaselineBps, opt.BurstBps = synth.BurstRunAllowancePPS, synth.BurstRunAllowanceBps, synth.BurstRunAllowanceBps
 				}
 				res := Analyze(rec, opt)
-				oc := opaqueCase{name: c.name, kind: kind, culprit: flow.Src.String(), spec: func() synth.Spec { return s }}
 				checkBursts(t, res, oc, repeat{at: ats, named: c.named})
 				for _, f := range res.Findings {
 					if inc := f.Incident; f.Kind == kind && inc != nil && (inc.CounterLagLowS > low.Seconds()+1e-3 || inc.CounterLagHighS < high.Seconds()-1e-3) {

@@ -16,7 +16,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net/netip"
 	"os"
 	"time"
 
@@ -25,12 +24,7 @@ import (
 	"github.com/enaprobe/enaprobe/internal/record"
 )
 
-// at is an address and port of the runs' host (10.0.0.10) or its peers.
-func at(addr string, port uint16) netip.AddrPort {
-	return netip.AddrPortFrom(netip.MustParseAddr(addr), port)
-}
-
-const traceLen = 6 * time.Second
+const traceLen = synth.BurstRunDuration
 
 // trial is one random run: its spec, its bursts' starts, and how it is
 // analyzed with its allowance given.
@@ -41,42 +35,32 @@ type trial struct {
 	given  func(*analyzer.Options)
 }
 
-// newTrial draws a run: bursts of bytes (2 MB in 7 ms over 40 Mbit/s) or
-// of packets (3,000 in 14 ms over 8 kpps), 150 ms to 1 s apart from 0.3 s
-// on, each at 0.8 to 1.2 times the rate, beside a steady flow each way.
+// newTrial draws a run (synth.BurstRun): bursts of bytes or of packets,
+// 150 ms to 1 s apart from 0.3 s on, each at 0.8 to 1.2 times the usual
+// rate, beside a steady flow each way.
 func newTrial(r *rand.Rand) trial {
 	var t trial
-	ifc := synth.Interface{Name: "eth0", ENA: true}
-	burst := synth.Flow{Interface: "eth0", Dir: record.Egress, Src: at("10.0.0.10", 41000), Dst: at("10.0.1.22", 9000)}
-	var length time.Duration
-	var bps float64
+	var run synth.BurstRun
 	if r.IntN(2) == 0 {
-		t.kind, ifc.BaselineBps, ifc.BurstBps = analyzer.KindMicroburstOut, 40e6, 40e6
-		burst.Proto, burst.Size, length, bps = 6, 1500, 7*time.Millisecond, 2e6*8/0.007
-		t.given = func(o *analyzer.Options) { o.BaselineBps, o.BurstBps = 40e6, 40e6 }
+		run.Bytes, t.kind = true, analyzer.KindMicroburstOut
+		t.given = func(o *analyzer.Options) {
+			o.BaselineBps, o.BurstBps = synth.BurstRunAllowanceBps, synth.BurstRunAllowanceBps
+		}
 	} else {
-		t.kind, ifc.PPS = analyzer.KindPPSExceeded, 8000
-		burst.Proto, burst.Size, length, bps = 17, 64, 14*time.Millisecond, 3000*64*8/0.014
-		t.given = func(o *analyzer.Options) { o.PPSAllowance = 8000 }
+		t.kind = analyzer.KindPPSExceeded
+		t.given = func(o *analyzer.Options) { o.PPSAllowance = synth.BurstRunAllowancePPS }
 	}
 	from := 300*time.Millisecond + time.Duration(r.IntN(300))*time.Millisecond
 	for n := 1 + r.IntN(4); n > 0 && from < traceLen/2; n-- {
-		t.bursts = append(t.bursts, from)
-		burst.Phases = append(burst.Phases, synth.Phase{From: from, To: from + length, Bps: bps * (0.8 + 0.4*r.Float64())})
+		run.Starts = append(run.Starts, from)
+		run.Bps = append(run.Bps, synth.BurstRunBps(run.Bytes)*(0.8+0.4*r.Float64()))
 		from += time.Duration(150+r.IntN(850)) * time.Millisecond
 	}
-	steady := func(dir record.Direction, src, dst netip.AddrPort) synth.Flow {
-		return synth.Flow{Interface: "eth0", Dir: dir, Proto: 17, Src: src, Dst: dst, Size: 1000,
-			Phases: []synth.Phase{{From: 0, To: traceLen, Bps: 640e3}}}
-	}
-	t.spec = synth.Spec{Name: "twinscore", Duration: traceLen, Seed: r.Uint64(), Interfaces: []synth.Interface{ifc},
-		Flows: []synth.Flow{burst,
-			steady(record.Egress, at("10.0.0.10", 40100), at("10.0.1.30", 443)),
-			steady(record.Ingress, at("10.0.1.30", 443), at("10.0.0.10", 40100))}}
-	t.spec.SampleNs = int64(10 * time.Millisecond)
-	t.spec.CounterRefresh = []time.Duration{100 * time.Millisecond, time.Second}[r.IntN(2)]
-	t.spec.RefreshPhase = time.Duration(r.Int64N(int64(t.spec.CounterRefresh)))
-	t.spec.CounterLag = []time.Duration{0, 30 * time.Millisecond, 250 * time.Millisecond, time.Second}[r.IntN(4)]
+	run.Seed = r.Uint64()
+	run.Refresh = []time.Duration{100 * time.Millisecond, time.Second}[r.IntN(2)]
+	run.Phase = time.Duration(r.Int64N(int64(run.Refresh)))
+	run.Lag = []time.Duration{0, 30 * time.Millisecond, 250 * time.Millisecond, time.Second}[r.IntN(4)]
+	t.spec, t.bursts = run.Spec(), run.Starts
 	return t
 }
 
