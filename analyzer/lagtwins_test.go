@@ -204,6 +204,15 @@ func checkBursts(t *testing.T, res *Result, c opaqueCase, r repeat) {
 //     bytes, the first two shown at one change: the second change's rise
 //     was more than the fourth burst's excess, so the counter was taken
 //     to count a queue, and its first jump alone stated 0 to 80 ms.
+//   - reach-past-parting (seed 7, run 26): three bursts of packets 0.9 and
+//     0.7 s apart behind a told 1 s refresh and a 1 s lag, each shown at
+//     one change. The three changes, one cluster, were parted after the
+//     first, taken as the second burst's, and the rest was looked for
+//     after that burst only: the third burst's, at 842 to 853 ms. One lag
+//     for all then gave the first change the first burst, but the rest
+//     stayed where the parting had left it: the lag was stated 842 to 853
+//     ms where devices lagging 859 ms to 1 s give the same reads. The
+//     reach of a change looks past a parting's floor (earlierInReach).
 func TestDrawnRuns(t *testing.T) {
 	ms := func(n ...int) []time.Duration {
 		var out []time.Duration
@@ -223,6 +232,8 @@ func TestDrawnRuns(t *testing.T) {
 			Refresh: time.Second, Phase: 871215569 * time.Nanosecond, Lag: time.Second, Seed: 8813436789723485667}, 2},
 		{"earlier-in-reach-bytes", synth.BurstRun{Bytes: true, Starts: ms(480, 868, 1523, 2370), Bps: []float64{2.45e9, 1.97e9, 2.51e9, 1.95e9},
 			Refresh: time.Second, Phase: 449390583 * time.Nanosecond, Lag: time.Second, Seed: 6322083613608262495}, 2},
+		{"reach-past-parting", synth.BurstRun{Starts: ms(406, 1303, 2000), Bps: []float64{1.1807835258756445e+08, 1.2603309691537349e+08, 1.2421292895933117e+08},
+			Refresh: time.Second, Phase: 858894454 * time.Nanosecond, Lag: time.Second, Seed: 8546239171212213078}, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := c.run.Spec()

@@ -394,6 +394,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		if c := queue[qi].ceil; c > 0 {
 			hi = min(hi, c)
 		}
+		reachLo := lo // before a parting's floor (earlierInReach)
 		lo = min(max(lo, floor), hi)
 		var own []lagRange
 		add := func(from, to int64) {
@@ -854,7 +855,7 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		// reached within half a mean jump of it, as a long incident's.
 		extended := false
 		if refreshNs > 0 && l > fc && val != nil && s.level > 0 {
-			if x := a.earlierInReach(val, s, firstPrev, firstRead, refreshNs, capNs, lo); x < s.lo {
+			if x := a.earlierInReach(val, s, firstPrev, firstRead, refreshNs, capNs, reachLo); x < s.lo {
 				s.lo, extended = x, true
 			}
 		}
@@ -1458,7 +1459,13 @@ func (a *analysis) readWithin(jumps []counters.Jump, fromNs, toNs int64) uint64 
 // reach of the cluster's first jump at the longest lag its first drop
 // allows (from the read before it, less a refresh and that lag, no
 // earlier than floor), looked for again from there (four times at most):
-// the device showed what that traffic dropped in the cluster too. Behind a
+// the device showed what that traffic dropped in the cluster too. The
+// floor is the look-back's, not a parting's: a part's cause may be one
+// the part before gave up to one lag for all (oneLagForAll), and the
+// reads allow the lag either way (behind a told 1 s refresh, three
+// bursts each shown at one change, the first change parted off as the
+// second burst's, the rest taken as the third's alone: 842 to 853 ms
+// where devices lagging 859 ms to 1 s give the same reads). Behind a
 // 1 s refresh the run could not tell and a 1 s lag, four bursts, the first
 // three shown at one change, the fourth at the next, a second later: one
 // cluster, whose cause was taken as the fourth burst alone, its first

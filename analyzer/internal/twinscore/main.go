@@ -166,7 +166,7 @@ func detail(rec *record.Recording, facts synth.Facts, res *analyzer.Result, t tr
 	counter := map[string]string{analyzer.KindMicroburstOut: "bw_out_allowance_exceeded", analyzer.KindPPSExceeded: "pps_allowance_exceeded"}[t.kind]
 	fmt.Printf("given=%v bursts %v refresh %v phase %v lag %v\n", given, t.bursts, t.spec.CounterRefresh, t.spec.RefreshPhase, t.spec.CounterLag)
 	for _, p := range t.spec.Flows[0].Phases {
-		fmt.Printf("  burst %v to %v at %.3g bit/s\n", p.From, p.To, p.Bps)
+		fmt.Printf("  burst %v to %v at %v bit/s\n", p.From, p.To, p.Bps)
 	}
 	fmt.Printf("  synth seed %d\n", t.spec.Seed)
 	for _, e := range facts.Drops["eth0"][counter] {
