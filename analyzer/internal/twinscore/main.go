@@ -77,10 +77,10 @@ func main() {
 	told := 0
 	for i := range *n {
 		t := newTrial(r)
-		rec, facts := synth.Generate(t.spec)
 		if *show >= 0 && i != *show {
-			continue
+			continue // drawn all the same: each run's draw follows the one before
 		}
+		rec, facts := synth.Generate(t.spec)
 		low, high := synth.TwinLags(t.spec, analyzer.MaxCounterLag)
 		for _, given := range []bool{false, true} {
 			opt := analyzer.DefaultOptions()
