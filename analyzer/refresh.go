@@ -31,11 +31,7 @@ const MaxCounterRefresh = 1000 * time.Millisecond
 // none, known is false and the refresh is taken as 0. A period found so
 // may still be the traffic's rhythm: estimateLag tests it against 0.
 func (a *analysis) counterRefresh(iface string, jumps []counters.Jump) (ns int64, known bool) {
-	changes := make([]change, 0, len(jumps))
-	for _, j := range jumps {
-		changes = append(changes, change{j.ToNs, j.ToNs - j.FromNs})
-	}
-	if ns, known := a.refreshOf(iface, changes); known {
+	if ns, known := a.refreshOf(iface, changesOf(jumps)); known {
 		return ns, true
 	}
 	return a.refreshOf(iface, a.interfaceChanges(iface))
@@ -76,6 +72,16 @@ func LearnRefresh(samples []record.CounterSample, iface string) (refresh time.Du
 // long before it the change may have come (since the read before: the
 // device published it in between).
 type change struct{ atNs, openNs int64 }
+
+// changesOf is a counter's jumps as the changes its refresh is learned
+// from.
+func changesOf(jumps []counters.Jump) []change {
+	changes := make([]change, 0, len(jumps))
+	for _, j := range jumps {
+		changes = append(changes, change{j.ToNs, j.ToNs - j.FromNs})
+	}
+	return changes
+}
 
 // refreshOf is counterRefresh of one list of changes.
 func (a *analysis) refreshOf(iface string, changes []change) (ns int64, known bool) {
@@ -227,11 +233,10 @@ func (a *analysis) longestRefresh(jumps []counters.Jump) int64 {
 	if len(jumps) < 2 || len(jumps) > maxPhasedChanges {
 		return longest
 	}
-	changes := make([]change, 0, len(jumps))
+	changes := changesOf(jumps)
 	open := int64(math.MaxInt64)
-	for _, j := range jumps {
-		changes = append(changes, change{j.ToNs, j.ToNs - j.FromNs})
-		open = min(open, j.ToNs-j.FromNs)
+	for _, c := range changes {
+		open = min(open, c.openNs)
 	}
 	span := changes[len(changes)-1].atNs - changes[0].atNs
 	open = max(open, 1)

@@ -26,13 +26,13 @@ import (
 
 const traceLen = synth.BurstRunDuration
 
-// trial is one random run: its spec, its bursts' starts, and how it is
-// analyzed with its allowance given.
+// trial is one random run, its spec, and how it is analyzed with its
+// allowance given.
 type trial struct {
-	spec   synth.Spec
-	kind   string
-	bursts []time.Duration
-	given  func(*analyzer.Options)
+	run   synth.BurstRun
+	spec  synth.Spec
+	kind  string
+	given func(*analyzer.Options)
 }
 
 // newTrial draws a run (synth.BurstRun): bursts of bytes or of packets,
@@ -60,7 +60,7 @@ func newTrial(r *rand.Rand) trial {
 	run.Refresh = []time.Duration{100 * time.Millisecond, time.Second}[r.IntN(2)]
 	run.Phase = time.Duration(r.Int64N(int64(run.Refresh)))
 	run.Lag = []time.Duration{0, 30 * time.Millisecond, 250 * time.Millisecond, time.Second}[r.IntN(4)]
-	t.spec, t.bursts = run.Spec(), run.Starts
+	t.run, t.spec = run, run.Spec()
 	return t
 }
 
@@ -92,7 +92,7 @@ func main() {
 				detail(rec, facts, res, t, given)
 			}
 			analyses++
-			bursts += len(t.bursts)
+			bursts += len(t.run.Starts)
 			nb, inc := nameBursts(res, t)
 			named += nb
 			if inc == nil {
@@ -114,7 +114,7 @@ func main() {
 				told++
 			}
 			fmt.Printf("run %d %s given=%v bursts %v refresh %v phase %v lag %v: stated %.1f ms (%.1f to %.1f) refresh %s, the same reads from lags %v to %v\n",
-				i, t.kind, given, t.bursts, t.spec.CounterRefresh, t.spec.RefreshPhase.Round(time.Millisecond), t.spec.CounterLag,
+				i, t.kind, given, t.run.Starts, t.spec.CounterRefresh, t.spec.RefreshPhase.Round(time.Millisecond), t.spec.CounterLag,
 				inc.CounterLagS*1e3, inc.CounterLagLowS*1e3, inc.CounterLagHighS*1e3, refreshStated(inc), low.Round(time.Millisecond), high.Round(time.Millisecond))
 		}
 	}
@@ -150,7 +150,7 @@ func nameBursts(res *analyzer.Result, t trial) (int, *analyzer.Incident) {
 			inc = f.Incident
 		}
 		start := time.Duration(f.StartOffsetS * float64(time.Second))
-		for _, at := range t.bursts {
+		for _, at := range t.run.Starts {
 			if d := start - at; d > -5*time.Millisecond && d < 5*time.Millisecond {
 				named[at] = true
 			}
@@ -164,7 +164,7 @@ func nameBursts(res *analyzer.Result, t trial) (int, *analyzer.Incident) {
 func detail(rec *record.Recording, facts synth.Facts, res *analyzer.Result, t trial, given bool) {
 	ms := func(ns int64) float64 { return float64(ns-rec.Meta.Start.MonoNs) / 1e6 }
 	counter := map[string]string{analyzer.KindMicroburstOut: "bw_out_allowance_exceeded", analyzer.KindPPSExceeded: "pps_allowance_exceeded"}[t.kind]
-	fmt.Printf("given=%v bursts %v refresh %v phase %v lag %v\n", given, t.bursts, t.spec.CounterRefresh, t.spec.RefreshPhase, t.spec.CounterLag)
+	fmt.Printf("given=%v bursts %v refresh %v phase %v lag %v\n", given, t.run.Starts, t.spec.CounterRefresh, t.spec.RefreshPhase, t.spec.CounterLag)
 	for _, p := range t.spec.Flows[0].Phases {
 		fmt.Printf("  burst %v to %v at %v bit/s\n", p.From, p.To, p.Bps)
 	}
