@@ -102,6 +102,12 @@ type BurstSpec struct {
 type BurstResult struct {
 	SendCounts
 	StartNs, EndNs int64
+	// FirstSentNs is when the first send returned. The packet had left
+	// the sender by then, and one sent from the instance had passed tc
+	// egress (the hook runs within the send): the burst reached its wire
+	// between StartNs and FirstSentNs. A sender descheduled before its
+	// first send (a busy host) starts the burst that much late.
+	FirstSentNs int64
 	// PauseNs is the longest one send of a burst back to back took, from
 	// the return of the one before (the first's from StartNs): a few
 	// microseconds, unless the sender was descheduled (a busy host) and
@@ -152,7 +158,13 @@ func (res *BurstResult) sendBurst(ctx context.Context, fd int, spec BurstSpec) e
 	res.StartNs = monoclock.Now()
 	if spec.Rate > 0 {
 		interval := time.Duration(uint64(spec.PacketSize) * 8 * uint64(time.Second) / spec.Rate)
-		err := pace(ctx, spec.Packets, interval, func(int) error { return res.send(fd, payload, spec.PacketSize) })
+		err := pace(ctx, spec.Packets, interval, func(int) error {
+			err := res.send(fd, payload, spec.PacketSize)
+			if res.FirstSentNs == 0 {
+				res.FirstSentNs = monoclock.Now()
+			}
+			return err
+		})
 		res.EndNs = monoclock.Now()
 		return err
 	}
@@ -163,6 +175,9 @@ func (res *BurstResult) sendBurst(ctx context.Context, fd int, spec BurstSpec) e
 			return err
 		}
 		now := monoclock.Now()
+		if res.FirstSentNs == 0 {
+			res.FirstSentNs = now
+		}
 		res.PauseNs = max(res.PauseNs, now-last)
 		last = now
 	}

@@ -233,6 +233,9 @@ func TestBurstAndIPv6Flows(t *testing.T) {
 	if b.Sent != 100 || b.EndNs <= b.StartNs || b.StartNs < monoclock.Now()-int64(time.Minute) {
 		t.Errorf("burst: sent %d between %d and %d ns", b.Sent, b.StartNs, b.EndNs)
 	}
+	if b.FirstSentNs <= b.StartNs || b.FirstSentNs > b.EndNs {
+		t.Errorf("burst: first send returned at %d ns, outside its start %d and end %d", b.FirstSentNs, b.StartNs, b.EndNs)
+	}
 	t.Logf("burst of 100 x 1000 B took %v at the sender", time.Duration(b.EndNs-b.StartNs))
 	res, err := l.UDPFlows(ctx, UDPFlowsSpec{Flows: 2, Rate: 1_000_000, PacketSize: 500, Dst: netip.AddrPortFrom(PeerAddr6, UDPSinkPort), Duration: 300 * time.Millisecond})
 	if err != nil {

@@ -181,7 +181,33 @@ func TestScenarioMicroBurst(t *testing.T) {
 			t.Errorf("burst %d: top flow %+v, want source %s", i, hit.Flows, b.Src)
 		}
 	}
+	checkWireStart(t, rec, truth)
 	checkStatedLag(t, bursts, truth)
+}
+
+// checkWireStart: the probe saw each burst's first packet leave within
+// the span catalog.Burst.WireStart gives it (the first send returned
+// after tc egress ran on its packet).
+func checkWireStart(t *testing.T, rec *record.Recording, truth catalog.Truth) {
+	t.Helper()
+	for i, b := range truth.Bursts {
+		from, to := b.WireStart()
+		if b.FirstSentNs == 0 {
+			t.Errorf("burst %d: the lab kept no first send", i)
+			continue
+		}
+		first := int64(0)
+		for _, f := range rec.Flows {
+			if f.Key.Src == b.Src && f.Directions&2 != 0 && (first == 0 || f.FirstSeenNs < first) {
+				first = f.FirstSeenNs
+			}
+		}
+		t.Logf("burst %d: sender began %v before its first send returned, the probe saw its first packet %v after it began",
+			i, time.Duration(to-from), time.Duration(first-from))
+		if first < from || first > to {
+			t.Errorf("burst %d: first packet seen at %d ns, outside its wire start [%d, %d]", i, first, from, to)
+		}
+	}
 }
 
 // checkStatedLag: the lag a finding states is the lab's within 5 ms: the

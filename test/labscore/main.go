@@ -289,9 +289,11 @@ func score(dir, name, mode string) (verdict, error) {
 		if truth.CounterRefreshNs >= int64(time.Second) {
 			slack = 0.005
 		}
+		// A burst starts when its first packet reached the wire
+		// (catalog.Burst.WireStart), its finding within slack of that.
 		type want struct {
-			start float64
-			src   string
+			start, by float64
+			src       string
 		}
 		var wants []want
 		for _, b := range truth.Bursts {
@@ -299,7 +301,8 @@ func score(dir, name, mode string) (verdict, error) {
 			if !exp.perBurst && truth.Culprit.IsValid() {
 				src = truth.Culprit.String()
 			}
-			wants = append(wants, want{offset(b.StartNs), src})
+			from, to := b.WireStart()
+			wants = append(wants, want{offset(from), offset(to), src})
 			if !exp.perBurst {
 				break
 			}
@@ -308,7 +311,7 @@ func score(dir, name, mode string) (verdict, error) {
 		for _, w := range wants {
 			hit := -1
 			for j, f := range found {
-				if !used[j] && math.Abs(f.StartOffsetS-w.start) <= slack && len(f.Flows) > 0 && f.Flows[0].Src == w.src {
+				if !used[j] && f.StartOffsetS >= w.start-slack && f.StartOffsetS <= w.by+slack && len(f.Flows) > 0 && f.Flows[0].Src == w.src {
 					hit = j
 					break
 				}

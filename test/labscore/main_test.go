@@ -17,9 +17,10 @@ import (
 
 // TestScore scores a kept lab recording (testdata/lab) as a run: right
 // with its truth both ways, the lag in its range (inbound, one burst
-// between reads 50 ms apart: a range only, analyzer/timing.go), and wrong
+// between reads 50 ms apart: a range only, analyzer/timing.go), wrong
 // once the truth's burst is moved 10 ms later, its finding then starting
-// too early.
+// too early, and right where its sender began 10 ms before the first
+// send returned at the burst (catalog.Burst.WireStart).
 func TestScore(t *testing.T) {
 	dir := t.TempDir()
 	const name = "impact-inbound-bunch-gap"
@@ -76,6 +77,27 @@ func TestScore(t *testing.T) {
 	}
 	if v.right || !strings.Contains(v.line(), "missed (nearest -10.") {
 		t.Errorf("the burst moved 10 ms later: %s, want it missed, the finding 10 ms early", v.line())
+	}
+	// Its sender begun 10 ms earlier, descheduled before its first send
+	// returned where the burst had begun: the finding is not late.
+	start := b["StartNs"].(float64) - 10e6
+	b["StartNs"], b["FirstSentNs"] = start-10e6, start
+	out, _ = json.Marshal(moved)
+	writeTruth(out)
+	if v, err = score(dir, "ig", "recorded"); err != nil {
+		t.Fatal(err)
+	}
+	if !v.right {
+		t.Errorf("the sender begun 10 ms before its first send returned: %s, want right", v.line())
+	}
+	delete(b, "FirstSentNs")
+	out, _ = json.Marshal(moved)
+	writeTruth(out)
+	if v, err = score(dir, "ig", "recorded"); err != nil {
+		t.Fatal(err)
+	}
+	if v.right || !strings.Contains(v.line(), "missed (nearest +9.") {
+		t.Errorf("the burst moved 10 ms earlier, no first send kept: %s, want it missed, the finding 10 ms late", v.line())
 	}
 }
 

@@ -132,10 +132,25 @@ type Burst struct {
 	StartNs, EndNs int64
 	Src            netip.AddrPort
 	PauseNs        int64 `json:",omitempty"`
+	// FirstSentNs is when the first send of a burst sent from the
+	// instance returned (lab.BurstResult), its packet past tc egress: 0
+	// for an inbound burst, whose first packet may wait in the shaper
+	// before the instance sees it, and in truths written before it was
+	// kept.
+	FirstSentNs int64 `json:",omitempty"`
 	// ShownAfterNs is, with lagged counters, how long after the burst's
 	// end they showed its last drop (lab.LaggedCounters ShownAt): the lag
 	// of this burst, where CounterLagNs is the run's average.
 	ShownAfterNs int64 `json:",omitempty"`
+}
+
+// WireStart is when the burst's first packet reached the wire: after
+// StartNs, and by FirstSentNs where that was kept. A sender descheduled
+// before its first send (beside two CPU-bound processes: 4.6 ms) starts
+// the burst that much after StartNs, and a finding then rightly starts
+// late.
+func (b Burst) WireStart() (fromNs, toNs int64) {
+	return b.StartNs, max(b.StartNs, b.FirstSentNs)
 }
 
 // JumpAges are the lags of counter's jumps read between fromNs and toNs

@@ -191,6 +191,9 @@ func victimBesideBurst(ctx context.Context, l *lab.Lab, kind victimKind, burstRa
 	}
 	t.Culprit = burst.Src
 	t.Bursts = []Burst{{StartNs: burst.StartNs, EndNs: burst.EndNs, Src: burst.Src, PauseNs: burst.PauseNs}}
+	if kind != victimRemote {
+		t.Bursts[0].FirstSentNs = burst.FirstSentNs
+	}
 	t.Victim, t.VictimPeer = victim.Instance, victim.Peer
 	own, peer := after.Sub(before), peerAfter.Sub(peerBefore)
 	t.RetransSegs, t.PeerRetransSegs = own.RetransSegs, peer.RetransSegs

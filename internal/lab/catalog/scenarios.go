@@ -47,7 +47,7 @@ func microBurst() Scenario {
 					if err != nil {
 						return err
 					}
-					t.Bursts = append(t.Bursts, Burst{StartNs: b.StartNs, EndNs: b.EndNs, Src: b.Src, PauseNs: b.PauseNs})
+					t.Bursts = append(t.Bursts, Burst{StartNs: b.StartNs, EndNs: b.EndNs, Src: b.Src, PauseNs: b.PauseNs, FirstSentNs: b.FirstSentNs})
 				}
 				return nil
 			})
