@@ -91,7 +91,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 			} else {
 				src.shapedPackets = packetsAt
 			}
-			spec.sentFirst = src.sentFirst
+			spec.sentFirst, spec.apart = src.sentFirst, src.sentFirst
 			lag := a.counterLagFor(iface, jumps, src)
 			spec.lag = lag
 			spec.readNs = a.readInterval(iface)
@@ -187,6 +187,7 @@ func (a *analysis) microbursts(exhausted map[record.Direction][][2]int) []Findin
 				spec.locate = func(lo, hi int) span {
 					return a.notLikeQuiet(plain(lo, hi), bytesAt, quiet, lo, hi)
 				}
+				spec.likeQuiet = func(x, y int, level float64) bool { return heldLikeQuiet(bytesAt, quiet, level, x, x, y) }
 				spec.refills = func(lo, hi int, last, next span) bool {
 					if last.levelName != levelIntervalOwn || next.levelName != levelIntervalOwn || next.level <= 0 {
 						return false

@@ -28,7 +28,7 @@ func (a *analysis) ppsFindings() []Finding {
 			levels = append(levels, level{"pps_allowance", a.opt.PPSAllowance * sec, a.opt.PPSAllowance})
 		}
 		jumps := a.jumps(iface, counters.PPSAllowanceExceeded)
-		spec := incidentSpec{counter: counters.PPSAllowanceExceeded, val: packetsAt,
+		spec := incidentSpec{counter: counters.PPSAllowanceExceeded, val: packetsAt, apart: true,
 			excess: func(s span) float64 {
 				return sumIn(func(i int) float64 { return max(packetsAt(i)-s.level, 0) }, s.lo, s.hi)
 			},

@@ -314,11 +314,15 @@ type LearnedAllowance struct {
 	High  float64 `json:"high"`
 }
 
-// CounterJump is one read that saw an allowance counter rise.
+// CounterJump is one read that saw an allowance counter rise. Of is,
+// where that read showed other incidents' drops too (causes a refresh
+// showed at once), the whole rise, and Delta this incident's share of it
+// by its traffic's excess; 0 where the rise is all this incident's.
 type CounterJump struct {
 	Time    time.Time `json:"time"`
 	OffsetS float64   `json:"offset_s"`
 	Delta   uint64    `json:"delta"`
+	Of      uint64    `json:"of,omitempty"`
 }
 
 // IncidentPeak is the busiest sub-window of an incident.

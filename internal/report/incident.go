@@ -92,8 +92,13 @@ func jumpStrip(f analyzer.Finding, x0, x1 float64) template.HTML {
 	for _, j := range inc.Timeline {
 		h := math.Max(float64(height-top-4)*float64(j.Delta)/float64(max(most, 1)), 2)
 		x := xAt(j.OffsetS)
-		fmt.Fprintf(&b, `<g class="jump"><title>%s: +%s at %s</title><rect x="%.1f" y="%.1f" width="2" height="%.1f"/></g>`,
-			html.EscapeString(inc.Counter), fmtCount(j.Delta), fmtOffset(j.OffsetS), x-1, float64(height-2)-h, h)
+		rise := "+" + fmtCount(j.Delta)
+		if j.Of > 0 {
+			// A rise shared with other incidents: this one's share.
+			rise += " of +" + fmtCount(j.Of)
+		}
+		fmt.Fprintf(&b, `<g class="jump"><title>%s: %s at %s</title><rect x="%.1f" y="%.1f" width="2" height="%.1f"/></g>`,
+			html.EscapeString(inc.Counter), rise, fmtOffset(j.OffsetS), x-1, float64(height-2)-h, h)
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())

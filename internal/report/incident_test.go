@@ -103,3 +103,15 @@ func TestBoundedLagShown(t *testing.T) {
 		t.Errorf("narrowed down: %q, want the lag and its range", got)
 	}
 }
+
+// TestSharedJumpShown: a jump whose rise other incidents shared (the
+// analyzer's causesApart) shows this incident's share of the whole in its
+// bar's title.
+func TestSharedJumpShown(t *testing.T) {
+	f := analyzer.Finding{StartOffsetS: 1, EndOffsetS: 1.01, Incident: &analyzer.Incident{Counter: "bw_out_allowance_exceeded", Jumps: 2,
+		Timeline: []analyzer.CounterJump{{OffsetS: 1.2, Delta: 1120, Of: 2240}, {OffsetS: 2.2, Delta: 300}}}}
+	strip := string(jumpStrip(f, 0.9, 2.5))
+	if !strings.Contains(strip, "+1,120 of +2,240 at") || !strings.Contains(strip, "+300 at") || strings.Contains(strip, "+300 of") {
+		t.Errorf("strip titles %s: want the shared rise as its share of the whole, the other alone", strip)
+	}
+}

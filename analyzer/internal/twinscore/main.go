@@ -15,8 +15,10 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/enaprobe/enaprobe/analyzer"
@@ -70,7 +72,7 @@ func main() {
 	show := flag.Int("run", -1, "print run N's drops, counter changes and findings")
 	flag.Parse()
 	r := rand.New(rand.NewPCG(*seed, *seed^0x9e3779b97f4a7c15))
-	var analyses, missed, narrow, named, bursts int
+	var analyses, missed, narrow, named, bursts, together, extra int
 	// byLag and told tally the ranges that missed by the device's lag,
 	// and how many of them stated a refresh the run told.
 	byLag := map[time.Duration]int{}
@@ -95,6 +97,13 @@ func main() {
 			bursts += len(t.run.Starts)
 			nb, inc := nameBursts(res, t)
 			named += nb
+			shared := shownTogether(t, facts)
+			for k, ok := range namedEach(res, t) {
+				if !ok && shared[k] {
+					together++
+				}
+			}
+			extra += atNoBurst(res, t)
 			if inc == nil {
 				fmt.Printf("run %d given=%v: no %s finding\n", i, given, t.kind)
 				continue
@@ -120,6 +129,8 @@ func main() {
 	}
 	fmt.Printf("%d analyses of %d runs: lag range missing the device's lag %d, missing only a twin's %d; bursts a finding starts within 5 ms of %d of %d\n",
 		analyses, *n, missed, narrow, named, bursts)
+	fmt.Printf("of the %d bursts no finding starts at, %d were shown at a change with another burst; findings at no burst: %d\n",
+		bursts-named, together, extra)
 	fmt.Printf("of those ranges, by the device's lag: 0: %d, 30ms: %d, 250ms: %d, 1s: %d; behind a refresh the run told: %d\n",
 		byLag[0], byLag[30*time.Millisecond], byLag[250*time.Millisecond], byLag[time.Second], told)
 	if missed+narrow > 0 {
@@ -141,22 +152,93 @@ func refreshStated(inc *analyzer.Incident) string {
 // starts within 5 ms of, and the first such finding's incident.
 func nameBursts(res *analyzer.Result, t trial) (int, *analyzer.Incident) {
 	var inc *analyzer.Incident
-	named := map[time.Duration]bool{}
+	for _, f := range incidentFindings(res, t) {
+		inc = f.Incident
+		break
+	}
+	n := 0
+	for _, ok := range namedEach(res, t) {
+		if ok {
+			n++
+		}
+	}
+	return n, inc
+}
+
+// incidentFindings are res's findings of t's kind above info.
+func incidentFindings(res *analyzer.Result, t trial) []analyzer.Finding {
+	var out []analyzer.Finding
 	for _, f := range res.Findings {
-		if f.Kind != t.kind || f.Severity == analyzer.SeverityInfo || f.Incident == nil {
-			continue
+		if f.Kind == t.kind && f.Severity != analyzer.SeverityInfo && f.Incident != nil {
+			out = append(out, f)
 		}
-		if inc == nil {
-			inc = f.Incident
+	}
+	return out
+}
+
+// startsAt tells whether finding f starts within 5 ms of at.
+func startsAt(f analyzer.Finding, at time.Duration) bool {
+	d := time.Duration(f.StartOffsetS*float64(time.Second)) - at
+	return d > -5*time.Millisecond && d < 5*time.Millisecond
+}
+
+// namedEach tells, for each of t's bursts, whether a finding starts at it.
+func namedEach(res *analyzer.Result, t trial) []bool {
+	named := make([]bool, len(t.run.Starts))
+	for _, f := range incidentFindings(res, t) {
+		for k, at := range t.run.Starts {
+			named[k] = named[k] || startsAt(f, at)
 		}
-		start := time.Duration(f.StartOffsetS * float64(time.Second))
-		for _, at := range t.run.Starts {
-			if d := start - at; d > -5*time.Millisecond && d < 5*time.Millisecond {
-				named[at] = true
+	}
+	return named
+}
+
+// atNoBurst is how many findings start at none of t's bursts.
+func atNoBurst(res *analyzer.Result, t trial) int {
+	n := 0
+	for _, f := range incidentFindings(res, t) {
+		if !slices.ContainsFunc(t.run.Starts, func(at time.Duration) bool { return startsAt(f, at) }) {
+			n++
+		}
+	}
+	return n
+}
+
+// shownTogether tells, for each of t's bursts, whether the device showed
+// its drops at a refresh that showed another burst's too (facts: the
+// device's drops, each burst's from its start to the next one's).
+func shownTogether(t trial, facts synth.Facts) []bool {
+	counter := map[string]string{analyzer.KindMicroburstOut: "bw_out_allowance_exceeded", analyzer.KindPPSExceeded: "pps_allowance_exceeded"}[t.kind]
+	refresh, phase, lag := t.spec.CounterRefresh, t.spec.RefreshPhase, t.spec.CounterLag
+	shown := func(d time.Duration) time.Duration { // the refresh that shows a drop at d
+		return phase + (d+lag-phase+refresh-1)/refresh*refresh
+	}
+	type refreshes struct{ first, last time.Duration }
+	of := make([]*refreshes, len(t.run.Starts))
+	for k, at := range t.run.Starts {
+		end := time.Duration(math.MaxInt64)
+		if k+1 < len(t.run.Starts) {
+			end = t.run.Starts[k+1]
+		}
+		for _, e := range facts.Drops["eth0"][counter] {
+			if e.From < at || e.From >= end {
+				continue
+			}
+			if of[k] == nil {
+				of[k] = &refreshes{shown(e.From), shown(e.To)}
+			}
+			of[k].last = shown(e.To)
+		}
+	}
+	together := make([]bool, len(of))
+	for k, r := range of {
+		for m, o := range of {
+			if m != k && r != nil && o != nil && o.first <= r.last && r.first <= o.last {
+				together[k] = true
 			}
 		}
 	}
-	return len(named), inc
+	return together
 }
 
 // detail prints what one run dropped and when (the device's truth), when
