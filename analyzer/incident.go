@@ -515,34 +515,42 @@ func (a *analysis) causesApart(spec incidentSpec, out []incident, j counters.Jum
 		}
 		return spec.explained == nil || spec.explained(spec.locate(c.lo, c.hi))
 	}
-	causes := []span{s}
-	for _, r := range overRuns(spec.val, clo, chi, s.level, gap) {
-		if c := (span{lo: r[0], hi: r[1], level: s.level}); isCause(c) {
+	// The stretches over s's level from where this change's causes may
+	// begin: those that began where it showed them whatever the lag
+	// (their heads' drops, at least, are its), and those after, which
+	// the lag's range leaves either side of its refresh.
+	causes, later := []span{s}, []span(nil)
+	for _, r := range overRuns(spec.val, clo, hi, s.level, gap) {
+		switch c := (span{lo: r[0], hi: r[1], level: s.level}); {
+		case c.lo >= chi:
+			later = append(later, c)
+		case isCause(c):
 			causes = append(causes, c)
+			chi = max(chi, c.hi)
 		}
 	}
 	made := 0.0 // the drops the causes' traffic over the level could make
-	for _, c := range causes {
-		if spec.excess != nil {
+	if spec.excess != nil {
+		for _, c := range causes {
 			made += spec.excess(c)
 		}
 	}
 	if spec.excess != nil && overAllowance(s) {
 		// Drops the causes shown here whatever the lag could not have
 		// made, beyondMade times their packets over the allowance: the
-		// rest came from stretches after them that the lag's range
-		// leaves either side of this change's refresh, the earliest
-		// first. Behind a 1 s refresh the run could not tell, its range
-		// 0 to 160 ms left a burst 10 ms past where this change's
-		// certainly lie, its drops counted with the burst before. Not
-		// over a level the traffic stood out from, above the allowance
-		// unknown: a burst of packets carried 1,706 over it and made
-		// 3,309 drops alone.
-		for _, r := range overRuns(spec.val, max(chi, lo), hi, s.level, gap) {
+		// rest came from the stretches after them, the earliest first.
+		// Behind a told 1 s refresh and a 250 ms lag, its range 0 to
+		// 1 s left the burst after one shown at a change either side
+		// of its refresh: 5,462 drops where the burst shown there
+		// carried 3,059 packets over the allowance. Not over a level
+		// the traffic stood out from, above the allowance unknown: a
+		// burst of packets carried 1,706 over it and made 3,309 drops
+		// alone.
+		for _, c := range later {
 			if float64(j.Delta) <= beyondMade*made {
 				break
 			}
-			if c := (span{lo: r[0], hi: r[1], level: s.level}); isCause(c) {
+			if isCause(c) {
 				causes = append(causes, c)
 				made += spec.excess(c)
 				chi = max(chi, c.hi)

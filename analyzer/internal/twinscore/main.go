@@ -95,15 +95,20 @@ func main() {
 			}
 			analyses++
 			bursts += len(t.run.Starts)
-			nb, inc := nameBursts(res, t)
-			named += nb
 			shared := shownTogether(t, facts)
 			for k, ok := range namedEach(res, t) {
-				if !ok && shared[k] {
+				switch {
+				case ok:
+					named++
+				case shared[k]:
 					together++
 				}
 			}
 			extra += atNoBurst(res, t)
+			var inc *analyzer.Incident
+			if fs := incidentFindings(res, t); len(fs) > 0 {
+				inc = fs[0].Incident
+			}
 			if inc == nil {
 				fmt.Printf("run %d given=%v: no %s finding\n", i, given, t.kind)
 				continue
@@ -146,23 +151,6 @@ func refreshStated(inc *analyzer.Incident) string {
 		return r.String()
 	}
 	return "untold (taken as " + r.String() + ")"
-}
-
-// nameBursts is how many of t's bursts a finding of its kind above info
-// starts within 5 ms of, and the first such finding's incident.
-func nameBursts(res *analyzer.Result, t trial) (int, *analyzer.Incident) {
-	var inc *analyzer.Incident
-	for _, f := range incidentFindings(res, t) {
-		inc = f.Incident
-		break
-	}
-	n := 0
-	for _, ok := range namedEach(res, t) {
-		if ok {
-			n++
-		}
-	}
-	return n, inc
 }
 
 // incidentFindings are res's findings of t's kind above info.
