@@ -520,15 +520,15 @@ func (a *analysis) causesApart(spec incidentSpec, out []incident, j counters.Jum
 	// (their heads' drops, at least, are its), and those after, which
 	// the lag's range leaves either side of its refresh.
 	causes, later := []span{s}, []span(nil)
-	for _, r := range overRuns(spec.val, clo, hi, s.level, gap) {
-		switch c := (span{lo: r[0], hi: r[1], level: s.level}); {
+	eachPart(spec.val, clo, hi, s.level, gap, func(x, y int) {
+		switch c := (span{lo: x, hi: y, level: s.level}); {
 		case c.lo >= chi:
 			later = append(later, c)
 		case isCause(c):
 			causes = append(causes, c)
 			chi = max(chi, c.hi)
 		}
-	}
+	})
 	made := 0.0 // the drops the causes' traffic over the level could make
 	if spec.excess != nil {
 		for _, c := range causes {
@@ -604,23 +604,6 @@ func (a *analysis) causesApart(spec incidentSpec, out []incident, j counters.Jum
 // burst's own drops are fewer than its packets, and those of the flows
 // queued behind it (its victims) add a few.
 const beyondMade = 1.5
-
-// overRuns are the stretches of fine windows [from, to) whose traffic
-// (val) lies over level, those less than gap windows apart joined.
-func overRuns(val func(int) float64, from, to int, level float64, gap int) [][2]int {
-	var runs [][2]int
-	for i := from; i < to; i++ {
-		if val(i) <= level {
-			continue
-		}
-		if n := len(runs); n > 0 && i-runs[n-1][1] <= gap {
-			runs[n-1][1] = i + 1
-		} else {
-			runs = append(runs, [2]int{i, i + 1})
-		}
-	}
-	return runs
-}
 
 // jumpCause is what one jump's look-back shows of its cause: the traffic
 // located there (s), where the look-back began once grown to hold all of
