@@ -268,6 +268,12 @@ func TestDrawnRuns(t *testing.T) {
 			Refresh: time.Second, Phase: 235525762 * time.Nanosecond, Lag: 30 * time.Millisecond, Seed: 4307197583024282332}, 3, 0},
 		{"beyond-made", synth.BurstRun{Starts: ms(351, 1038, 1544, 1973), Bps: []float64{1.2830054856832883e+08, 1.1594725029403631e+08, 9.2376522143892e+07, 1.1994598785224684e+08},
 			Refresh: time.Second, Phase: 620854814 * time.Nanosecond, Lag: 250 * time.Millisecond, Seed: 4769201364663157374}, 3, 4},
+		// Behind a 1 s lag, a change paired with the burst after its own
+		// (consistentLags): twinscore seed 7, runs 153 and 190.
+		{"paired-past-cause-bytes", synth.BurstRun{Bytes: true, Starts: ms(377, 1140, 1397), Bps: []float64{2.704584158533119e+09, 2.1295058779436488e+09, 2.403784333572897e+09},
+			Refresh: 100 * time.Millisecond, Phase: 39849832 * time.Nanosecond, Lag: time.Second, Seed: 1478717563408276567}, 3, 0},
+		{"paired-past-cause-packets", synth.BurstRun{Starts: ms(398, 598), Bps: []float64{1.1541090628816606e+08, 1.0306391957711382e+08},
+			Refresh: 100 * time.Millisecond, Phase: 876378 * time.Nanosecond, Lag: time.Second, Seed: 10947922295261694283}, 1, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := c.run.Spec()

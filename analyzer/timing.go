@@ -1172,6 +1172,14 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		point = maxNs
 	}
 	point = min(max(point, r.from), r.to)
+	// A range at which some jump is where no burst like the causes lies,
+	// or such a burst where no jump is, paired some jump with the wrong
+	// burst: the lags at which every one is paired hold the device's.
+	refuted := false
+	c, ok := a.consistentLags(jumps, of, refreshNs, readNs, capNs, window, src)
+	if ok && (c.to < r.from-lagScanStep || c.from > r.to+lagScanStep) {
+		r, point, refuted = c, c.mid(), true
+	}
 	fits = fits && latestFrom-earliestTo <= readNs
 	var depth float64
 	if len(depths) > 0 {
@@ -1185,6 +1193,9 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 	lag = counterLag{lowNs: r.from, highNs: r.to, pointNs: point, refreshNs: refreshNs,
 		clusters: len(clusters), explained: explained, source: lagEstimated, overshootLevel: level, bucketDepth: depth, depthRough: rough,
 		changesShown: shownAtOnce, pulsedAtRefresh: pulsed, delayAsCauses: sameDelay(clusters, of, readNs)}
+	if refuted {
+		return lag, true, fits
+	}
 	if n == len(clusters) && len(of) == len(clusters) {
 		for _, c := range of {
 			if !c.part.placed {
