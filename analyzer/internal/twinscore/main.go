@@ -109,7 +109,11 @@ func main() {
 					together++
 				}
 			}
-			extra += atNoBurst(res, t)
+			if n := atNoBurst(res, t); n > 0 {
+				extra += n
+				fmt.Printf("run %d %s given=%v bursts %v refresh %v phase %v lag %v: %d findings at no burst\n",
+					i, t.kind, given, t.run.Starts, t.spec.CounterRefresh, t.spec.RefreshPhase.Round(time.Millisecond), t.spec.CounterLag, n)
+			}
 			var inc *analyzer.Incident
 			if fs := incidentFindings(res, t); len(fs) > 0 {
 				inc = fs[0].Incident
