@@ -274,6 +274,10 @@ func TestDrawnRuns(t *testing.T) {
 			Refresh: 100 * time.Millisecond, Phase: 39849832 * time.Nanosecond, Lag: time.Second, Seed: 1478717563408276567}, 3, 0},
 		{"paired-past-cause-packets", synth.BurstRun{Starts: ms(398, 598), Bps: []float64{1.1541090628816606e+08, 1.0306391957711382e+08},
 			Refresh: 100 * time.Millisecond, Phase: 876378 * time.Nanosecond, Lag: time.Second, Seed: 10947922295261694283}, 1, 0},
+		// A burst's head read while it went on, its tail a refresh
+		// later: no refresh of 0 (seed 7 run 270).
+		{"head-still-going", synth.BurstRun{Starts: ms(359, 1167), Bps: []float64{1.1721636062770097e+08, 9.71090108832274e+07},
+			Refresh: 100 * time.Millisecond, Phase: 68785072 * time.Nanosecond, Seed: 16060137991507412171}, 2, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := c.run.Spec()
