@@ -2,13 +2,14 @@ package analyzer
 
 import (
 	"slices"
+	"time"
 
 	"github.com/enaprobe/enaprobe/internal/ena/counters"
 )
 
-// lagScanStep is how finely consistentLags tries lags: a read's share at
-// the reads' usual 10 ms, finer than any range it could state.
-const lagScanStep = 1_000_000
+// lagScanStep is how finely consistentLags tries lags: a tenth of the
+// reads' usual 10 ms.
+const lagScanStep = int64(time.Millisecond)
 
 // lagScanMost bounds the jumps and the bursts like their causes that
 // consistentLags weighs: more, and the counter moved at every read or

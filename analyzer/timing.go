@@ -1213,6 +1213,8 @@ func (a *analysis) estimateLagWith(jumps []counters.Jump, refreshNs int64, phase
 		clusters: len(clusters), explained: explained, source: lagEstimated, overshootLevel: level, bucketDepth: depth, depthRough: rough,
 		changesShown: shownAtOnce, pulsedAtRefresh: pulsed, delayAsCauses: sameDelay(clusters, of, readNs)}
 	if refuted {
+		// The clusters' pairings are what the run refuted: no cause
+		// is looked for before a part's or a deferred cluster's edge.
 		return lag, true, fits
 	}
 	if n == len(clusters) && len(of) == len(clusters) {
