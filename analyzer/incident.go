@@ -249,15 +249,19 @@ func (a *analysis) slowestRead(iface string) int64 {
 	return slow
 }
 
-// lastReadNs is when the last good read of an interface's counters began.
-func (a *analysis) lastReadNs(iface string) int64 {
-	var last int64
+// readsSpan is when the first and the last good reads of an interface's
+// counters began.
+func (a *analysis) readsSpan(iface string) (firstNs, lastNs int64) {
+	first := true
 	for _, s := range a.rec.Counters {
 		if s.Interface == iface && s.Err == "" {
-			last = max(last, s.BeforeNs)
+			if first {
+				firstNs, first = s.BeforeNs, false
+			}
+			firstNs, lastNs = min(firstNs, s.BeforeNs), max(lastNs, s.BeforeNs)
 		}
 	}
-	return last
+	return firstNs, lastNs
 }
 
 // incidentSpec is how one counter's jumps on one interface become

@@ -75,7 +75,7 @@ func (a *analysis) consistentLags(jumps []counters.Jump, of []lagCause, refreshN
 		return lagRange{}, false
 	}
 	iface := jumps[0].Interface
-	firstRead, lastRead := a.firstReadNs(iface), a.lastReadNs(iface)
+	firstRead, lastRead := a.readsSpan(iface)
 	slack := readNs / 2
 	type shownAt struct{ from, to int64 } // what a jump shows at lag 0
 	shows := make([]shownAt, len(jumps))
@@ -118,14 +118,3 @@ func (a *analysis) consistentLags(jumps []counters.Jump, of []lagCause, refreshN
 
 // burstAt is when a burst's traffic, and so its drops, began and ended.
 type burstAt struct{ fromNs, toNs int64 }
-
-// firstReadNs is when the first good read of an interface's counters
-// began.
-func (a *analysis) firstReadNs(iface string) int64 {
-	for _, s := range a.rec.Counters {
-		if s.Interface == iface && s.Err == "" {
-			return s.BeforeNs
-		}
-	}
-	return 0
-}

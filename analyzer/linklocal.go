@@ -391,7 +391,7 @@ func (a *analysis) countedDepth(fs *fineSeries, jumps []counters.Jump, lag count
 		rise := riseOf(jumps[c[0] : c[1]+1])
 		// The count is the flood's whole if the counter stayed still for
 		// the longest lag and a refresh after its last jump.
-		stillTo := a.lastReadNs(fs.iface)
+		_, stillTo := a.readsSpan(fs.iface)
 		if c[1]+1 < len(jumps) {
 			stillTo = jumps[c[1]+1].FromNs
 		}
